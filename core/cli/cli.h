@@ -1,0 +1,34 @@
+/* The stepcast program: shared pieces of the subcommands (core/cli/ only). */
+#ifndef SC_CLI_H
+#define SC_CLI_H
+
+#include <stdio.h>
+
+#include "stepcast/stepcast.h"
+
+/* One subcommand: run() gets argv with argv[0] = the subcommand's name and returns the
+ * process exit status (0 ok, 1 failure, 2 usage). */
+typedef struct sc_cli_cmd {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+} sc_cli_cmd;
+
+/* Files given with --plugin FILE (any subcommand); collected by main() before dispatch. */
+extern const char **sc_cli_plugin_files;
+extern int sc_cli_nplugin_files;
+
+/* Print "stepcast: <msg>" for err on stderr and return 1. */
+int sc_cli_fail(const sc_error *err);
+/* Print "stepcast <cmd>: <printf message>" on stderr and return 2 (a usage error). */
+int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Subcommands (one file each). */
+int sc_cli_check(int argc, char **argv);
+int sc_cli_plugins(int argc, char **argv);
+
+#endif

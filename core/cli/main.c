@@ -1,0 +1,104 @@
+/* stepcast: the program. Dispatches to one subcommand per file in core/cli/. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char **sc_cli_plugin_files = NULL;
+int sc_cli_nplugin_files = 0;
+
+static const sc_cli_cmd commands[] = {
+  {"check", "validate spec files (model, hardware, topology, job) and print what they say",
+   sc_cli_check},
+  {"plugins", "list the plugins found, with kind, version, ABI, priority, path and status",
+   sc_cli_plugins},
+};
+static const size_t ncommands = sizeof commands / sizeof commands[0];
+
+int sc_cli_fail(const sc_error *err) {
+  fprintf(stderr, "stepcast: %s\n", err->msg[0] ? err->msg : sc_strerror(err->code));
+  return 1;
+}
+
+int sc_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "stepcast %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see 'stepcast %s --help')\n", cmd);
+  return 2;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "stepcast %s: predict the step time of distributed LLM training\n\n"
+          "usage: stepcast [--plugin FILE]... <command> [options]\n"
+          "       stepcast --help | --version\n\n"
+          "commands:\n",
+          sc_version());
+  for (size_t i = 0; i < ncommands; i++) {
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  }
+  fprintf(out,
+          "\n'stepcast <command> --help' describes a command's options.\n"
+          "--plugin FILE (on any command) loads one more plugin; STEPCAST_PLUGIN_PATH lists\n"
+          "more plugin folders; STEPCAST_PLUGINS_VERBOSE=1 narrates plugin discovery.\n");
+}
+
+/* Take every --plugin FILE / --plugin=FILE out of argv (wherever it stands). */
+static int collect_plugin_flags(int *argc, char **argv) {
+  int out = 0;
+  sc_cli_plugin_files = calloc((size_t)*argc + 1, sizeof *sc_cli_plugin_files);
+  if (sc_cli_plugin_files == NULL) return -1;
+  for (int i = 0; i < *argc; i++) {
+    if (strcmp(argv[i], "--plugin") == 0) {
+      if (i + 1 >= *argc) return -1;
+      sc_cli_plugin_files[sc_cli_nplugin_files++] = argv[++i];
+    } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
+      sc_cli_plugin_files[sc_cli_nplugin_files++] = argv[i] + 9;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argv[out] = NULL;
+  *argc = out;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int rc;
+  if (collect_plugin_flags(&argc, argv) != 0) {
+    fprintf(stderr, "stepcast: --plugin needs a file\n");
+    free(sc_cli_plugin_files);
+    return 2;
+  }
+  if (argc < 2) {
+    usage(stderr);
+    rc = 2;
+  } else if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+             strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    rc = 0;
+  } else if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    printf("stepcast %s (plugin ABI %d.%d)\n", sc_version(), SC_PLUGIN_ABI_MAJOR,
+           SC_PLUGIN_ABI_MINOR);
+    rc = 0;
+  } else {
+    rc = -1;
+    for (size_t i = 0; i < ncommands; i++) {
+      if (strcmp(argv[1], commands[i].name) == 0) {
+        rc = commands[i].run(argc - 1, argv + 1);
+        break;
+      }
+    }
+    if (rc == -1) {
+      fprintf(stderr, "stepcast: unknown command '%s' (see 'stepcast --help')\n", argv[1]);
+      rc = 2;
+    }
+  }
+  free(sc_cli_plugin_files);
+  return rc;
+}

@@ -1,0 +1,337 @@
+/*
+ * stepcast plugin SDK: the whole contract between the stepcast runtime and a plugin.
+ *
+ * A plugin is a shared object exporting one function, sc_plugin_entry_v1(), that returns a
+ * pointer to a constant descriptor. The descriptor starts with sc_plugin_header (common to
+ * all kinds) and continues with the payload of its kind: an operator family
+ * (sc_op_plugin), a collective algorithm (sc_coll_plugin) or a hardware target
+ * (sc_hw_plugin). A plugin needs this header alone: it includes only the C standard library.
+ *
+ * Rules the loader enforces (each refusal names the file and the reason):
+ *   - header.abi_major == SC_PLUGIN_ABI_MAJOR;
+ *   - header.size >= the size that kind had at ABI minor 0 (SC_*_PLUGIN_MIN_SIZE);
+ *   - header.flags == 0 (reserved for later use);
+ *   - header.name is a non-empty identifier ([A-Za-z0-9_.-]+);
+ *   - no two plugins of one kind with one name and one priority (the higher priority wins).
+ *
+ * Units are SI and carried in names: time_s, bytes, flops, bw_Bps, flops_per_s.
+ * Everything a plugin receives is borrowed for the duration of the call.
+ * Plugins are built with hidden visibility; only the entry symbol is exported.
+ */
+#ifndef STEPCAST_PLUGIN_H
+#define STEPCAST_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* ABI version                                                               */
+
+#define SC_PLUGIN_ABI_MAJOR 1
+#define SC_PLUGIN_ABI_MINOR 0
+
+/* ------------------------------------------------------------------------- */
+/* Status codes: one table for the whole project (libuv style).              */
+/* Functions return int: SC_OK (0) or one of the negative codes below.       */
+
+#define SC_ERRNO_MAP(XX)                                                      \
+  XX(EINVAL,      -1, "invalid argument")                                     \
+  XX(ENOMEM,      -2, "out of memory")                                        \
+  XX(EIO,         -3, "input/output error")                                   \
+  XX(EPARSE,      -4, "parse error")                                          \
+  XX(ESPEC,       -5, "invalid specification")                                \
+  XX(ENOTFOUND,   -6, "not found")                                            \
+  XX(EABI,        -7, "plugin ABI mismatch")                                  \
+  XX(EPLUGIN,     -8, "plugin refused")                                       \
+  XX(EUNSUPPORTED,-9, "not supported")                                        \
+  XX(ERANGE,     -10, "value out of range")                                   \
+  XX(ENOFIT,     -11, "does not fit in device memory")                        \
+  XX(EEXIST,     -12, "already exists")                                       \
+  XX(ECONFIG,    -13, "impossible configuration")                             \
+  XX(ELIMIT,     -14, "limit exceeded")
+
+typedef enum {
+  SC_OK = 0,
+#define SC__ERRNO_ENUM(name, val, msg) SC_##name = val,
+  SC_ERRNO_MAP(SC__ERRNO_ENUM)
+#undef SC__ERRNO_ENUM
+  SC__ERRNO_LAST = -15
+} sc_status;
+
+/* Details of a failure: the status code and a one-line message that names the
+ * file, line and key (or the parameter) at fault, e.g.
+ * "models/gpt3.toml:12:1: key 'heads': must divide 'hidden' (12288 % 97 != 0)". */
+#define SC_ERROR_MSG_MAX 512
+typedef struct sc_error {
+  int code;
+  char msg[SC_ERROR_MSG_MAX];
+} sc_error;
+
+/* ------------------------------------------------------------------------- */
+/* Common vocabulary                                                         */
+
+typedef enum {
+  SC_DTYPE_FP32 = 0,
+  SC_DTYPE_TF32,
+  SC_DTYPE_BF16,
+  SC_DTYPE_FP16,
+  SC_DTYPE_FP8,
+  SC_DTYPE_INT8,
+  SC_DTYPE_COUNT
+} sc_dtype;
+
+/* What limited an estimate. */
+typedef enum {
+  SC_BOUND_COMPUTE = 0, /* flops / achievable flops dominated */
+  SC_BOUND_MEMORY,      /* bytes / achievable memory bandwidth dominated */
+  SC_BOUND_LATENCY,     /* fixed launch or network latency dominated */
+  SC_BOUND_BANDWIDTH,   /* a network tier's bandwidth dominated (collectives) */
+  SC_BOUND_COUNT
+} sc_bound;
+
+#define SC_MAX_FEATURES 16 /* features a plugin may hand to the residual regressor */
+#define SC_OP_MAX_DIMS 8   /* shape dimensions of one operator */
+#define SC_MAX_TIERS 8     /* network tiers of one topology */
+
+/* ------------------------------------------------------------------------- */
+/* Host services: what the runtime offers every plugin (passed to init).     */
+
+/* An opaque table of a spec file (a TOML table). Lookups through sc_host. */
+typedef struct sc_table sc_table;
+
+typedef enum { SC_LOG_ERROR = 0, SC_LOG_WARN, SC_LOG_INFO, SC_LOG_DEBUG } sc_log_level;
+
+typedef struct sc_host {
+  uint32_t size; /* sizeof(sc_host) as the runtime built it; fields past it are absent */
+  uint16_t abi_major, abi_minor;
+  /* printf-style logging, attributed to the plugin by name. */
+  void (*log)(sc_log_level level, const char *plugin, const char *fmt, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+  /* Allocation that the runtime accounts for (same contract as malloc/free). */
+  void *(*alloc)(size_t bytes);
+  void (*free)(void *ptr);
+  /* Reading a plugin's own table of a spec file. Each returns SC_OK, SC_ENOTFOUND when
+   * the key is absent (err untouched), or SC_ESPEC when it has the wrong type or range,
+   * with err->msg naming "file:line:col: key 'a.b'". Keys may be dotted ("peak.bf16").
+   * Strings and tables are borrowed from the document and live as long as it does. */
+  int (*table_number)(const sc_table *t, const char *key, double *out, sc_error *err);
+  int (*table_integer)(const sc_table *t, const char *key, int64_t *out, sc_error *err);
+  int (*table_string)(const sc_table *t, const char *key, const char **out, sc_error *err);
+  int (*table_bool)(const sc_table *t, const char *key, int *out, sc_error *err);
+  int (*table_table)(const sc_table *t, const char *key, const sc_table **out, sc_error *err);
+  /* Where a key sits, "file:line:col", for a plugin's own error messages. */
+  const char *(*table_where)(const sc_table *t, const char *key);
+} sc_host;
+
+/* ------------------------------------------------------------------------- */
+/* Device: what a hardware plugin produces and operator plugins consume.     */
+
+typedef struct sc_device {
+  char name[64];                            /* e.g. "a100-sxm4-40gb" */
+  char kind[32];                            /* the hardware plugin: "gpu", "cpu", ... */
+  double peak_flops_per_s[SC_DTYPE_COUNT];  /* dense peak per dtype; 0 = unsupported */
+  double mem_bytes;                         /* device memory capacity */
+  double mem_bw_Bps;                        /* peak device-memory bandwidth */
+  double l2_bytes;                          /* last-level on-chip cache */
+  uint32_t compute_units;                   /* SMs or CUs (or cores for a CPU) */
+  /* Roofline derating with a physical meaning, same for every row of a device. */
+  double flops_efficiency;                  /* achievable fraction of peak FLOP/s (0,1] */
+  double mem_efficiency;                    /* achievable fraction of peak bandwidth (0,1] */
+  double launch_s;                          /* fixed per-kernel launch/overhead time */
+  /* Tensor-core tile (for tile quantisation): a GEMM dimension not a multiple wastes work. */
+  uint32_t tile_m, tile_n, tile_k;
+} sc_device;
+
+/* ------------------------------------------------------------------------- */
+/* Operators                                                                 */
+
+/* One operator instance with per-GPU shapes. The meaning of dims[] is defined by its family
+ * and documented in docs/plugins.md; e.g. gemm: {batch, m, n, k}. variant selects a form
+ * within the family (e.g. attention: flash forward, flash backward, ...), family-defined. */
+typedef struct sc_op_desc {
+  const char *family;           /* "gemm", "attention", "norm", ... */
+  uint32_t variant;             /* family-defined sub-kind */
+  sc_dtype dtype;
+  uint32_t ndims;
+  int64_t dims[SC_OP_MAX_DIMS];
+} sc_op_desc;
+
+/* What an estimator returns for one operator or collective. */
+typedef struct sc_estimate {
+  double time_s;                /* analytical (roofline / alpha-beta) time */
+  double flops;                 /* floating-point operations performed */
+  double bytes;                 /* bytes moved (memory for ops, per-GPU wire bytes for collectives) */
+  sc_bound bound;               /* what limited it */
+  double busbw_Bps;             /* collectives: nccl-tests bus bandwidth; ops: 0 */
+  int32_t bound_tier;           /* collectives: index of the limiting tier; ops: -1 */
+  uint32_t nfeatures;
+  double features[SC_MAX_FEATURES]; /* inputs to the residual regressor */
+} sc_estimate;
+
+/* A measurement of one operator on the live device (hardware plugins that can sample). */
+typedef struct sc_measurement {
+  double median_s;
+  double min_s;
+  double max_s;
+  double p10_s, p90_s;
+  uint32_t reps;
+} sc_measurement;
+
+/* ------------------------------------------------------------------------- */
+/* Collectives                                                               */
+
+typedef enum {
+  SC_COLL_ALLREDUCE = 0,
+  SC_COLL_ALLGATHER,
+  SC_COLL_REDUCESCATTER,
+  SC_COLL_ALLTOALL,
+  SC_COLL_BROADCAST,
+  SC_COLL_SENDRECV,
+  SC_COLL_COUNT
+} sc_coll_kind;
+
+/* How a group spans one tier of the topology. Tiers are innermost first (e.g. 0 = NVLink
+ * inside a node, 1 = leaf switches, 2 = spine). ranks is how many distinct members of the
+ * group this tier joins at its level (product over tiers = group size). */
+typedef struct sc_tier_span {
+  uint32_t ranks;               /* fan-out of the group at this tier (1 = not crossed) */
+  double bw_Bps;                /* per-GPU bandwidth each way on this tier */
+  double latency_s;             /* one-hop latency of this tier */
+  double oversubscription;      /* >= 1: bandwidth divided by this when the tier is loaded */
+  uint32_t sharing;             /* groups sharing this tier's links at once (>= 1) */
+} sc_tier_span;
+
+typedef struct sc_coll_desc {
+  sc_coll_kind kind;
+  double bytes;                 /* message size per rank as nccl-tests counts it */
+  sc_dtype dtype;
+  uint32_t nranks;              /* group size */
+  uint32_t ntiers;
+  sc_tier_span tiers[SC_MAX_TIERS];
+} sc_coll_desc;
+
+/* ------------------------------------------------------------------------- */
+/* Descriptors                                                               */
+
+typedef enum {
+  SC_PLUGIN_KIND_OP = 1,
+  SC_PLUGIN_KIND_COLLECTIVE = 2,
+  SC_PLUGIN_KIND_HARDWARE = 3
+} sc_plugin_kind;
+
+typedef struct sc_plugin_header {
+  uint16_t abi_major;           /* SC_PLUGIN_ABI_MAJOR the plugin was built against */
+  uint16_t abi_minor;           /* SC_PLUGIN_ABI_MINOR the plugin was built against */
+  uint32_t size;                /* sizeof the whole descriptor (header + payload) */
+  uint32_t kind;                /* sc_plugin_kind */
+  uint32_t flags;               /* reserved: must be 0 */
+  const char *name;             /* unique within its kind, e.g. "gemm", "allreduce.ring" */
+  const char *version;          /* the plugin's own version, e.g. "1.0.0" */
+  int32_t priority;             /* higher wins on a name clash; built-ins use 0 */
+  /* Optional. init() runs once after loading; a non-zero return refuses the plugin with
+   * err->msg. *state is handed back to every call and to fini(). */
+  int (*init)(const sc_host *host, void **state, sc_error *err);
+  void (*fini)(void *state);
+} sc_plugin_header;
+
+/* An operator family. estimate() is pure: same inputs, same output. */
+typedef struct sc_op_plugin {
+  sc_plugin_header hdr;         /* kind = SC_PLUGIN_KIND_OP; name = the family */
+  uint32_t nfeatures;
+  const char *const *feature_names; /* nfeatures names, documented in docs/plugins.md */
+  /* Roofline estimate of op on dev. Returns SC_OK, or SC_EINVAL / SC_EUNSUPPORTED with err
+   * naming the parameter (e.g. "gemm: dims[2] (n) must be > 0"). */
+  int (*estimate)(void *state, const sc_device *dev, const sc_op_desc *op,
+                  sc_estimate *out, sc_error *err);
+} sc_op_plugin;
+
+/* A collective algorithm for one or more collective kinds. */
+typedef struct sc_coll_plugin {
+  sc_plugin_header hdr;         /* kind = SC_PLUGIN_KIND_COLLECTIVE */
+  const char *algorithm;        /* "ring", "tree", "direct", ... */
+  uint32_t kinds_mask;          /* bit (1u << sc_coll_kind) for each kind it answers */
+  uint32_t nfeatures;
+  const char *const *feature_names;
+  int (*estimate)(void *state, const sc_coll_desc *coll, sc_estimate *out, sc_error *err);
+} sc_coll_plugin;
+
+/* A hardware target: turns a hardware spec table into a device, and may measure operators
+ * on the live device (the host CPU, a GPU where present). */
+typedef struct sc_hw_plugin {
+  sc_plugin_header hdr;         /* kind = SC_PLUGIN_KIND_HARDWARE; name = the device kind */
+  /* Fill *dev from table t (the whole hardware file); errors name file:line:key. */
+  int (*describe)(void *state, const sc_host *host, const sc_table *t, sc_device *dev,
+                  sc_error *err);
+  /* Optional (NULL when the device cannot be reached from here): time op on the live
+   * device with warm-up and repetitions for at least min_reps and up to budget_s. */
+  int (*measure)(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
+                 double budget_s, sc_measurement *out, sc_error *err);
+} sc_hw_plugin;
+
+/* Smallest descriptor sizes accepted at ABI 1.0 (the loader refuses smaller ones). */
+#define SC_OP_PLUGIN_MIN_SIZE   (sizeof(sc_op_plugin))
+#define SC_COLL_PLUGIN_MIN_SIZE (sizeof(sc_coll_plugin))
+#define SC_HW_PLUGIN_MIN_SIZE   (sizeof(sc_hw_plugin))
+
+/* ------------------------------------------------------------------------- */
+/* The entry point                                                           */
+
+typedef const sc_plugin_header *(*sc_plugin_entry_fn)(void);
+
+#define SC_PLUGIN_ENTRY_SYMBOL "sc_plugin_entry_v1"
+
+#if defined(__GNUC__)
+#define SC_PLUGIN_VISIBLE __attribute__((visibility("default")))
+#else
+#define SC_PLUGIN_VISIBLE
+#endif
+
+/* Define a plugin's entry: SC_PLUGIN_ENTRY(gemm) { return &desc.hdr; }
+ * Built as a module it exports sc_plugin_entry_v1; built with SC_PLUGIN_STATIC (the
+ * runtime's own tests link every built-in statically) it becomes sc_plugin_entry_<id>_v1
+ * so that many plugins can live in one program. */
+#if defined(SC_PLUGIN_STATIC)
+#define SC_PLUGIN_ENTRY(id) const sc_plugin_header *sc_plugin_entry_##id##_v1(void)
+#else
+#define SC_PLUGIN_ENTRY(id) \
+  SC_PLUGIN_VISIBLE const sc_plugin_header *sc_plugin_entry_v1(void)
+#endif
+
+/* Fill the common header: SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "gemm", "1.0.0") */
+#define SC_PLUGIN_HEADER(type, kind_, name_, version_)                        \
+  { .abi_major = SC_PLUGIN_ABI_MAJOR, .abi_minor = SC_PLUGIN_ABI_MINOR,       \
+    .size = (uint32_t)sizeof(type), .kind = (kind_), .flags = 0,              \
+    .name = (name_), .version = (version_), .priority = 0,                    \
+    .init = NULL, .fini = NULL }
+
+/* For plugins (which do not link libstepcast): set err to code and a formatted message,
+ * return code. err may be NULL. */
+static inline int sc_plugin_fail(sc_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static inline int sc_plugin_fail(sc_error *err, int code, const char *fmt, ...) {
+  if (err != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_PLUGIN_H */

@@ -1,0 +1,73 @@
+/*
+ * Spec files: models/, hardware/, topologies/ TOML become these validated structs.
+ * Schemas are documented in docs/formats.md. Nothing downstream of core/src/spec/ reads TOML.
+ */
+#ifndef STEPCAST_SPEC_H
+#define STEPCAST_SPEC_H
+
+#include <stdint.h>
+
+#include "stepcast/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SC_NAME_MAX 64
+#define SC_PATH_MAX 1024
+
+typedef enum { SC_ACT_GELU = 0, SC_ACT_SWIGLU } sc_activation;
+typedef enum { SC_NORM_LAYERNORM = 0, SC_NORM_RMSNORM } sc_norm_kind;
+typedef enum {
+  SC_POS_LEARNED = 0, /* learned absolute position embedding (GPT-2/3) */
+  SC_POS_ROPE,        /* rotary (Llama, GPT-NeoX) */
+  SC_POS_ALIBI,
+  SC_POS_NONE
+} sc_pos_embedding;
+
+/* A transformer model (models/<name>.toml). */
+typedef struct sc_model {
+  char name[SC_NAME_MAX];
+  char path[SC_PATH_MAX];       /* the file it came from ("" when built in code) */
+  int64_t layers;               /* transformer blocks */
+  int64_t hidden;               /* model width h */
+  int64_t ffn_hidden;           /* MLP inner width (4h for GPT, ~8h/3 rounded for SwiGLU) */
+  int64_t heads;                /* attention (query) heads */
+  int64_t kv_heads;             /* key/value heads (== heads without GQA) */
+  int64_t head_dim;             /* hidden / heads unless the file says otherwise */
+  int64_t vocab;                /* vocabulary size V (before any padding) */
+  int64_t max_seq;              /* trained context length */
+  sc_activation activation;
+  sc_norm_kind norm;
+  sc_pos_embedding position;
+  int tied_embeddings;          /* input and output embedding share weights */
+  int linear_bias;              /* linear layers carry biases (GPT: yes, Llama: no) */
+  int64_t params;               /* derived: total parameter count (embeddings included) */
+} sc_model;
+
+/* One tier of a network, innermost first. */
+typedef struct sc_tier {
+  char name[SC_NAME_MAX];       /* "nvlink", "leaf", "spine", ... */
+  uint32_t scope_gpus;          /* GPUs joined by one instance of this tier (cumulative:
+                                   tier 0 = GPUs per node; the last tier may be 0 = all) */
+  double bw_Bps;                /* per-GPU bandwidth each way through this tier */
+  double latency_s;             /* one-hop latency */
+  double oversubscription;      /* >= 1 (1 = full bisection) */
+} sc_tier;
+
+/* A cluster (topologies/<name>.toml). */
+typedef struct sc_topology {
+  char name[SC_NAME_MAX];
+  char path[SC_PATH_MAX];
+  char hardware[SC_PATH_MAX];   /* hardware file of the node's device, resolved path */
+  uint32_t gpus_per_node;
+  uint32_t nics_per_node;
+  uint32_t max_gpus;            /* largest system described (0 = unbounded) */
+  uint32_t ntiers;
+  sc_tier tiers[SC_MAX_TIERS];
+} sc_topology;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_SPEC_H */

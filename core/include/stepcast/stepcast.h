@@ -1,0 +1,47 @@
+/*
+ * stepcast library API.
+ *
+ * Conventions (see docs/architecture.md): public names sc_*, internal sc__*, macros SC_*.
+ * Functions return int status (SC_OK = 0, negative codes from SC_ERRNO_MAP in plugin.h)
+ * and put a one-line message naming file:line:key or the parameter in an sc_error.
+ * Library code never prints and never exits. Units are SI and carried in names.
+ */
+#ifndef STEPCAST_H
+#define STEPCAST_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stepcast/plugin.h"
+#include "stepcast/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the library, "MAJOR.MINOR.PATCH". Never NULL. */
+const char *sc_version(void);
+
+/* Name of a status code ("SC_EPARSE") and its message ("parse error"); never NULL, unknown
+ * codes give "SC_EUNKNOWN" / "unknown error". */
+const char *sc_err_name(int code);
+const char *sc_strerror(int code);
+
+/* Set err (if not NULL) to code and a printf-formatted message, truncated to
+ * SC_ERROR_MSG_MAX - 1 bytes. Returns code, so that callers can write
+ * `return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': ...", ...);`. */
+int sc_error_set(sc_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int sc_error_setv(sc_error *err, int code, const char *fmt, va_list ap);
+
+/* Clear err to SC_OK with an empty message. NULL is a no-op. */
+void sc_error_clear(sc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_H */
