@@ -67,6 +67,35 @@ typedef struct sc_topology {
   sc_tier tiers[SC_MAX_TIERS];
 } sc_topology;
 
+struct sc_registry;
+
+/* Which folder a spec name is looked up in. */
+typedef enum { SC_SPEC_MODEL = 0, SC_SPEC_HARDWARE, SC_SPEC_TOPOLOGY } sc_spec_kind;
+
+/* Resolve a spec argument to a file path. A value containing '/' or ending in ".toml" is a
+ * path (must exist). A bare name ("gpt3-175b") is looked up as <dir>/<name>.toml in: each
+ * folder of STEPCAST_DATA_PATH (colon list), then the source tree (program run from the
+ * build tree) or the installed data folder (<prefix>/share/stepcast), dir being models,
+ * hardware or topologies. SC_ENOTFOUND with the places tried otherwise. */
+int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size_t out_size,
+                    sc_error *err);
+
+/* Load and validate a model file (name or path, resolved as above). Errors name
+ * file:line:col and the key (unknown key, missing key, wrong type, impossible value such
+ * as heads not dividing hidden). Derives head_dim and params. */
+int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err);
+
+/* Validate a model built in code (same rules as the loader) and derive params. */
+int sc_model_finish(sc_model *m, sc_error *err);
+
+/* Load and validate a topology file; resolves its hardware reference to a path. */
+int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err);
+
+/* Load a hardware file: reads its 'kind' and asks that hardware plugin of reg to describe
+ * it (plugins/hardware/<kind>.c). SC_ENOTFOUND when no plugin serves the kind. */
+int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_device *out,
+                     sc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

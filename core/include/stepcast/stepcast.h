@@ -15,6 +15,7 @@
 
 #include "stepcast/plugin.h"
 #include "stepcast/spec.h"
+#include "stepcast/registry.h"
 
 #ifdef __cplusplus
 extern "C" {
