@@ -60,7 +60,8 @@ struct sc_toml_value {
     int boolean;                                        /* BOOL: 0 or 1 */
     sc_toml_datetime dt;                                /* the four date/time types */
     struct { sc_toml_value **items; size_t len; } arr;  /* ARRAY */
-    struct { sc_toml_kv *items; size_t len; } tab;      /* TABLE, in document order */
+    struct { sc_toml_kv *items; size_t len;             /* TABLE, in document order; */
+             const char *file; } tab;                   /* file = the document's filename */
   } u;
 };
 
