@@ -16,6 +16,7 @@
 #include "stepcast/plugin.h"
 #include "stepcast/spec.h"
 #include "stepcast/registry.h"
+#include "stepcast/parallel.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,65 @@
+/*
+ * A parallel training configuration: how a model is split over GPUs (Megatron-LM terms).
+ * Shared by the workload decomposition, the communication placement, the schedule and
+ * the sweep.
+ */
+#ifndef STEPCAST_PARALLEL_H
+#define STEPCAST_PARALLEL_H
+
+#include <stdint.h>
+
+#include "stepcast/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { SC_RECOMPUTE_NONE = 0, SC_RECOMPUTE_SELECTIVE, SC_RECOMPUTE_FULL } sc_recompute;
+typedef enum { SC_SCHED_GPIPE = 0, SC_SCHED_1F1B, SC_SCHED_INTERLEAVED } sc_schedule_kind;
+
+/* Parallel groups, for placement and for tagging collectives. */
+typedef enum {
+  SC_GROUP_TP = 0, /* tensor parallel (with sequence parallel when enabled) */
+  SC_GROUP_CP,     /* context parallel */
+  SC_GROUP_DP,     /* data parallel */
+  SC_GROUP_PP,     /* pipeline parallel (point-to-point between neighbouring stages) */
+  SC_GROUP_COUNT
+} sc_group_kind;
+
+typedef struct sc_parallel {
+  uint32_t tp, pp, dp, cp;        /* degrees; gpus = tp * pp * dp * cp */
+  uint32_t micro_batch;           /* sequences per micro-batch b */
+  uint32_t global_batch;          /* sequences per iteration B (= b * dp * microbatches) */
+  uint32_t seq_len;               /* tokens per sequence s */
+  uint32_t virtual_stages;        /* model chunks per pipeline rank (interleaved), >= 1 */
+  sc_schedule_kind schedule;
+  sc_recompute recompute;
+  int sequence_parallel;          /* Megatron sequence parallelism (needs tp > 1 to matter) */
+  int distributed_optimizer;      /* optimizer state sharded across dp (ZeRO-1 style) */
+  int flash_attention;            /* fused flash attention vs unfused softmax path */
+  sc_dtype dtype;                 /* compute dtype of activations and GEMMs (bf16, fp16, ...) */
+  /* Placement order of groups over ranks, innermost first; Megatron default: TP, CP, DP, PP. */
+  sc_group_kind order[SC_GROUP_COUNT];
+  /* Overlap switches (Megatron-LM flags of the same meaning). */
+  int overlap_grad_reduce;        /* DP gradient reduction overlapped with backward */
+  int overlap_param_gather;       /* distributed-optimizer parameter all-gather with forward */
+  int overlap_tp_comm;            /* TP communication overlapped with GEMMs */
+  /* Uneven pipeline splits: layers per stage when stage_layers[0] != 0 (pp entries). */
+  uint32_t stage_layers[256];
+} sc_parallel;
+
+/* Fill p with the defaults: every degree 1, micro_batch 1, global_batch 1, seq_len 2048,
+ * virtual_stages 1, 1F1B, no recomputation, flash attention on, bf16, order TP,CP,DP,PP,
+ * no overlap, even split. */
+void sc_parallel_defaults(sc_parallel *p);
+
+/* Number of micro-batches per iteration: global_batch / (micro_batch * dp). */
+static inline uint32_t sc_parallel_microbatches(const sc_parallel *p) {
+  uint64_t per = (uint64_t)p->micro_batch * p->dp;
+  return per ? (uint32_t)(p->global_batch / per) : 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_PARALLEL_H */
