@@ -53,6 +53,10 @@ typedef struct sc_tier {
   double bw_Bps;                /* per-GPU bandwidth each way through this tier */
   double latency_s;             /* one-hop latency */
   double oversubscription;      /* >= 1 (1 = full bisection) */
+  /* Added for the communication model (docs/comm.md): the fraction of bw_Bps that NCCL's
+   * large-message transfers achieve on this tier (protocol overhead, PCIe/NIC efficiency),
+   * in (0,1]; 0 = not stated, taken as 1. */
+  double efficiency;
 } sc_tier;
 
 /* A cluster (topologies/<name>.toml). */

@@ -23,6 +23,11 @@ int sc__table_string(const sc_table *t, const char *key, const char **out, sc_er
 int sc__table_bool(const sc_table *t, const char *key, int *out, sc_error *err);
 int sc__table_table(const sc_table *t, const char *key, const sc_table **out, sc_error *err);
 
+/* The i-th key of table t in document order (i from 0): SC_OK with *key borrowed from the
+ * document, SC_ENOTFOUND when i is past the last key, SC_EINVAL when t is not a table.
+ * Lets a reader reject unknown keys. */
+int sc__table_key(const sc_table *t, size_t i, const char **key);
+
 /* "file:line:col" of key (or of the table itself when key is NULL or absent), in a
  * thread-local buffer valid until the next call. */
 const char *sc__table_where(const sc_table *t, const char *key);

@@ -1,0 +1,143 @@
+/* stepcast check FILE...: validate spec files and print what they say. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "toml/toml.h"
+
+static void check_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast check FILE...\n\n"
+          "Validates model, hardware and topology spec files (recognised by their top-level\n"
+          "table: [model], [hardware] or [topology]) and prints what was understood.\n"
+          "Exit status: 0 when every file is valid, 1 otherwise (one line\n"
+          "'file:line:col: key 'x': problem' per bad file on stderr), 2 on usage errors.\n"
+          "Schemas: docs/formats.md.\n");
+}
+
+static const char *const dtype_names[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8",
+                                                        "int8"};
+static const char *const act_names[] = {"gelu", "swiglu"};
+static const char *const norm_names[] = {"layernorm", "rmsnorm"};
+static const char *const pos_names[] = {"learned", "rope", "alibi", "none"};
+
+static void print_model(const sc_model *m) {
+  printf("model %s (%s)\n", m->name, m->path);
+  printf("  layers           %lld\n", (long long)m->layers);
+  printf("  hidden           %lld\n", (long long)m->hidden);
+  printf("  ffn_hidden       %lld\n", (long long)m->ffn_hidden);
+  printf("  heads            %lld\n", (long long)m->heads);
+  printf("  kv_heads         %lld\n", (long long)m->kv_heads);
+  printf("  head_dim         %lld\n", (long long)m->head_dim);
+  printf("  vocab            %lld\n", (long long)m->vocab);
+  printf("  max_seq          %lld\n", (long long)m->max_seq);
+  printf("  activation       %s\n", act_names[m->activation]);
+  printf("  norm             %s\n", norm_names[m->norm]);
+  printf("  position         %s\n", pos_names[m->position]);
+  printf("  tied_embeddings  %s\n", m->tied_embeddings ? "true" : "false");
+  printf("  linear_bias      %s\n", m->linear_bias ? "true" : "false");
+  printf("  params           %.1f B (%lld)\n", (double)m->params / 1e9, (long long)m->params);
+}
+
+static void print_device(const sc_device *d, const char *path) {
+  printf("hardware %s (%s), kind %s\n", d->name, path, d->kind);
+  for (int i = 0; i < SC_DTYPE_COUNT; i++) {
+    if (d->peak_flops_per_s[i] > 0) {
+      printf("  peak %-5s       %.1f TFLOP/s\n", dtype_names[i], d->peak_flops_per_s[i] / 1e12);
+    } else {
+      printf("  peak %-5s       unsupported\n", dtype_names[i]);
+    }
+  }
+  printf("  memory           %.1f GB\n", d->mem_bytes / 1e9);
+  printf("  bandwidth        %.1f GB/s\n", d->mem_bw_Bps / 1e9);
+  printf("  l2               %.1f MB\n", d->l2_bytes / 1e6);
+  printf("  compute units    %u\n", d->compute_units);
+  printf("  flops efficiency %.3f\n", d->flops_efficiency);
+  printf("  mem efficiency   %.3f\n", d->mem_efficiency);
+  printf("  launch           %.2f us\n", d->launch_s * 1e6);
+  printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);
+}
+
+static void print_topology(const sc_topology *t) {
+  printf("topology %s (%s)\n", t->name, t->path);
+  printf("  hardware         %s\n", t->hardware);
+  printf("  gpus per node    %u\n", t->gpus_per_node);
+  printf("  nics per node    %u\n", t->nics_per_node);
+  if (t->max_gpus) {
+    printf("  nodes            %u (%u GPUs)\n", t->max_gpus / t->gpus_per_node, t->max_gpus);
+  } else {
+    printf("  nodes            unbounded\n");
+  }
+  for (uint32_t i = 0; i < t->ntiers; i++) {
+    const sc_tier *r = &t->tiers[i];
+    char scope[32];
+    if (r->scope_gpus) snprintf(scope, sizeof scope, "%u GPUs", r->scope_gpus);
+    else snprintf(scope, sizeof scope, "all GPUs");
+    printf("  tier %u %-10s scope %-10s bw %.1f GB/s  latency %.2f us  oversubscription %.2f\n",
+           i, r->name, scope, r->bw_Bps / 1e9, r->latency_s * 1e6, r->oversubscription);
+  }
+}
+
+/* Which spec a file is, from its top-level table; -1 with err set when none. */
+static int detect_kind(const char *path, sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  int kind = -1;
+  if (sc__toml_parse_file(path, &doc, err) != SC_OK) return -1;
+  if (sc__toml_get(doc->root, "model") != NULL) kind = SC_SPEC_MODEL;
+  else if (sc__toml_get(doc->root, "hardware") != NULL) kind = SC_SPEC_HARDWARE;
+  else if (sc__toml_get(doc->root, "topology") != NULL) kind = SC_SPEC_TOPOLOGY;
+  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware] or [topology] table", path);
+  sc__toml_free(doc);
+  return kind;
+}
+
+int sc_cli_check(int argc, char **argv) {
+  sc_registry *reg = NULL;
+  int nfiles = 0, bad = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      check_usage(stdout);
+      return 0;
+    }
+    if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      return sc_cli_usage_error("check", "unknown option '%s'", argv[i]);
+    }
+    nfiles++;
+  }
+  if (nfiles == 0) return sc_cli_usage_error("check", "no FILE given");
+  for (int i = 1; i < argc; i++) {
+    sc_error err;
+    int kind, rc = SC_OK;
+    const char *path = argv[i];
+    sc_error_clear(&err);
+    kind = detect_kind(path, &err);
+    if (kind == SC_SPEC_MODEL) {
+      sc_model m;
+      rc = sc_model_load(path, &m, &err);
+      if (rc == SC_OK) print_model(&m);
+    } else if (kind == SC_SPEC_TOPOLOGY) {
+      sc_topology t;
+      rc = sc_topology_load(path, &t, &err);
+      if (rc == SC_OK) print_topology(&t);
+    } else if (kind == SC_SPEC_HARDWARE) {
+      sc_device d;
+      if (reg == NULL) {
+        rc = sc_registry_new(&reg, &err);
+        if (rc == SC_OK) {
+          rc = sc_registry_discover(reg, sc_cli_plugin_files, (size_t)sc_cli_nplugin_files, &err);
+        }
+      }
+      if (rc == SC_OK) rc = sc_hardware_load(reg, path, &d, &err);
+      if (rc == SC_OK) print_device(&d, path);
+    } else {
+      rc = err.code != SC_OK ? err.code : SC_ESPEC;
+    }
+    if (rc != SC_OK) {
+      fprintf(stderr, "%s\n", err.msg[0] ? err.msg : sc_strerror(rc));
+      bad++;
+    }
+    fflush(stdout);
+  }
+  sc_registry_free(reg);
+  return bad ? 1 : 0;
+}

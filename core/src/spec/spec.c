@@ -1,0 +1,563 @@
+/*
+ * Spec files: resolution of names to files, and the model, topology and hardware loaders.
+ * Schemas: docs/formats.md. Every failure names "file:line:col: key 'x': problem".
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sc_config.h"
+#include "spec/table.h"
+#include "stepcast/stepcast.h"
+#include "toml/toml.h"
+
+/* ------------------------------------------------------------------------- */
+/* Resolution                                                                */
+
+static const char *const sc__spec_dirs[] = {"models", "hardware", "topologies"};
+
+static int sc__is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Append "; " + s to buf (bounded). */
+static void sc__append(char *buf, size_t cap, const char *s) {
+  size_t n = strlen(buf), k = strlen(s);
+  if (n > 0) {
+    if (n + 2 >= cap) return;
+    memcpy(buf + n, ", ", 2);
+    n += 2;
+  }
+  if (k > cap - n - 1) k = cap - n - 1;
+  memcpy(buf + n, s, k);
+  buf[n + k] = '\0';
+}
+
+/* Try dir/sub/name.toml; on success copy to out. */
+static int sc__try(const char *dir, const char *sub, const char *name, char *out,
+                   size_t out_size, char *tried, size_t tried_cap) {
+  char p[SC_PATH_MAX];
+  int n = snprintf(p, sizeof p, "%s/%s/%s.toml", dir, sub, name);
+  if (n < 0 || (size_t)n >= sizeof p) return 0;
+  sc__append(tried, tried_cap, p);
+  if (!sc__is_file(p)) return 0;
+  if ((size_t)n >= out_size) return 0;
+  memcpy(out, p, (size_t)n + 1);
+  return 1;
+}
+
+/* The folder holding data: the source tree when the program runs from the build tree,
+ * else <prefix>/SC_DATA_INSTALL_SUBDIR with <prefix> = dirname(dirname(/proc/self/exe)).
+ * Returns 0 when it cannot be determined. */
+static int sc__data_root(char *out, size_t cap) {
+  char exe[SC_PATH_MAX];
+  char build[SC_PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const char *slash;
+  size_t blen;
+  if (n <= 0) return 0;
+  exe[n] = '\0';
+  /* The build tree is the parent of SC_PLUGIN_BUILD_DIR (<build>/plugins). */
+  snprintf(build, sizeof build, "%s", SC_PLUGIN_BUILD_DIR);
+  slash = strrchr(build, '/');
+  if (slash != NULL) build[slash - build] = '\0';
+  blen = strlen(build);
+  if (blen > 0 && strncmp(exe, build, blen) == 0 && exe[blen] == '/') {
+    snprintf(out, cap, "%s", SC_SOURCE_DIR);
+    return 1;
+  }
+  /* <prefix>/bin/stepcast -> <prefix> */
+  for (int up = 0; up < 2; up++) {
+    char *s = strrchr(exe, '/');
+    if (s == NULL) return 0;
+    *s = '\0';
+  }
+  return snprintf(out, cap, "%s/%s", exe, SC_DATA_INSTALL_SUBDIR) < (int)cap;
+}
+
+int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size_t out_size,
+                    sc_error *err) {
+  char tried[SC_ERROR_MSG_MAX / 2];
+  const char *sub;
+  size_t len;
+  if (name_or_path == NULL || out == NULL || out_size == 0 || (int)kind < 0 ||
+      kind > SC_SPEC_TOPOLOGY) {
+    return sc_error_set(err, SC_EINVAL, "sc_spec_resolve: invalid argument");
+  }
+  sub = sc__spec_dirs[kind];
+  len = strlen(name_or_path);
+  if (len == 0) return sc_error_set(err, SC_EINVAL, "empty %s name", sub);
+  if (strchr(name_or_path, '/') != NULL || (len > 5 && strcmp(name_or_path + len - 5, ".toml") == 0)) {
+    if (!sc__is_file(name_or_path)) {
+      return sc_error_set(err, SC_ENOTFOUND, "%s: no such file", name_or_path);
+    }
+    if (len >= out_size) return sc_error_set(err, SC_ELIMIT, "%s: path too long", name_or_path);
+    memcpy(out, name_or_path, len + 1);
+    return SC_OK;
+  }
+  tried[0] = '\0';
+  {
+    const char *env = getenv("STEPCAST_DATA_PATH");
+    if (env != NULL && env[0] != '\0') {
+      char *copy = strdup(env);
+      char *save = NULL;
+      if (copy == NULL) return sc_error_set(err, SC_ENOMEM, "out of memory");
+      for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] == '\0') continue;
+        if (sc__try(d, sub, name_or_path, out, out_size, tried, sizeof tried)) {
+          free(copy);
+          return SC_OK;
+        }
+      }
+      free(copy);
+    }
+  }
+  {
+    char root[SC_PATH_MAX];
+    if (sc__data_root(root, sizeof root) &&
+        sc__try(root, sub, name_or_path, out, out_size, tried, sizeof tried)) {
+      return SC_OK;
+    }
+  }
+  return sc_error_set(err, SC_ENOTFOUND, "%s '%s' not found (tried %s)",
+                      kind == SC_SPEC_MODEL ? "model"
+                      : kind == SC_SPEC_HARDWARE ? "hardware" : "topology",
+                      name_or_path, tried[0] ? tried : "no folder");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Shared validation helpers                                                 */
+
+/* Every key of t must be in known[]; else SC_ESPEC naming the first unknown one. */
+static int sc__check_keys(const sc_table *t, const char *what, const char *const *known,
+                          sc_error *err) {
+  const char *key = NULL;
+  for (size_t i = 0; sc__table_key(t, i, &key) == SC_OK; i++) {
+    int ok = 0;
+    for (size_t k = 0; known[k] != NULL; k++) {
+      if (strcmp(key, known[k]) == 0) { ok = 1; break; }
+    }
+    if (!ok) {
+      return sc_error_set(err, SC_ESPEC, "%s: key '%s': unknown key in %s",
+                          sc__table_where(t, key), key, what);
+    }
+  }
+  return SC_OK;
+}
+
+static int sc__missing(const sc_table *t, const char *prefix, const char *key, const char *what,
+                       sc_error *err) {
+  return sc_error_set(err, SC_ESPEC, "%s: key '%s%s': missing required key in %s",
+                      sc__table_where(t, NULL), prefix, key, what);
+}
+
+/* Read an integer; doubles with an exact integer value are accepted too (4.8e9 style). */
+static int sc__get_int(const sc_table *t, const char *prefix, const char *key, int required,
+                       const char *what, int64_t *out, sc_error *err) {
+  double d = 0;
+  int rc = sc__table_integer(t, key, out, err);
+  if (rc == SC_OK || (rc != SC_ENOTFOUND && rc != SC_ESPEC)) return rc;
+  if (rc == SC_ENOTFOUND) return required ? sc__missing(t, prefix, key, what, err) : SC_ENOTFOUND;
+  /* Wrong type for integer: accept an integral float. */
+  {
+    sc_error scratch;
+    if (sc__table_number(t, key, &d, &scratch) != SC_OK) return rc; /* err says why */
+  }
+  if (!(d == floor(d)) || fabs(d) > 9.0e15) {
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s%s': expected an integer, found %g",
+                        sc__table_where(t, key), prefix, key, d);
+  }
+  *out = (int64_t)d;
+  return SC_OK;
+}
+
+static int sc__get_num(const sc_table *t, const char *prefix, const char *key, int required,
+                       const char *what, double *out, sc_error *err) {
+  int rc = sc__table_number(t, key, out, err);
+  if (rc == SC_ENOTFOUND && required) return sc__missing(t, prefix, key, what, err);
+  if (rc == SC_OK && !isfinite(*out)) {
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s%s': must be finite",
+                        sc__table_where(t, key), prefix, key);
+  }
+  return rc;
+}
+
+static int sc__bad(const sc_table *t, const char *key, sc_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int sc__bad(const sc_table *t, const char *key, sc_error *err, const char *fmt, ...) {
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return sc_error_set(err, SC_ESPEC, "%s: key '%s': %s", sc__table_where(t, key), key, why);
+}
+
+/* Parse path and return the one top-level table named section ("model", ...). */
+static int sc__open_section(const char *path, const char *section, sc_toml_doc **doc_out,
+                            const sc_table **sec_out, sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  const sc_table *root;
+  const char *known[2] = {section, NULL};
+  char what[64];
+  int rc = sc__toml_parse_file(path, &doc, err);
+  if (rc != SC_OK) return rc;
+  root = sc__table_of(doc->root);
+  snprintf(what, sizeof what, "a %s file (only [%s] is allowed at top level)", section, section);
+  rc = sc__check_keys(root, what, known, err);
+  if (rc == SC_OK) {
+    rc = sc__table_table(root, section, sec_out, err);
+    if (rc == SC_ENOTFOUND) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:1:1: key '%s': missing [%s] table", path, section,
+                        section);
+    }
+  }
+  if (rc != SC_OK) {
+    sc__toml_free(doc);
+    return rc;
+  }
+  *doc_out = doc;
+  return SC_OK;
+}
+
+static void sc__copy(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Model                                                                     */
+
+/* Parameter count of a validated model; see docs/formats.md for the formula. */
+static int64_t sc__model_params(const sc_model *m) {
+  int64_t h = m->hidden, q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
+  int64_t f = m->ffn_hidden;
+  int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * h : h;
+  int64_t attn = h * q + 2 * h * kv + q * h;
+  int64_t mlp = (m->activation == SC_ACT_SWIGLU ? 3 : 2) * h * f;
+  int64_t layer, total;
+  if (m->linear_bias) {
+    attn += q + 2 * kv + h;
+    mlp += (m->activation == SC_ACT_SWIGLU ? 2 * f : f) + h;
+  }
+  layer = attn + mlp + 2 * norm;
+  total = m->layers * layer + norm; /* final norm */
+  total += m->vocab * h * (m->tied_embeddings ? 1 : 2);
+  if (m->position == SC_POS_LEARNED) total += m->max_seq * h;
+  return total;
+}
+
+int sc_model_finish(sc_model *m, sc_error *err) {
+  const char *where = (m != NULL && m->path[0]) ? m->path : "<model>";
+  if (m == NULL) return sc_error_set(err, SC_EINVAL, "sc_model_finish: model is NULL");
+#define SC__POS(field)                                                                     \
+  if (m->field <= 0)                                                                       \
+    return sc_error_set(err, SC_ESPEC, "%s: key '" #field "': must be > 0 (is %lld)", where, \
+                        (long long)m->field);
+  SC__POS(layers) SC__POS(hidden) SC__POS(ffn_hidden) SC__POS(heads) SC__POS(vocab)
+  SC__POS(max_seq)
+#undef SC__POS
+  if (m->kv_heads == 0) m->kv_heads = m->heads;
+  if (m->kv_heads < 0 || m->kv_heads > m->heads || m->heads % m->kv_heads != 0) {
+    return sc_error_set(err, SC_ESPEC, "%s: key 'kv_heads': must divide 'heads' (%lld %% %lld != 0)",
+                        where, (long long)m->heads, (long long)m->kv_heads);
+  }
+  if (m->head_dim == 0) {
+    if (m->hidden % m->heads != 0) {
+      return sc_error_set(err, SC_ESPEC,
+                          "%s: key 'heads': must divide 'hidden' (%lld %% %lld != 0) unless "
+                          "'head_dim' is given", where, (long long)m->hidden, (long long)m->heads);
+    }
+    m->head_dim = m->hidden / m->heads;
+  } else if (m->head_dim < 0) {
+    return sc_error_set(err, SC_ESPEC, "%s: key 'head_dim': must be > 0", where);
+  }
+  if ((int)m->activation < 0 || m->activation > SC_ACT_SWIGLU || (int)m->norm < 0 ||
+      m->norm > SC_NORM_RMSNORM || (int)m->position < 0 || m->position > SC_POS_NONE) {
+    return sc_error_set(err, SC_ESPEC, "%s: activation, norm or position out of range", where);
+  }
+  /* Guard the product terms against int64 overflow (ample for any real model). */
+  if (m->hidden > 1000000 || m->ffn_hidden > 10000000 || m->layers > 100000 ||
+      m->vocab > 100000000 || m->heads * m->head_dim > 10000000 || m->max_seq > 1000000000) {
+    return sc_error_set(err, SC_ERANGE, "%s: model dimensions out of range", where);
+  }
+  m->params = sc__model_params(m);
+  return SC_OK;
+}
+
+static int sc__enum(const sc_table *t, const char *key, const char *const *names, int n,
+                    int required, int *out, sc_error *err) {
+  const char *s = NULL;
+  char list[160] = "";
+  int rc = sc__table_string(t, key, &s, err);
+  if (rc == SC_ENOTFOUND) return required ? sc__missing(t, "", key, "[model]", err) : rc;
+  if (rc != SC_OK) return rc;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(s, names[i]) == 0) { *out = i; return SC_OK; }
+    sc__append(list, sizeof list, names[i]);
+  }
+  return sc__bad(t, key, err, "'%s' is not one of %s", s, list);
+}
+
+int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
+  static const char *const known[] = {"name", "layers", "hidden", "ffn_hidden", "heads",
+                                      "kv_heads", "head_dim", "vocab", "max_seq", "activation",
+                                      "norm", "position", "tied_embeddings", "linear_bias",
+                                      NULL};
+  static const char *const acts[] = {"gelu", "swiglu"};
+  static const char *const norms[] = {"layernorm", "rmsnorm"};
+  static const char *const poss[] = {"learned", "rope", "alibi", "none"};
+  char path[SC_PATH_MAX];
+  sc_toml_doc *doc = NULL;
+  const sc_table *t = NULL;
+  const char *name = NULL;
+  sc_model m;
+  int rc, e;
+  if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_model_load: out is NULL");
+  rc = sc_spec_resolve(SC_SPEC_MODEL, name_or_path, path, sizeof path, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__open_section(path, "model", &doc, &t, err);
+  if (rc != SC_OK) return rc;
+  memset(&m, 0, sizeof m);
+  sc__copy(m.path, sizeof m.path, path);
+  rc = sc__check_keys(t, "[model]", known, err);
+  if (rc == SC_OK) {
+    rc = sc__table_string(t, "name", &name, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[model]", err);
+  }
+  if (rc == SC_OK) sc__copy(m.name, sizeof m.name, name);
+#define SC__INT(key, req)                                                               \
+  if (rc == SC_OK) {                                                                    \
+    rc = sc__get_int(t, "", #key, req, "[model]", &m.key, err);                         \
+    if (rc == SC_ENOTFOUND) rc = SC_OK;                                                 \
+    else if (rc == SC_OK && m.key <= 0)                                                 \
+      rc = sc__bad(t, #key, err, "must be > 0 (is %lld)", (long long)m.key);            \
+  }
+  SC__INT(layers, 1) SC__INT(hidden, 1) SC__INT(ffn_hidden, 1) SC__INT(heads, 1)
+  SC__INT(kv_heads, 0) SC__INT(head_dim, 0) SC__INT(vocab, 1) SC__INT(max_seq, 1)
+#undef SC__INT
+  if (rc == SC_OK) { rc = sc__enum(t, "activation", acts, 2, 1, &e, err); if (rc == SC_OK) m.activation = (sc_activation)e; }
+  if (rc == SC_OK) { rc = sc__enum(t, "norm", norms, 2, 1, &e, err); if (rc == SC_OK) m.norm = (sc_norm_kind)e; }
+  if (rc == SC_OK) { rc = sc__enum(t, "position", poss, 4, 1, &e, err); if (rc == SC_OK) m.position = (sc_pos_embedding)e; }
+  if (rc == SC_OK) {
+    rc = sc__table_bool(t, "tied_embeddings", &m.tied_embeddings, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "tied_embeddings", "[model]", err);
+  }
+  if (rc == SC_OK) {
+    rc = sc__table_bool(t, "linear_bias", &m.linear_bias, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "linear_bias", "[model]", err);
+  }
+  /* Cross-field rules, reported at the key's own position. */
+  if (rc == SC_OK && m.kv_heads != 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)) {
+    rc = sc__bad(t, "kv_heads", err, "must divide 'heads' (%lld %% %lld != 0)",
+                 (long long)m.heads, (long long)m.kv_heads);
+  }
+  if (rc == SC_OK && m.head_dim == 0 && m.hidden % m.heads != 0) {
+    rc = sc__bad(t, "heads", err,
+                 "must divide 'hidden' (%lld %% %lld != 0) unless 'head_dim' is given",
+                 (long long)m.hidden, (long long)m.heads);
+  }
+  if (rc == SC_OK) {
+    char where[SC_PATH_MAX + 32];
+    snprintf(where, sizeof where, "%s", sc__table_where(t, NULL));
+    rc = sc_model_finish(&m, err);
+    if (rc != SC_OK && err != NULL) {
+      char msg[SC_ERROR_MSG_MAX];
+      const char *p = strstr(err->msg, ": key");
+      if (snprintf(msg, sizeof msg, "%s%s", where, p != NULL ? p : err->msg) >= 0) {
+        memcpy(err->msg, msg, sizeof err->msg);
+        err->msg[sizeof err->msg - 1] = '\0';
+      }
+    }
+  }
+  sc__toml_free(doc);
+  if (rc == SC_OK) *out = m;
+  return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Topology                                                                  */
+
+static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error *err) {
+  static const char *const known[] = {"name", "scope_gpus", "bw_Bps", "latency_s",
+                                      "oversubscription", "efficiency", NULL};
+  char what[48];
+  const char *name = NULL;
+  int64_t scope = 0;
+  int rc;
+  snprintf(what, sizeof what, "[[topology.tier]] #%zu", idx + 1);
+  rc = sc__check_keys(tt, what, known, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__table_string(tt, "name", &name, err);
+  if (rc == SC_ENOTFOUND) return sc__missing(tt, "", "name", what, err);
+  if (rc != SC_OK) return rc;
+  sc__copy(tier->name, sizeof tier->name, name);
+  rc = sc__get_int(tt, "", "scope_gpus", 1, what, &scope, err);
+  if (rc != SC_OK) return rc;
+  if (scope < 0 || scope > (int64_t)UINT32_MAX) {
+    return sc__bad(tt, "scope_gpus", err, "must be >= 0 (0 = the whole system), is %lld",
+                   (long long)scope);
+  }
+  tier->scope_gpus = (uint32_t)scope;
+  rc = sc__get_num(tt, "", "bw_Bps", 1, what, &tier->bw_Bps, err);
+  if (rc != SC_OK) return rc;
+  if (!(tier->bw_Bps > 0)) return sc__bad(tt, "bw_Bps", err, "must be > 0 (is %g)", tier->bw_Bps);
+  tier->latency_s = 0;
+  rc = sc__get_num(tt, "", "latency_s", 0, what, &tier->latency_s, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  if (tier->latency_s < 0) return sc__bad(tt, "latency_s", err, "must be >= 0 (is %g)", tier->latency_s);
+  tier->oversubscription = 1;
+  rc = sc__get_num(tt, "", "oversubscription", 0, what, &tier->oversubscription, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  if (!(tier->oversubscription >= 1)) {
+    return sc__bad(tt, "oversubscription", err, "must be >= 1 (is %g)", tier->oversubscription);
+  }
+  tier->efficiency = 0; /* not stated: taken as 1 by the communication model */
+  rc = sc__get_num(tt, "", "efficiency", 0, what, &tier->efficiency, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  if (rc == SC_OK && !(tier->efficiency > 0 && tier->efficiency <= 1)) {
+    return sc__bad(tt, "efficiency", err, "must be in (0, 1] (is %g)", tier->efficiency);
+  }
+  return SC_OK;
+}
+
+int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err) {
+  static const char *const known[] = {"name", "hardware", "gpus_per_node", "nics_per_node",
+                                      "max_gpus", "tier", NULL};
+  char path[SC_PATH_MAX];
+  sc_toml_doc *doc = NULL;
+  const sc_table *t = NULL;
+  const sc_toml_value *tiers;
+  const char *s = NULL;
+  sc_topology topo;
+  int64_t v = 0;
+  int rc;
+  if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_topology_load: out is NULL");
+  rc = sc_spec_resolve(SC_SPEC_TOPOLOGY, name_or_path, path, sizeof path, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__open_section(path, "topology", &doc, &t, err);
+  if (rc != SC_OK) return rc;
+  memset(&topo, 0, sizeof topo);
+  sc__copy(topo.path, sizeof topo.path, path);
+  rc = sc__check_keys(t, "[topology]", known, err);
+  if (rc == SC_OK) {
+    rc = sc__table_string(t, "name", &s, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[topology]", err);
+    if (rc == SC_OK) sc__copy(topo.name, sizeof topo.name, s);
+  }
+  if (rc == SC_OK) {
+    rc = sc__table_string(t, "hardware", &s, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "hardware", "[topology]", err);
+    if (rc == SC_OK) {
+      sc_error rerr;
+      if (sc_spec_resolve(SC_SPEC_HARDWARE, s, topo.hardware, sizeof topo.hardware, &rerr) != SC_OK) {
+        rc = sc__bad(t, "hardware", err, "does not resolve: %s", rerr.msg);
+      }
+    }
+  }
+#define SC__U32(key, req, min)                                                          \
+  if (rc == SC_OK) {                                                                    \
+    v = 0;                                                                              \
+    rc = sc__get_int(t, "", #key, req, "[topology]", &v, err);                          \
+    if (rc == SC_ENOTFOUND) rc = SC_OK;                                                 \
+    else if (rc == SC_OK && (v < (min) || v > (int64_t)UINT32_MAX))                     \
+      rc = sc__bad(t, #key, err, "must be >= %d (is %lld)", (min), (long long)v);       \
+    if (rc == SC_OK) topo.key = (uint32_t)v;                                            \
+  }
+  SC__U32(gpus_per_node, 1, 1) SC__U32(nics_per_node, 1, 0) SC__U32(max_gpus, 0, 0)
+#undef SC__U32
+  tiers = rc == SC_OK ? sc__toml_get(sc__table_value(t), "tier") : NULL;
+  if (rc == SC_OK && tiers == NULL) {
+    rc = sc__missing(t, "", "tier", "[topology] (at least one [[topology.tier]])", err);
+  }
+  if (rc == SC_OK && (tiers->type != SC_TOML_ARRAY || tiers->u.arr.len == 0)) {
+    rc = sc__bad(t, "tier", err, "expected a non-empty array of tables [[topology.tier]]");
+  }
+  if (rc == SC_OK && tiers->u.arr.len > SC_MAX_TIERS) {
+    rc = sc__bad(t, "tier", err, "at most %d tiers (found %zu)", SC_MAX_TIERS, tiers->u.arr.len);
+  }
+  for (size_t i = 0; rc == SC_OK && i < tiers->u.arr.len; i++) {
+    const sc_table *tt = sc__table_of(tiers->u.arr.items[i]);
+    if (tt == NULL) {
+      rc = sc__bad(t, "tier", err, "element %zu is not a table", i + 1);
+      break;
+    }
+    rc = sc__tier_load(tt, i, &topo.tiers[i], err);
+    if (rc != SC_OK) break;
+    topo.ntiers = (uint32_t)(i + 1);
+    if (i == 0 && topo.gpus_per_node > 1 && topo.tiers[0].scope_gpus != topo.gpus_per_node) {
+      rc = sc__bad(tt, "scope_gpus", err,
+                   "tier 0 must join exactly the GPUs of one node (gpus_per_node = %u, "
+                   "scope_gpus = %u)", topo.gpus_per_node, topo.tiers[0].scope_gpus);
+    } else if (i > 0) {
+      uint32_t prev = topo.tiers[i - 1].scope_gpus, cur = topo.tiers[i].scope_gpus;
+      if (prev == 0) {
+        rc = sc__bad(tt, "scope_gpus", err,
+                     "tier %zu follows a tier that already spans the whole system "
+                     "(scope_gpus = 0)", i + 1);
+      } else if (cur != 0 && (cur <= prev || cur % prev != 0)) {
+        rc = sc__bad(tt, "scope_gpus", err,
+                     "tiers must grow, innermost first: %u is not a multiple > %u of the tier "
+                     "before", cur, prev);
+      }
+    }
+    if (rc == SC_OK && topo.max_gpus != 0 && topo.tiers[i].scope_gpus > topo.max_gpus) {
+      rc = sc__bad(tt, "scope_gpus", err, "exceeds max_gpus (%u > %u)",
+                   topo.tiers[i].scope_gpus, topo.max_gpus);
+    }
+  }
+  if (rc == SC_OK && topo.max_gpus != 0 && topo.max_gpus % topo.gpus_per_node != 0) {
+    rc = sc__bad(t, "max_gpus", err, "must be a multiple of gpus_per_node (%u %% %u != 0)",
+                 topo.max_gpus, topo.gpus_per_node);
+  }
+  sc__toml_free(doc);
+  if (rc == SC_OK) *out = topo;
+  return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Hardware                                                                  */
+
+int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_device *out,
+                     sc_error *err) {
+  char path[SC_PATH_MAX];
+  sc_toml_doc *doc = NULL;
+  const sc_table *t = NULL;
+  const char *kind = NULL;
+  const sc_hw_plugin *hw;
+  sc_device dev;
+  int rc;
+  if (reg == NULL || out == NULL) {
+    return sc_error_set(err, SC_EINVAL, "sc_hardware_load: registry or out is NULL");
+  }
+  rc = sc_spec_resolve(SC_SPEC_HARDWARE, name_or_path, path, sizeof path, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__open_section(path, "hardware", &doc, &t, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__table_string(t, "kind", &kind, err);
+  if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "kind", "[hardware]", err);
+  if (rc == SC_OK) {
+    hw = sc_registry_hw(reg, kind);
+    if (hw == NULL) {
+      rc = sc_error_set(err, SC_ENOTFOUND, "%s: key 'kind': no hardware plugin serves kind '%s'",
+                        sc__table_where(t, "kind"), kind);
+    } else {
+      memset(&dev, 0, sizeof dev);
+      rc = hw->describe(sc_registry_state(reg, &hw->hdr), sc_registry_host(reg),
+                        sc__table_of(doc->root), &dev, err);
+      if (rc != SC_OK && err != NULL && err->code != rc) err->code = rc;
+      if (rc == SC_OK && dev.kind[0] == '\0') sc__copy(dev.kind, sizeof dev.kind, kind);
+    }
+  }
+  sc__toml_free(doc);
+  if (rc == SC_OK) *out = dev;
+  return rc;
+}
