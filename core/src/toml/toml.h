@@ -96,4 +96,13 @@ const sc_toml_value *sc__toml_get_path(const sc_toml_value *tab, const char *pat
  * and "table"/"array"). */
 const char *sc__toml_type_name(sc_toml_type t);
 
+/* Encode v (normally doc->root) as toml-test's "tagged JSON": tables become objects,
+ * arrays become arrays, and every scalar becomes {"type": T, "value": "text"} with T as
+ * sc__toml_type_name() writes it. Floats are written with the fewest digits (up to 17) that
+ * read back to the same double, and as "inf", "-inf", "nan"; date/times in RFC 3339 form
+ * with 'T', 'Z' and the fractional digits as written (at most 9). On success *out is a new
+ * NUL-terminated string owned by the caller (free()) and *len (if not NULL) its length.
+ * Returns SC_OK, SC_EINVAL (NULL argument) or SC_ENOMEM. */
+int sc__toml_to_json(const sc_toml_value *v, char **out, size_t *len);
+
 #endif /* SC_TOML_H */
