@@ -130,6 +130,10 @@ typedef struct sc_host {
   int (*table_table)(const sc_table *t, const char *key, const sc_table **out, sc_error *err);
   /* Where a key sits, "file:line:col", for a plugin's own error messages. */
   const char *(*table_where)(const sc_table *t, const char *key);
+  /* Added at ABI 1.0 after table_where (check host->size before use): the i-th key of t
+   * in document order, i from 0; SC_OK with *key borrowed, SC_ENOTFOUND past the last
+   * key. Lets a plugin reject keys it does not know. */
+  int (*table_key)(const sc_table *t, size_t i, const char **key);
 } sc_host;
 
 /* ------------------------------------------------------------------------- */
@@ -306,12 +310,16 @@ typedef const sc_plugin_header *(*sc_plugin_entry_fn)(void);
   SC_PLUGIN_VISIBLE const sc_plugin_header *sc_plugin_entry_v1(void)
 #endif
 
-/* Fill the common header: SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "gemm", "1.0.0") */
-#define SC_PLUGIN_HEADER(type, kind_, name_, version_)                        \
+/* Fill the common header: SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "gemm", "1.0.0")
+ * (priority 0, no init/fini), or SC_PLUGIN_HEADER_FULL(...) with a priority and init/fini
+ * (re-designating .hdr.priority after SC_PLUGIN_HEADER trips -Woverride-init). */
+#define SC_PLUGIN_HEADER_FULL(type, kind_, name_, version_, priority_, init_, fini_) \
   { .abi_major = SC_PLUGIN_ABI_MAJOR, .abi_minor = SC_PLUGIN_ABI_MINOR,       \
     .size = (uint32_t)sizeof(type), .kind = (kind_), .flags = 0,              \
-    .name = (name_), .version = (version_), .priority = 0,                    \
-    .init = NULL, .fini = NULL }
+    .name = (name_), .version = (version_), .priority = (priority_),          \
+    .init = (init_), .fini = (fini_) }
+#define SC_PLUGIN_HEADER(type, kind_, name_, version_)                        \
+  SC_PLUGIN_HEADER_FULL(type, kind_, name_, version_, 0, NULL, NULL)
 
 /* For plugins (which do not link libstepcast): set err to code and a formatted message,
  * return code. err may be NULL. */

@@ -2,6 +2,12 @@
  * The plugin registry: loads plugins (dlopen or static entries), refuses bad ones with a
  * reason, answers "which plugin estimates this operator family / collective kind and
  * algorithm / device kind", and memoises estimates by the description's signature.
+ *
+ * Threads: a registry serves one thread at a time (estimates update its memo without a
+ * lock); a threaded sweep gives each thread its own registry (dlopen of a file already
+ * loaded is cheap). Pointers returned by lookups and by sc_registry_info stay valid until
+ * sc_registry_free: a plugin overridden later stays loaded, it is only no longer answered.
+ * Plugins' host log calls reach the log callback of the registry that called into them.
  */
 #ifndef STEPCAST_REGISTRY_H
 #define STEPCAST_REGISTRY_H
@@ -51,6 +57,13 @@ int sc_registry_load_file(sc_registry *reg, const char *path, sc_error *err);
 int sc_registry_add_entry(sc_registry *reg, sc_plugin_entry_fn entry, const char *origin,
                           sc_error *err);
 
+/* Register every built-in plugin linked statically into the program (the table
+ * sc__builtin_plugins[] generated from plugins/builtins.c.in; defined in the
+ * stepcast_builtins library, which the caller must link). Each goes through
+ * sc_registry_add_entry with origin "builtin:<dir>_<stem>". Every entry is tried; returns
+ * SC_OK, or the status of the first refusal (with its message in err) after trying all. */
+int sc_registry_add_builtins(sc_registry *reg, sc_error *err);
+
 /* Discover plugins in order: each folder of STEPCAST_PLUGIN_PATH (colon list), then the
  * build tree's plugin folder (when the program runs from the build tree) or the
  * installation's, then each file of extra_files (--plugin). Refusals do not stop discovery
@@ -92,8 +105,14 @@ int sc_registry_estimate_op(sc_registry *reg, const sc_device *dev, const sc_op_
 int sc_registry_estimate_coll(sc_registry *reg, const sc_coll_plugin *algo,
                               const sc_coll_desc *coll, sc_estimate *out, sc_error *err);
 
-/* Memo statistics (for benchmarks): lookups answered from the memo and total lookups. */
+/* Memo statistics (for benchmarks): lookups answered from the memo and total lookups.
+ * Either pointer may be NULL. */
 void sc_registry_memo_stats(const sc_registry *reg, uint64_t *hits, uint64_t *lookups);
+
+/* Forget every memoised estimate (statistics are kept). The memo identifies a device by
+ * its name: a caller that changes a device's numbers but keeps its name calls this first.
+ * Loading a plugin that changes which plugin is active clears the memo by itself. */
+void sc_registry_memo_clear(sc_registry *reg);
 
 #ifdef __cplusplus
 }

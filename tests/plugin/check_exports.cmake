@@ -1,0 +1,38 @@
+# ctest script: every plugin module in DIRS (a ;-list of folders) must export exactly one
+# defined dynamic symbol, sc_plugin_entry_v1 (hidden visibility everywhere else).
+# Usage: cmake -DNM=<nm> -DDIRS=<dir1;dir2> -P check_exports.cmake
+set(_bad "")
+set(_n 0)
+foreach(_dir ${DIRS})
+  file(GLOB _mods "${_dir}/*.so")
+  foreach(_so ${_mods})
+    execute_process(COMMAND "${NM}" -D --defined-only "${_so}"
+                    OUTPUT_VARIABLE _out RESULT_VARIABLE _rc ERROR_QUIET)
+    if(NOT _rc EQUAL 0)
+      continue() # not an ELF object (the not-elf.so fixture)
+    endif()
+    math(EXPR _n "${_n} + 1")
+    string(REGEX MATCHALL "[0-9a-f]+ [A-Za-z] [^\n]+" _syms "${_out}")
+    set(_names "")
+    foreach(_s ${_syms})
+      string(REGEX REPLACE "^[0-9a-f]+ [A-Za-z] " "" _name "${_s}")
+      if(NOT _name MATCHES "^_")   # _init/_fini/_edata/... of the toolchain
+        list(APPEND _names "${_name}")
+      endif()
+    endforeach()
+    if(NOT _names STREQUAL "sc_plugin_entry_v1")
+      get_filename_component(_base "${_so}" NAME)
+      if(NOT _base STREQUAL "no-entry.so") # that fixture exports a wrong name on purpose
+        list(APPEND _bad "${_so}: ${_names}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+if(_bad)
+  string(REPLACE ";" "\n  " _msg "${_bad}")
+  message(FATAL_ERROR "plugins exporting more or other than sc_plugin_entry_v1:\n  ${_msg}")
+endif()
+if(_n EQUAL 0)
+  message(FATAL_ERROR "no plugin modules found in ${DIRS}")
+endif()
+message(STATUS "${_n} plugin modules export only sc_plugin_entry_v1")
