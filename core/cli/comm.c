@@ -1,0 +1,422 @@
+/*
+ * stepcast comm: predicted nccl-tests output for a collective over a topology, and
+ * validation against published nccl-tests results (docs/comm.md, docs/validation.md).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "comm/comm_int.h"
+#include "stepcast/comm.h"
+
+static const char *const CMD = "comm";
+
+static void comm_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast comm --topology T --gpus N [--op OP] [--algo A]\n"
+          "                     [--minbytes B] [--maxbytes B] [--factor F] [--dtype D]\n"
+          "                     [--json | --csv]\n"
+          "       stepcast comm --validate FILE.csv\n\n"
+          "Predicts what nccl-tests (<op>_perf) would print for a group of N GPUs placed in\n"
+          "order on topology T (a name in topologies/ or a path).\n\n"
+          "  --topology T     topology (required unless --validate)\n"
+          "  --gpus N         GPUs in the group; a multiple of the GPUs per node beyond one node\n"
+          "  --op OP          allreduce (default), allgather, reducescatter, alltoall,\n"
+          "                   broadcast, sendrecv\n"
+          "  --algo A         auto (default: the cheapest per size, as NCCL's tuner), ring,\n"
+          "                   tree, direct\n"
+          "  -b, --minbytes B smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
+          "  -e, --maxbytes B largest size (default 8G)\n"
+          "  -f, --factor F   size multiplier between rows (default 2)\n"
+          "  -d, --dtype D    float (default), half, bfloat16, int8, fp8\n"
+          "  --json, --csv    machine-readable output instead of the nccl-tests table\n"
+          "  --validate FILE  compare with published results (columns id,source,system,\n"
+          "                   topology,gpus,op,algo,bytes,busbw_GBps,notes): per row measured,\n"
+          "                   predicted and signed error; MAPE overall, for >= 64 MiB, per system\n");
+}
+
+/* nccl-tests' parsesize: an integer with an optional K, M or G suffix (1024-based). */
+static int parse_size(const char *s, double *out) {
+  char *end;
+  double mult = 1.0, v;
+  size_t len = strlen(s);
+  char buf[64];
+  if (len == 0 || len >= sizeof buf) return -1;
+  memcpy(buf, s, len + 1);
+  switch (buf[len - 1]) {
+  case 'G': case 'g': mult = 1024.0 * 1024.0 * 1024.0; buf[--len] = '\0'; break;
+  case 'M': case 'm': mult = 1024.0 * 1024.0; buf[--len] = '\0'; break;
+  case 'K': case 'k': mult = 1024.0; buf[--len] = '\0'; break;
+  default: break;
+  }
+  if (len == 0) return -1;
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] < '0' || buf[i] > '9') return -1;
+  }
+  errno = 0;
+  v = strtod(buf, &end);
+  if (*end != '\0' || errno != 0) return -1;
+  v *= mult;
+  if (v > 1e15) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_uint(const char *s, uint32_t *out) {
+  char *end;
+  unsigned long v;
+  if (s[0] < '0' || s[0] > '9') return -1;
+  errno = 0;
+  v = strtoul(s, &end, 10);
+  if (*end != '\0' || errno != 0 || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+typedef struct dtype_row {
+  const char *name;
+  sc_dtype dt;
+  uint32_t size;
+} dtype_row;
+
+static const dtype_row dtypes[] = {
+    {"float", SC_DTYPE_FP32, 4}, {"half", SC_DTYPE_FP16, 2}, {"bfloat16", SC_DTYPE_BF16, 2},
+    {"int8", SC_DTYPE_INT8, 1},  {"fp8", SC_DTYPE_FP8, 1},
+};
+
+static const char *bound_name(sc_bound b) {
+  switch (b) {
+  case SC_BOUND_LATENCY: return "latency";
+  case SC_BOUND_BANDWIDTH: return "bandwidth";
+  case SC_BOUND_MEMORY: return "memory";
+  default: return "compute";
+  }
+}
+
+static int open_registry(sc_registry **reg, sc_error *err) {
+  int rc = sc_registry_new(reg, err);
+  if (rc != SC_OK) return rc;
+  rc = sc_registry_discover(*reg, sc_cli_plugin_files, (size_t)sc_cli_nplugin_files, err);
+  if (rc != SC_OK) {
+    sc_registry_free(*reg);
+    *reg = NULL;
+  }
+  return rc;
+}
+
+/* Load and check a topology and the flat group of gpus on it. */
+static int setup(const char *topo, uint32_t gpus, sc_topology *t, sc_coll_desc *c,
+                 sc_error *err) {
+  int rc = sc_topology_load(topo, t, err);
+  if (rc != SC_OK) return rc;
+  rc = sc_comm_check_topology(t, err);
+  if (rc != SC_OK) return rc;
+  rc = sc_comm_check_gpus(t, gpus, err);
+  if (rc != SC_OK) return rc;
+  memset(c, 0, sizeof *c);
+  return sc_comm_group_flat(t, gpus, c, err);
+}
+
+/* ------------------------------------------------------------------------- */
+/* --validate                                                                */
+
+typedef struct vsys {
+  char name[128];
+  double sum;
+  size_t n;
+} vsys;
+
+static int run_validate(const char *file) {
+  sc_error err = {0};
+  sc__vrow *rows = NULL;
+  size_t n = 0, nbig = 0, nsys = 0;
+  double sum = 0.0, sumbig = 0.0;
+  vsys *sys = NULL;
+  sc_registry *reg = NULL;
+  int rc = sc__comm_read_validation(file, &rows, &n, &err);
+  if (rc != SC_OK) return sc_cli_fail(&err);
+  rc = open_registry(&reg, &err);
+  if (rc != SC_OK) {
+    free(rows);
+    return sc_cli_fail(&err);
+  }
+  sys = calloc(n, sizeof *sys);
+  if (sys == NULL) {
+    free(rows);
+    sc_registry_free(reg);
+    fprintf(stderr, "stepcast: out of memory\n");
+    return 1;
+  }
+  printf("# stepcast comm --validate %s\n", file);
+  printf("# %-10s %-24s %-20s %5s %-13s %-5s %12s %9s %9s %8s %-6s\n", "id", "system",
+         "topology", "gpus", "op", "algo", "bytes", "meas", "pred", "err%", "chosen");
+  printf("# %-10s %-24s %-20s %5s %-13s %-5s %12s %9s %9s %8s\n", "", "", "", "", "", "", "",
+         "(GB/s)", "(GB/s)", "");
+  for (size_t i = 0; i < n; i++) {
+    const sc__vrow *r = &rows[i];
+    sc_topology t;
+    sc_coll_desc c;
+    sc_estimate e;
+    const sc_coll_plugin *chosen = NULL;
+    double e_pct;
+    size_t k;
+    rc = setup(r->topology, r->gpus, &t, &c, &err);
+    if (rc == SC_OK) {
+      c.kind = r->op;
+      c.bytes = r->bytes;
+      c.dtype = SC_DTYPE_FP32;
+      rc = sc_comm_estimate(reg, &t, &c, r->algo, &e, &chosen, &err);
+    }
+    if (rc != SC_OK) {
+      fprintf(stderr, "stepcast: %s:%u (row '%s'): %s\n", file, (unsigned)r->line, r->id,
+              err.msg);
+      free(rows);
+      free(sys);
+      sc_registry_free(reg);
+      return 1;
+    }
+    e_pct = (e.busbw_Bps - r->busbw_Bps) / r->busbw_Bps * 100.0;
+    printf("  %-10s %-24s %-20s %5u %-13s %-5s %12.0f %9.2f %9.2f %+8.1f %-6s\n", r->id,
+           r->system, t.name, (unsigned)r->gpus, sc_comm_kind_name(r->op), r->algo, r->bytes,
+           r->busbw_Bps / 1e9, e.busbw_Bps / 1e9, e_pct, chosen ? chosen->algorithm : "?");
+    sum += fabs(e_pct);
+    if (r->bytes >= 64.0 * 1024 * 1024) {
+      sumbig += fabs(e_pct);
+      nbig++;
+    }
+    for (k = 0; k < nsys; k++) {
+      if (strcmp(sys[k].name, r->system) == 0) break;
+    }
+    if (k == nsys) {
+      snprintf(sys[k].name, sizeof sys[k].name, "%s", r->system);
+      nsys++;
+    }
+    sys[k].sum += fabs(e_pct);
+    sys[k].n++;
+  }
+  printf("#\n# MAPE, all %zu rows          : %6.1f %%\n", n, sum / (double)n);
+  if (nbig > 0) {
+    printf("# MAPE, %zu rows >= 64 MiB     : %6.1f %%\n", nbig, sumbig / (double)nbig);
+  } else {
+    printf("# MAPE, rows >= 64 MiB       :    n/a (no such row)\n");
+  }
+  for (size_t k = 0; k < nsys; k++) {
+    printf("# MAPE, %-24s: %6.1f %% (%zu rows)\n", sys[k].name, sys[k].sum / (double)sys[k].n,
+           sys[k].n);
+  }
+  free(rows);
+  free(sys);
+  sc_registry_free(reg);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The sweep                                                                 */
+
+int sc_cli_comm(int argc, char **argv) {
+  const char *topo = NULL, *algo = "auto", *validate = NULL;
+  const char *op_name = "allreduce";
+  const dtype_row *dt = &dtypes[0];
+  uint32_t gpus = 0;
+  int have_gpus = 0, json = 0, csv = 0;
+  double minb = 8.0, maxb = 8.0 * 1024 * 1024 * 1024, factor = 2.0;
+  sc_coll_kind op = SC_COLL_ALLREDUCE;
+  sc_error err = {0};
+  sc_topology t;
+  sc_coll_desc c;
+  sc_registry *reg = NULL;
+  int rc, first = 1;
+  double sum_bus = 0.0;
+  size_t nrows = 0;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    char flag[32];
+    const char *eq = strchr(a, '=');
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      comm_usage(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--json") == 0) { json = 1; continue; }
+    if (strcmp(a, "--csv") == 0) { csv = 1; continue; }
+    if (a[0] != '-') return sc_cli_usage_error(CMD, "unexpected argument '%s'", a);
+    if (a[1] == '-' && eq != NULL) {
+      size_t fl = (size_t)(eq - a);
+      if (fl >= sizeof flag) return sc_cli_usage_error(CMD, "unknown option '%s'", a);
+      memcpy(flag, a, fl);
+      flag[fl] = '\0';
+      val = eq + 1;
+    } else {
+      snprintf(flag, sizeof flag, "%s", a);
+      if (strlen(a) >= sizeof flag) return sc_cli_usage_error(CMD, "unknown option '%s'", a);
+    }
+#define TAKE()                                                                      \
+  do {                                                                              \
+    if (val == NULL) {                                                              \
+      if (i + 1 >= argc) return sc_cli_usage_error(CMD, "%s needs a value", flag); \
+      val = argv[++i];                                                              \
+    }                                                                               \
+  } while (0)
+    if (strcmp(flag, "--topology") == 0) {
+      TAKE();
+      topo = val;
+    } else if (strcmp(flag, "--gpus") == 0) {
+      TAKE();
+      if (parse_uint(val, &gpus) != 0 || gpus == 0) {
+        return sc_cli_usage_error(CMD, "--gpus: expected an integer >= 1, got '%s'", val);
+      }
+      have_gpus = 1;
+    } else if (strcmp(flag, "--op") == 0) {
+      TAKE();
+      if (sc_comm_kind_parse(val, &op) != SC_OK) {
+        return sc_cli_usage_error(CMD,
+                                  "--op: unknown collective '%s' (allreduce, allgather, "
+                                  "reducescatter, alltoall, broadcast, sendrecv)",
+                                  val);
+      }
+      op_name = sc_comm_kind_name(op);
+    } else if (strcmp(flag, "--algo") == 0) {
+      TAKE();
+      if (val[0] == '\0') return sc_cli_usage_error(CMD, "--algo: empty value");
+      algo = val;
+    } else if (strcmp(flag, "--minbytes") == 0 || strcmp(flag, "-b") == 0) {
+      TAKE();
+      if (parse_size(val, &minb) != 0) {
+        return sc_cli_usage_error(CMD, "%s: expected a size like 8, 64K, 1M, 8G, got '%s'",
+                                  flag, val);
+      }
+    } else if (strcmp(flag, "--maxbytes") == 0 || strcmp(flag, "-e") == 0) {
+      TAKE();
+      if (parse_size(val, &maxb) != 0) {
+        return sc_cli_usage_error(CMD, "%s: expected a size like 8, 64K, 1M, 8G, got '%s'",
+                                  flag, val);
+      }
+    } else if (strcmp(flag, "--factor") == 0 || strcmp(flag, "-f") == 0) {
+      char *end;
+      TAKE();
+      errno = 0;
+      factor = strtod(val, &end);
+      if (*end != '\0' || errno != 0 || !(factor > 1.0) || !isfinite(factor)) {
+        return sc_cli_usage_error(CMD, "%s: expected a number > 1, got '%s'", flag, val);
+      }
+    } else if (strcmp(flag, "--dtype") == 0 || strcmp(flag, "-d") == 0) {
+      size_t k;
+      TAKE();
+      for (k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
+        if (strcmp(val, dtypes[k].name) == 0) break;
+      }
+      if (k == sizeof dtypes / sizeof dtypes[0]) {
+        return sc_cli_usage_error(CMD, "--dtype: unknown type '%s' (float, half, bfloat16, "
+                                       "int8, fp8)", val);
+      }
+      dt = &dtypes[k];
+    } else if (strcmp(flag, "--validate") == 0) {
+      TAKE();
+      validate = val;
+    } else {
+      return sc_cli_usage_error(CMD, "unknown option '%s'", a);
+    }
+#undef TAKE
+  }
+  if (json && csv) return sc_cli_usage_error(CMD, "--json and --csv exclude each other");
+  if (validate != NULL) {
+    if (topo != NULL || have_gpus) {
+      return sc_cli_usage_error(CMD, "--validate takes its topologies and GPU counts from "
+                                     "the file");
+    }
+    return run_validate(validate);
+  }
+  if (topo == NULL) return sc_cli_usage_error(CMD, "--topology is required");
+  if (!have_gpus) return sc_cli_usage_error(CMD, "--gpus is required");
+  if (minb < 1.0 || maxb < minb) {
+    return sc_cli_usage_error(CMD, "sizes must satisfy 1 <= minbytes <= maxbytes");
+  }
+
+  rc = setup(topo, gpus, &t, &c, &err);
+  if (rc != SC_OK) return sc_cli_fail(&err);
+  rc = open_registry(&reg, &err);
+  if (rc != SC_OK) return sc_cli_fail(&err);
+
+  if (json) {
+    printf("{\"schema_version\":1,\"command\":\"comm\",\"topology\":\"%s\",\"gpus\":%u,"
+           "\"gpus_per_node\":%u,\"op\":\"%s\",\"algo\":\"%s\",\"dtype\":\"%s\",\"rows\":[",
+           t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name);
+  } else if (csv) {
+    printf("bytes,count,type,time_us,algbw_GBps,busbw_GBps,algo,bound,bound_tier\n");
+  } else {
+    uint32_t nodes = gpus > t.gpus_per_node ? gpus / t.gpus_per_node : 1;
+    printf("# stepcast comm: predicted %s_perf (nccl-tests) on %s\n",
+           op == SC_COLL_ALLREDUCE ? "all_reduce" : op == SC_COLL_ALLGATHER ? "all_gather"
+           : op == SC_COLL_REDUCESCATTER ? "reduce_scatter" : op_name, t.name);
+    printf("# nRanks %u (%u node%s x %u GPU%s) minBytes %.0f maxBytes %.0f step: %g(factor) "
+           "algo: %s\n#\n",
+           (unsigned)gpus, (unsigned)nodes, nodes == 1 ? "" : "s",
+           (unsigned)(gpus < t.gpus_per_node ? gpus : t.gpus_per_node),
+           t.gpus_per_node == 1 ? "" : "s", minb, maxb, factor, algo);
+    printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-6s %s\n", "size", "count", "type",
+           "redop", "root", "time", "algbw", "busbw", "algo", "bound");
+    printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)");
+  }
+  for (double size = minb; size <= maxb; size *= factor) {
+    /* nccl-tests rounds the size down to whole elements for every rank. */
+    int per_rank = op == SC_COLL_ALLGATHER || op == SC_COLL_REDUCESCATTER ||
+                   op == SC_COLL_ALLTOALL;
+    double unit = (double)dt->size * (per_rank ? (double)gpus : 1.0);
+    double count = floor(floor(size) / unit);
+    double bytes = count * unit;
+    sc_estimate e;
+    const sc_coll_plugin *chosen = NULL;
+    double algbw, busbw;
+    const char *tier;
+    c.kind = op;
+    c.bytes = bytes;
+    c.dtype = dt->dt;
+    rc = sc_comm_estimate(reg, &t, &c, algo, &e, &chosen, &err);
+    if (rc != SC_OK) {
+      if (json) printf("]}\n");
+      sc_registry_free(reg);
+      return sc_cli_fail(&err);
+    }
+    algbw = e.time_s > 0.0 ? bytes / e.time_s : 0.0;
+    busbw = algbw * sc_comm_bus_factor(op, gpus);
+    tier = e.bound_tier >= 0 && (uint32_t)e.bound_tier < t.ntiers ? t.tiers[e.bound_tier].name
+                                                                   : "-";
+    sum_bus += busbw;
+    nrows++;
+    if (json) {
+      printf("%s{\"bytes\":%.0f,\"count\":%.0f,\"time_s\":%.9g,\"algbw_Bps\":%.6g,"
+             "\"busbw_Bps\":%.6g,\"algorithm\":\"%s\",\"plugin\":\"%s\",\"bound\":\"%s\","
+             "\"bound_tier\":\"%s\"}",
+             first ? "" : ",", bytes, count, e.time_s, algbw, busbw,
+             chosen ? chosen->algorithm : "", chosen ? chosen->hdr.name : "",
+             bound_name(e.bound), tier);
+    } else if (csv) {
+      printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s,%s\n", bytes, count, dt->name, e.time_s * 1e6,
+             algbw / 1e9, busbw / 1e9, chosen ? chosen->algorithm : "", bound_name(e.bound),
+             tier);
+    } else {
+      double us = e.time_s * 1e6;
+      const char *redop = (op == SC_COLL_ALLREDUCE || op == SC_COLL_REDUCESCATTER) ? "sum"
+                                                                                    : "none";
+      int root = op == SC_COLL_BROADCAST ? 0 : -1;
+      printf("%12.0f  %12.0f  %8s  %6s  %6d  ", bytes, count, dt->name, redop, root);
+      if (us >= 10000.0) printf("%7.0f", us);
+      else if (us >= 100.0) printf("%7.1f", us);
+      else printf("%7.2f", us);
+      printf("  %6.2f  %6.2f  %-6s %s@%s\n", algbw / 1e9, busbw / 1e9,
+             chosen ? chosen->algorithm : "?", bound_name(e.bound), tier);
+    }
+    first = 0;
+  }
+  if (json) {
+    printf("],\"avg_busbw_Bps\":%.6g}\n", nrows ? sum_bus / (double)nrows : 0.0);
+  } else if (!csv) {
+    printf("# Avg bus bandwidth    : %g \n#\n", nrows ? sum_bus / (double)nrows / 1e9 : 0.0);
+  }
+  sc_registry_free(reg);
+  return 0;
+}

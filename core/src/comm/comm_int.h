@@ -1,0 +1,41 @@
+/*
+ * Internals of the communication subsystem (core/src/comm/): the reader of the published
+ * nccl-tests results used by `stepcast comm --validate` (docs/validation/nccl-tests.csv).
+ * Not part of the public API; the CLI and the tests reach it.
+ */
+#ifndef SC_COMM_INT_H
+#define SC_COMM_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stepcast/comm.h"
+
+/* One row of a validation file. Columns, in this order, with a header line naming them:
+ *   id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes
+ * Fields may be double-quoted ("" inside is a quote). Lines starting with '#' and empty
+ * lines are skipped. id: non-empty; source: non-empty (URL and which table or log);
+ * topology: a topology name or path; gpus: integer >= 1; op: a kind name
+ * (sc_comm_kind_parse); algo: "auto", "ring", "tree", ... (empty = auto); bytes: integer
+ * >= 1 (nccl-tests' size column); busbw_GBps: number > 0 (GB = 1e9 bytes). */
+typedef struct sc__vrow {
+  uint32_t line;                 /* line in the file */
+  char id[64];
+  char source[512];
+  char system[128];
+  char topology[256];
+  uint32_t gpus;
+  sc_coll_kind op;
+  char algo[32];
+  double bytes;
+  double busbw_Bps;
+  char notes[512];
+} sc__vrow;
+
+/* Read path into a new array (*rows, *n; free with free()). Errors name "path:line: column
+ * 'x': reason": SC_EIO (cannot open), SC_EPARSE (bad header, wrong number of fields,
+ * unterminated quote, a value of the wrong form), SC_ENOMEM. An empty table (header only)
+ * is SC_EPARSE too. */
+int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_error *err);
+
+#endif /* SC_COMM_INT_H */

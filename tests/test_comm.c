@@ -1,0 +1,559 @@
+/*
+ * Communication: collective plugin formulas, rank placement, hierarchical composition,
+ * algorithm choice and rejection of impossible groups (docs/comm.md).
+ * Every expected number below is derived by hand in the comment next to it.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm_int.h"
+#include "stepcast/comm.h"
+#include "stepcast/stepcast.h"
+
+#define REL 1e-9 /* relative tolerance of closed-form values */
+
+static void close_to(double got, double want, const char *what) {
+  double tol = REL * fabs(want) + 1e-18;
+  ck_assert_msg(fabs(got - want) <= tol, "%s: got %.12g, want %.12g", what, got, want);
+}
+
+static sc_registry *new_reg(void) {
+  sc_registry *reg = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_registry_new(&reg, &err), SC_OK);
+  ck_assert_msg(sc_registry_add_builtins(reg, &err) == SC_OK, "%s", err.msg);
+  return reg;
+}
+
+static const sc_coll_plugin *plugin(sc_registry *reg, sc_coll_kind k, const char *algo) {
+  const sc_coll_plugin *p = sc_registry_coll(reg, k, algo);
+  ck_assert_msg(p != NULL, "no %s plugin", algo);
+  return p;
+}
+
+/* A topology of nodes of g GPUs, NVLink-like tier 0 and one network tier joining all. */
+static sc_topology two_tier(uint32_t g, double bw0, double lat0, double bw1, double lat1) {
+  sc_topology t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.name, sizeof t.name, "test-%u", (unsigned)g);
+  t.gpus_per_node = g;
+  t.nics_per_node = g;
+  t.ntiers = 2;
+  snprintf(t.tiers[0].name, sizeof t.tiers[0].name, "nvlink");
+  t.tiers[0].scope_gpus = g;
+  t.tiers[0].bw_Bps = bw0;
+  t.tiers[0].latency_s = lat0;
+  t.tiers[0].oversubscription = 1.0;
+  snprintf(t.tiers[1].name, sizeof t.tiers[1].name, "net");
+  t.tiers[1].scope_gpus = 0;
+  t.tiers[1].bw_Bps = bw1;
+  t.tiers[1].latency_s = lat1;
+  t.tiers[1].oversubscription = 1.0;
+  return t;
+}
+
+static sc_coll_desc one_tier(sc_coll_kind k, uint32_t n, double bytes, double bw, double lat) {
+  sc_coll_desc c;
+  memset(&c, 0, sizeof c);
+  c.kind = k;
+  c.bytes = bytes;
+  c.nranks = n;
+  c.ntiers = 1;
+  c.tiers[0].ranks = n;
+  c.tiers[0].bw_Bps = bw;
+  c.tiers[0].latency_s = lat;
+  c.tiers[0].oversubscription = 1.0;
+  c.tiers[0].sharing = 1;
+  return c;
+}
+
+/* ------------------------------------------------------------------------- */
+
+START_TEST(ring_allreduce_formula) {
+  /* n = 8, S = 1 GB, 100 GB/s, 1 us per hop: per GPU 2(n-1)/n S = 1.75 GB on the wire,
+   * time = 2(n-1) * 1 us + 1.75e9 / 100e9 = 14e-6 + 0.0175 s;
+   * busbw = S / T * 2(n-1)/n = 1e9 / 0.017514 * 1.75. */
+  sc_registry *reg = new_reg();
+  sc_coll_desc c = one_tier(SC_COLL_ALLREDUCE, 8, 1e9, 100e9, 1e-6);
+  sc_estimate e;
+  sc_error err = {0};
+  const sc_coll_plugin *p = plugin(reg, SC_COLL_ALLREDUCE, "ring");
+  ck_assert_int_eq(p->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.bytes, 1.75e9, "ring wire bytes");
+  close_to(e.time_s, 14e-6 + 0.0175, "ring time");
+  close_to(e.busbw_Bps, 1e9 / (14e-6 + 0.0175) * 1.75, "ring busbw");
+  ck_assert_int_eq(e.bound, SC_BOUND_BANDWIDTH);
+  ck_assert_int_eq(e.bound_tier, 0);
+  /* Large messages: busbw tends to the link bandwidth (the point of the definition). */
+  c.bytes = 1e13;
+  ck_assert_int_eq(p->estimate(NULL, &c, &e, &err), SC_OK);
+  ck_assert_msg(fabs(e.busbw_Bps / 100e9 - 1.0) < 1e-5, "busbw %g", e.busbw_Bps);
+  /* Tiny messages: latency-bound, 14 hops. */
+  c.bytes = 8;
+  ck_assert_int_eq(p->estimate(NULL, &c, &e, &err), SC_OK);
+  ck_assert_int_eq(e.bound, SC_BOUND_LATENCY);
+  close_to(e.time_s, 14e-6 + 2.0 * 7.0 / 8.0 * 8.0 / 100e9, "ring tiny");
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(allgather_reducescatter_broadcast_sendrecv_formulas) {
+  /* n = 4, S = 4e8 B, 50 GB/s, 2 us. All-gather / reduce-scatter: (n-1)/n S = 3e8 B,
+   * 3 hops: T = 6e-6 + 3e8/50e9 = 6e-6 + 6e-3; busbw = S/T * 3/4.
+   * Broadcast: S out of each member, 3 hops: T = 6e-6 + 8e-3; busbw = S/T.
+   * Send/recv: S once, 1 hop: T = 2e-6 + 8e-3. All-to-all: S(n-1)/n on the wire, n-1 peers
+   * (3 hops): T = 6e-6 + 6e-3, busbw = S/T * 3/4. */
+  sc_registry *reg = new_reg();
+  sc_estimate e;
+  sc_error err = {0};
+  sc_coll_desc c = one_tier(SC_COLL_ALLGATHER, 4, 4e8, 50e9, 2e-6);
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLGATHER, "ring")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 6e-6 + 6e-3, "allgather time");
+  close_to(e.busbw_Bps, 4e8 / (6e-6 + 6e-3) * 0.75, "allgather busbw");
+  c.kind = SC_COLL_REDUCESCATTER;
+  ck_assert_int_eq(plugin(reg, SC_COLL_REDUCESCATTER, "ring")->estimate(NULL, &c, &e, &err),
+                   SC_OK);
+  close_to(e.time_s, 6e-6 + 6e-3, "reducescatter time");
+  c.kind = SC_COLL_BROADCAST;
+  ck_assert_int_eq(plugin(reg, SC_COLL_BROADCAST, "ring")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 6e-6 + 8e-3, "broadcast time");
+  close_to(e.busbw_Bps, 4e8 / (6e-6 + 8e-3), "broadcast busbw = algbw");
+  c.kind = SC_COLL_SENDRECV;
+  ck_assert_int_eq(plugin(reg, SC_COLL_SENDRECV, "direct")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 2e-6 + 8e-3, "sendrecv time");
+  close_to(e.busbw_Bps, 4e8 / (2e-6 + 8e-3), "sendrecv busbw = algbw");
+  c.kind = SC_COLL_ALLTOALL;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLTOALL, "direct")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 6e-6 + 6e-3, "alltoall time");
+  close_to(e.busbw_Bps, 4e8 / (6e-6 + 6e-3) * 0.75, "alltoall busbw");
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(bus_factors) {
+  close_to(sc_comm_bus_factor(SC_COLL_ALLREDUCE, 8), 1.75, "allreduce 8");
+  close_to(sc_comm_bus_factor(SC_COLL_ALLREDUCE, 2), 1.0, "allreduce 2");
+  close_to(sc_comm_bus_factor(SC_COLL_ALLGATHER, 16), 15.0 / 16.0, "allgather 16");
+  close_to(sc_comm_bus_factor(SC_COLL_REDUCESCATTER, 4), 0.75, "reducescatter 4");
+  close_to(sc_comm_bus_factor(SC_COLL_ALLTOALL, 8), 7.0 / 8.0, "alltoall 8");
+  close_to(sc_comm_bus_factor(SC_COLL_BROADCAST, 8), 1.0, "broadcast");
+  close_to(sc_comm_bus_factor(SC_COLL_SENDRECV, 8), 1.0, "sendrecv");
+  close_to(sc_comm_bus_factor(SC_COLL_ALLREDUCE, 1), 1.0, "group of one");
+}
+END_TEST
+
+START_TEST(tree_latency_log2) {
+  /* Tree over 8 GPUs/node x N nodes at 0 bytes: 2((8-1) a0 + ceil(log2 N) a1), with
+   * a0 = 1 us, a1 = 5 us: N=4 -> 2(7 + 10) = 34 us; N=16 -> 2(7 + 20) = 54 us;
+   * N=64 -> 2(7 + 30) = 74 us. A ring over the same group: 2(n-1) hops, linear in N. */
+  sc_registry *reg = new_reg();
+  const sc_coll_plugin *tree = plugin(reg, SC_COLL_ALLREDUCE, "tree");
+  const uint32_t nodes[3] = {4, 16, 64};
+  const double want[3] = {34e-6, 54e-6, 74e-6};
+  for (int i = 0; i < 3; i++) {
+    sc_coll_desc c = one_tier(SC_COLL_ALLREDUCE, 8, 0.0, 300e9, 1e-6);
+    sc_estimate e;
+    sc_error err = {0};
+    c.ntiers = 2;
+    c.nranks = 8 * nodes[i];
+    c.tiers[1] = c.tiers[0];
+    c.tiers[1].ranks = nodes[i];
+    c.tiers[1].bw_Bps = 25e9;
+    c.tiers[1].latency_s = 5e-6;
+    ck_assert_int_eq(tree->estimate(NULL, &c, &e, &err), SC_OK);
+    close_to(e.time_s, want[i], "tree latency");
+    ck_assert_int_eq(e.bound, SC_BOUND_LATENCY);
+  }
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* 32 GPUs on 4-GPU nodes, tp=4, dp=4, pp=2, Megatron order TP,CP,DP,PP:
+ *   rank = tp + 4*dp + 16*pp; node = rank / 4.
+ *   TP group {0,1,2,3}: node 0 only -> tier 0 fan-out 4, tier 1 fan-out 1.
+ *   DP group {0,4,8,12}: nodes 0..3, one member each -> fan-outs 1 and 4; the node's
+ *     4 GPUs belong to 4 DP groups (tp ranks 0..3) that reduce at once: sharing 4.
+ *   PP group {0,16}: nodes 0 and 4 -> fan-outs 1 and 2; sharing 4. */
+START_TEST(placement_megatron_order) {
+  sc_topology t = two_tier(4, 300e9, 1e-6, 25e9, 5e-6);
+  sc_parallel p;
+  sc_coll_desc c;
+  sc_error err = {0};
+  sc_parallel_defaults(&p);
+  p.tp = 4;
+  p.dp = 4;
+  p.pp = 2;
+  memset(&c, 0, sizeof c);
+  ck_assert_msg(sc_comm_group(&t, &p, SC_GROUP_TP, &c, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(c.nranks, 4);
+  ck_assert_uint_eq(c.ntiers, 2);
+  ck_assert_uint_eq(c.tiers[0].ranks, 4);
+  ck_assert_uint_eq(c.tiers[1].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].sharing, 1);
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err), SC_OK);
+  ck_assert_uint_eq(c.nranks, 4);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].ranks, 4);
+  ck_assert_uint_eq(c.tiers[1].sharing, 4);
+  close_to(c.tiers[1].bw_Bps, 25e9, "DP tier bw as stated");
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_PP, &c, &err), SC_OK);
+  ck_assert_uint_eq(c.nranks, 2);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].ranks, 2);
+  ck_assert_uint_eq(c.tiers[1].sharing, 4);
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_CP, &c, &err), SC_OK);
+  ck_assert_uint_eq(c.nranks, 1);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  /* Order DP innermost: DP ranks {0,1,2,3} share a node, TP {0,4,8,12} spans 4 nodes. */
+  p.order[0] = SC_GROUP_DP;
+  p.order[1] = SC_GROUP_TP;
+  p.order[2] = SC_GROUP_CP;
+  p.order[3] = SC_GROUP_PP;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err), SC_OK);
+  ck_assert_uint_eq(c.tiers[0].ranks, 4);
+  ck_assert_uint_eq(c.tiers[1].ranks, 1);
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_TP, &c, &err), SC_OK);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].ranks, 4);
+  ck_assert_uint_eq(c.tiers[1].sharing, 4);
+}
+END_TEST
+
+/* Three tiers: 8-GPU nodes, leaves of 4 nodes (32 GPUs), spine. dp = 64 over 8 nodes:
+ * fan-outs 8 (node), 4 (nodes per leaf), 2 (leaves). */
+START_TEST(placement_three_tiers) {
+  sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c;
+  sc_error err = {0};
+  t.ntiers = 3;
+  t.tiers[1].scope_gpus = 32;
+  t.tiers[2] = t.tiers[1];
+  snprintf(t.tiers[2].name, sizeof t.tiers[2].name, "spine");
+  t.tiers[2].scope_gpus = 0;
+  memset(&c, 0, sizeof c);
+  ck_assert_msg(sc_comm_group_flat(&t, 64, &c, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(c.tiers[0].ranks, 8);
+  ck_assert_uint_eq(c.tiers[1].ranks, 4);
+  ck_assert_uint_eq(c.tiers[2].ranks, 2);
+  ck_assert_uint_eq(c.tiers[1].sharing, 1); /* 8 GPUs / 8 members of the node */
+  ck_assert_uint_eq(c.tiers[2].sharing, 1); /* 32 / 32 */
+}
+END_TEST
+
+START_TEST(resolve_sharing_nics) {
+  /* Perlmutter-like: 4 GPUs, 4 NICs, 25 GB/s per GPU. A DP group with one member per node
+   * and 4 groups sharing: a = 4 GPUs on the node's 4 NICs -> 25 GB/s each, factor 1.
+   * 8 GPUs on 4 NICs (12.5 GB/s per GPU): a lone member (sharing 1) may use a whole NIC,
+   * 25 GB/s; with 8 sharing groups, 12.5 GB/s. */
+  sc_topology t = two_tier(4, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c, r;
+  sc_error err = {0};
+  memset(&c, 0, sizeof c);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.nranks = 4;
+  c.ntiers = 2;
+  c.tiers[0].ranks = 1;
+  c.tiers[0].sharing = 1;
+  c.tiers[1].ranks = 4;
+  c.tiers[1].sharing = 4;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps, 25e9, "4 NICs, 4 groups");
+  close_to(r.tiers[1].oversubscription, 1.0, "no load factor");
+  t = two_tier(8, 300e9, 1e-6, 12.5e9, 5e-6);
+  t.nics_per_node = 4;
+  c.tiers[1].sharing = 1;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps, 25e9, "lone member gets a whole NIC");
+  c.tiers[1].sharing = 8;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps / r.tiers[1].oversubscription, 12.5e9, "8 groups share 4 NICs");
+  /* Oversubscribed 2:1 tier with every GPU below active: half the bandwidth. With half of
+   * them active (4 of 8): the uplinks are not loaded beyond capacity, factor 1. */
+  t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  t.tiers[1].oversubscription = 2.0;
+  c.tiers[1].sharing = 8;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps / r.tiers[1].oversubscription, 12.5e9, "2:1 fully loaded");
+  c.tiers[1].sharing = 4;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps / r.tiers[1].oversubscription, 25e9, "2:1 half loaded");
+  /* Efficiency derates the stated bandwidth. */
+  t.tiers[0].efficiency = 0.8;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[0].bw_Bps, 240e9, "efficiency 0.8");
+}
+END_TEST
+
+START_TEST(hierarchical_composition) {
+  /* 16 GPUs = 2 nodes x 8, tree, S = 1e9 B, NVLink 300 GB/s 1 us, net 25 GB/s 5 us.
+   *   RS in node: 7/8 S = 0.875e9 B at 300e9 -> 2.9167e-3 s, 7 hops of 1 us.
+   *   Tree AR across 2 nodes of the shard S/8 = 1.25e8: two subtrees -> S/8 out of each
+   *     member, / 0.92 (NCCL's tree derating) at 25e9 -> 5.4348e-3 s; 2*ceil(log2 2) = 2
+   *     hops of 5 us.
+   *   AG in node: as RS.
+   *   T = (7 + 7) us + 10 us + max(2.9167e-3, 5.4348e-3) = 24e-6 + 1.25e8/0.92/25e9. */
+  sc_registry *reg = new_reg();
+  sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c;
+  sc_estimate e;
+  const sc_coll_plugin *chosen = NULL;
+  sc_error err = {0};
+  double want = 24e-6 + 1.25e8 / 0.92 / 25e9;
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 1e9;
+  ck_assert_msg(sc_comm_estimate(reg, &t, &c, "tree", &e, &chosen, &err) == SC_OK, "%s",
+                err.msg);
+  close_to(e.time_s, want, "composed tree");
+  ck_assert_str_eq(chosen->algorithm, "tree");
+  ck_assert_int_eq(e.bound_tier, 1);
+  close_to(e.busbw_Bps, 1e9 / want * 2.0 * 15.0 / 16.0, "composed busbw");
+  /* Flat ring over the same 16: 2(n-1)/n S / 8 = 2.34375e8 B per NIC at 25e9 -> 9.375e-3 s;
+   * hops 2(7*2) = 28 at 1 us + 2*1 = 2 at 5 us -> 38 us. */
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &e, &chosen, &err), SC_OK);
+  close_to(e.time_s, 38e-6 + 2.0 * 15.0 / 16.0 * 1e9 / 8.0 / 25e9, "flat ring");
+  /* A group inside one node uses tier 0 only: ring over 8 at 300 GB/s. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &e, &chosen, &err), SC_OK);
+  close_to(e.time_s, 14e-6 + 1.75e9 / 300e9, "single node ring");
+  ck_assert_int_eq(e.bound_tier, 0);
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(auto_choice) {
+  /* 8 GPUs x 16 nodes (n = 128), NVLink 300 GB/s 1 us, net 25 GB/s 5 us.
+   * Ring latency 2(7*16*1 + 15*5) us = 374 us; composed tree 7*1 + 2*4*5 + 7*1 = 54 us.
+   * Bandwidth: ring 2(127/128) S/8 / 25e9 = 9.922e-12 S; tree (S/8)*2/0.92/25e9 =
+   * 1.087e-11 S. Tree wins while 320e-6 > 9.5e-13 S, i.e. S < ~3.4e8 B. */
+  sc_registry *reg = new_reg();
+  sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c;
+  sc_estimate e, er, et;
+  const sc_coll_plugin *chosen = NULL;
+  sc_error err = {0};
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 128, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "tree");
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &er, NULL, &err), SC_OK);
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &et, NULL, &err), SC_OK);
+  ck_assert(et.time_s < er.time_s);
+  close_to(e.time_s, et.time_s, "auto = cheapest");
+  c.bytes = 16e9;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &et, NULL, &err), SC_OK);
+  ck_assert(e.time_s < et.time_s);
+  /* Inside one node the ring always wins (the tree's chain moves 2S, the ring 2(n-1)/n S). */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  /* A forced algorithm that does not exist for the kind. */
+  c.kind = SC_COLL_ALLGATHER;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &e, &chosen, &err), SC_ENOTFOUND);
+  ck_assert_msg(strstr(err.msg, "tree") != NULL && strstr(err.msg, "allgather") != NULL, "%s",
+                err.msg);
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(rejections) {
+  sc_topology t = two_tier(4, 300e9, 1e-6, 25e9, 5e-6);
+  sc_parallel p;
+  sc_coll_desc c;
+  sc_estimate e;
+  sc_error err = {0};
+  sc_registry *reg = new_reg();
+  memset(&c, 0, sizeof c);
+  sc_parallel_defaults(&p);
+  /* Larger than the system. */
+  t.max_gpus = 16;
+  p.dp = 32;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "exceed") != NULL, "%s", err.msg);
+  /* Not a multiple of the GPUs per node beyond one node. */
+  ck_assert_int_eq(sc_comm_check_gpus(&t, 6, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "multiple") != NULL, "%s", err.msg);
+  ck_assert_int_eq(sc_comm_check_gpus(&t, 3, &err), SC_OK); /* part of one node */
+  ck_assert_int_eq(sc_comm_check_gpus(&t, 0, &err), SC_ECONFIG);
+  /* Degrees whose product the topology cannot hold (tp=3 x dp=2 = 6 GPUs). */
+  p.dp = 2;
+  p.tp = 3;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_TP, &c, &err), SC_ECONFIG);
+  /* A degree of 0, a bad order. */
+  p.tp = 0;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_TP, &c, &err), SC_EINVAL);
+  p.tp = 2;
+  p.order[1] = SC_GROUP_TP;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_TP, &c, &err), SC_EINVAL);
+  sc_parallel_defaults(&p);
+  /* Zero bandwidth in the topology. */
+  t.max_gpus = 0;
+  t.tiers[1].bw_Bps = 0.0;
+  p.dp = 8;
+  ck_assert_int_eq(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "bw_Bps") != NULL, "%s", err.msg);
+  t.tiers[1].bw_Bps = 25e9;
+  /* Tier scopes that do not nest. */
+  t.tiers[0].scope_gpus = 3;
+  ck_assert_int_eq(sc_comm_check_topology(&t, &err), SC_ESPEC);
+  t.tiers[0].scope_gpus = 4;
+  t.tiers[1].oversubscription = 0.5;
+  ck_assert_int_eq(sc_comm_check_topology(&t, &err), SC_ESPEC);
+  t.tiers[1].oversubscription = 1.0;
+  /* A group beyond the outermost tier when that tier has a finite scope. */
+  t.tiers[1].scope_gpus = 8;
+  ck_assert_int_eq(sc_comm_check_gpus(&t, 16, &err), SC_ECONFIG);
+  t.tiers[1].scope_gpus = 0;
+  /* Plugins refuse spans that cannot exist. */
+  c = one_tier(SC_COLL_ALLREDUCE, 8, 1e6, 0.0, 1e-6);
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "ring")->estimate(NULL, &c, &e, &err),
+                   SC_EINVAL);
+  ck_assert_msg(strstr(err.msg, "bw_Bps") != NULL, "%s", err.msg);
+  c = one_tier(SC_COLL_ALLREDUCE, 8, 1e6, 1e9, 1e-6);
+  c.nranks = 9;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "tree")->estimate(NULL, &c, &e, &err),
+                   SC_EINVAL);
+  c.nranks = 8;
+  c.bytes = -1.0;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "ring")->estimate(NULL, &c, &e, &err),
+                   SC_EINVAL);
+  c.bytes = 1.0;
+  c.kind = SC_COLL_ALLGATHER;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "ring")->estimate(NULL, &c, &e, &err),
+                   SC_EUNSUPPORTED);
+  /* sc_comm_estimate: span and topology disagree. */
+  c = one_tier(SC_COLL_ALLREDUCE, 8, 1e6, 1e9, 1e-6);
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, NULL, &err), SC_EINVAL);
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------- */
+/* Validation file reader                                                    */
+
+static char *write_tmp(const char *text) {
+  static char path[256];
+  FILE *f;
+  snprintf(path, sizeof path, "/tmp/sc_test_comm_%d.csv", (int)getpid());
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static const char *HEADER = "id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n";
+
+static int read_text(const char *body, sc_error *err, size_t *n) {
+  char buf[4096];
+  sc__vrow *rows = NULL;
+  int rc;
+  snprintf(buf, sizeof buf, "%s", body);
+  rc = sc__comm_read_validation(write_tmp(buf), &rows, n, err);
+  free(rows);
+  return rc;
+}
+
+START_TEST(validation_reader) {
+  char buf[4096];
+  sc_error err = {0};
+  size_t n = 0;
+  sc__vrow *rows = NULL;
+  snprintf(buf, sizeof buf,
+           "%s# comment\n"
+           "a1,\"https://x/y, log 2\",DGX A100,dgx-a100-superpod,16,allreduce,,1073741824,"
+           "190.5,\"say \"\"hi\"\"\"\n",
+           HEADER);
+  ck_assert_msg(sc__comm_read_validation(write_tmp(buf), &rows, &n, &err) == SC_OK, "%s",
+                err.msg);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(rows[0].source, "https://x/y, log 2");
+  ck_assert_str_eq(rows[0].algo, "auto");
+  ck_assert_str_eq(rows[0].notes, "say \"hi\"");
+  ck_assert_uint_eq(rows[0].gpus, 16);
+  close_to(rows[0].busbw_Bps, 190.5e9, "GB/s");
+  ck_assert_uint_eq(rows[0].line, 3);
+  free(rows);
+  /* Malformed inputs: each a clear error naming line and column. */
+  snprintf(buf, sizeof buf, "%sa1,,DGX,t,16,allreduce,ring,1024,1.0,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, ":2:") && strstr(err.msg, "'source'"), "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,sixteen,allreduce,ring,1024,1.0,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "'gpus'") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allsum,ring,1024,1.0,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "'op'") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1024,-3,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "'busbw_GBps'") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1.5,3,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "'bytes'") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1024\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "fields") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,\"s,DGX,t,16,allreduce,ring,1024,3,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "unterminated") != NULL, "%s", err.msg);
+  ck_assert_int_eq(read_text("id,src,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n",
+                             &err, &n),
+                   SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "'source'") != NULL, "%s", err.msg);
+  ck_assert_int_eq(read_text(HEADER, &err, &n), SC_EPARSE); /* no rows */
+  ck_assert_int_eq(sc__comm_read_validation("/nonexistent/x.csv", &rows, &n, &err), SC_EIO);
+}
+END_TEST
+
+/* The published data set itself parses, and every row has a source. */
+START_TEST(validation_file_parses) {
+  char path[1024];
+  sc__vrow *rows = NULL;
+  size_t n = 0;
+  sc_error err = {0};
+  const char *data = getenv("SC_TEST_DATA");
+  ck_assert_ptr_nonnull(data);
+  snprintf(path, sizeof path, "%s/../../docs/validation/nccl-tests.csv", data);
+  ck_assert_msg(sc__comm_read_validation(path, &rows, &n, &err) == SC_OK, "%s", err.msg);
+  ck_assert(n >= 1);
+  for (size_t i = 0; i < n; i++) ck_assert(strncmp(rows[i].source, "http", 4) == 0);
+  free(rows);
+}
+END_TEST
+
+static Suite *comm_suite(void) {
+  Suite *s = suite_create("comm");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, ring_allreduce_formula);
+  tcase_add_test(tc, allgather_reducescatter_broadcast_sendrecv_formulas);
+  tcase_add_test(tc, bus_factors);
+  tcase_add_test(tc, tree_latency_log2);
+  tcase_add_test(tc, placement_megatron_order);
+  tcase_add_test(tc, placement_three_tiers);
+  tcase_add_test(tc, resolve_sharing_nics);
+  tcase_add_test(tc, hierarchical_composition);
+  tcase_add_test(tc, auto_choice);
+  tcase_add_test(tc, rejections);
+  tcase_add_test(tc, validation_reader);
+  tcase_add_test(tc, validation_file_parses);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(comm_suite());
+  int failed;
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
