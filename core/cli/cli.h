@@ -27,8 +27,16 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+/* A registry for a subcommand: logs to stderr (information only with
+ * STEPCAST_PLUGINS_VERBOSE=1), discovers plugins including the --plugin files. On failure
+ * *out is NULL and err says why (a refused --plugin file names it). Free with
+ * sc_registry_free. Defined in plugins.c. */
+int sc_cli_registry_open(sc_registry **out, sc_error *err);
+
 /* Subcommands (one file each). */
 int sc_cli_check(int argc, char **argv);
 int sc_cli_plugins(int argc, char **argv);
+int sc_cli_comm(int argc, char **argv);
+int sc_cli_ops(int argc, char **argv);
 
 #endif

@@ -14,6 +14,12 @@ static const sc_cli_cmd commands[] = {
    sc_cli_check},
   {"plugins", "list the plugins found, with kind, version, ABI, priority, path and status",
    sc_cli_plugins},
+  {"comm", "predict nccl-tests collective times and bus bandwidth on a topology; "
+           "--validate against published results",
+   sc_cli_comm},
+  {"ops", "list each pipeline stage's operators (shapes, FLOPs, bytes, estimated time), "
+          "collectives and memory per GPU",
+   sc_cli_ops},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

@@ -1,0 +1,26 @@
+# Thin wrapper over CMake for the two README commands. Everything real is in CMakeLists.txt.
+#   make example   install missing packages, build (Release), run the default prediction
+#   make test      install missing packages, build with ASan+UBSan, run the Check suites
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: deps build example build-test test clean
+
+deps:
+	@bash .ci/deps.sh
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+	cmake --build build -j $(JOBS)
+
+example: build
+	./build/bin/stepcast predict --model gpt-20b --topology perlmutter --gpus 128
+
+build-test: deps
+	cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DSC_ASAN=ON -DSC_UBSAN=ON
+	cmake --build build-test -j $(JOBS)
+
+test: build-test
+	cd build-test && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf build build-test

@@ -1,0 +1,436 @@
+/* stepcast ops: the operators and collectives of each pipeline stage, with their shapes and
+ * analytical estimates, and the memory per GPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "stepcast/workload.h"
+
+static void ops_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast ops --model M --hardware H [options]\n\n"
+          "Lists, per pipeline stage (and virtual chunk) and phase, every operator of one\n"
+          "micro-batch with its per-GPU shape, FLOPs, bytes, bound and estimated time (the\n"
+          "analytical operator plugins), the collectives it implies (kind, group, bytes per\n"
+          "rank; their times are stepcast predict's business), the per-iteration optimizer\n"
+          "step and data-parallel collectives, then totals and the memory per GPU.\n\n"
+          "options:\n"
+          "  --model M                 model name (models/M.toml) or file\n"
+          "  --hardware H              hardware name (hardware/H.toml) or file\n"
+          "  --tp N --pp N --dp N --cp N   parallel degrees (default 1)\n"
+          "  --micro-batch N           sequences per micro-batch (default 1)\n"
+          "  --global-batch N          sequences per iteration (default micro-batch*dp*pp)\n"
+          "  --seq-len N               tokens per sequence (default: the model's max_seq)\n"
+          "  --virtual-stages N        model chunks per pipeline rank (> 1: interleaved 1F1B)\n"
+          "  --schedule S              gpipe | 1f1b | interleaved (default 1f1b)\n"
+          "  --recompute R             none | selective | full (default none)\n"
+          "  --sequence-parallel       Megatron sequence parallelism\n"
+          "  --distributed-optimizer   shard optimizer states over data parallel\n"
+          "  --no-flash                unfused attention instead of flash attention\n"
+          "  --dtype D                 fp32 | bf16 | fp16 | fp8 (default bf16)\n"
+          "  --stage N                 only pipeline stage N\n"
+          "  --json | --csv            machine-readable output (default: a table)\n\n"
+          "Exit status: 0 ok, 1 impossible configuration or unreadable spec (one line naming\n"
+          "the parameter), 2 usage error. Operator families: docs/operators.md.\n");
+}
+
+static const char *const dtype_names[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8",
+                                                        "int8"};
+static const char *const bound_names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
+                                                        "bandwidth"};
+static const char *const coll_names[SC_COLL_COUNT] = {"all-reduce", "all-gather",
+                                                      "reduce-scatter", "all-to-all",
+                                                      "broadcast", "send-recv"};
+static const char *const group_names[SC_GROUP_COUNT] = {"tp", "cp", "dp", "pp"};
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+
+typedef enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV } out_format;
+
+/* Parse a positive integer option value; 0 on success. */
+static int parse_u32(const char *flag, const char *s, uint32_t *out) {
+  char *end = NULL;
+  errno = 0;
+  if (s == NULL || *s == '\0' || *s == '-') return -1;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v == 0 || v > 0xffffffffUL) return -1;
+  (void)flag;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static void shape_string(const sc_op_desc *d, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (uint32_t i = 0; i < d->ndims && n + 1 < cap; i++) {
+    int w = snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)d->dims[i]);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+}
+
+typedef struct ctx {
+  sc_registry *reg;
+  const sc_device *dev;
+  out_format fmt;
+  int first_json_item;
+} ctx;
+
+/* Estimate every op of a list; prints rows; adds to *time_s and *flops (x repeat). */
+static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, const char *phase,
+                      double *time_s, double *flops, sc_error *err) {
+  *time_s = 0.0;
+  *flops = 0.0;
+  if (c->fmt == FMT_JSON) printf("\"ops\": [");
+  for (uint32_t i = 0; i < l->nops; i++) {
+    const sc_work_op *o = &l->ops[i];
+    sc_estimate e;
+    int rc = sc_registry_estimate_op(c->reg, c->dev, &o->desc, &e, err);
+    if (rc != SC_OK) return rc;
+    char shape[160];
+    shape_string(&o->desc, shape, sizeof shape);
+    double total = e.time_s * o->repeat;
+    *time_s += total;
+    *flops += e.flops * o->repeat;
+    if (c->fmt == FMT_TABLE) {
+      printf("    %-22s %-13s %-26s %5u %12.3f %10.2f  %-8s %11.2f %11.2f\n", o->label,
+             o->desc.family, shape, o->repeat, e.flops / 1e9, e.bytes / 1e6,
+             bound_names[e.bound], e.time_s * 1e6, total * 1e6);
+    } else if (c->fmt == FMT_JSON) {
+      printf("%s{\"label\": \"%s\", \"family\": \"%s\", \"variant\": %u, \"dtype\": \"%s\", "
+             "\"dims\": [",
+             i ? ", " : "", o->label, o->desc.family, o->desc.variant,
+             dtype_names[o->desc.dtype]);
+      for (uint32_t k = 0; k < o->desc.ndims; k++) {
+        printf("%s%lld", k ? ", " : "", (long long)o->desc.dims[k]);
+      }
+      printf("], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, \"bytes\": %.17g, "
+             "\"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
+             o->repeat, o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
+             bound_names[e.bound], e.time_s, total);
+    } else {
+      printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,
+             phase, o->label, o->desc.family, o->desc.variant, dtype_names[o->desc.dtype], shape,
+             o->repeat, e.flops, e.bytes, bound_names[e.bound], e.time_s, total);
+    }
+  }
+  if (c->fmt == FMT_JSON) printf("], \"colls\": [");
+  for (uint32_t i = 0; i < l->ncolls; i++) {
+    const sc_work_coll *k = &l->colls[i];
+    if (c->fmt == FMT_TABLE) {
+      printf("    %-22s %-13s %-26s %5u %12s %10.2f  %-8s %s(%u)%s\n", k->label,
+             coll_names[k->kind], "", k->repeat, "", k->bytes / 1e6, "", group_names[k->group],
+             k->nranks, k->overlappable ? " overlappable" : "");
+    } else if (c->fmt == FMT_JSON) {
+      printf("%s{\"label\": \"%s\", \"kind\": \"%s\", \"group\": \"%s\", \"nranks\": %u, "
+             "\"bytes\": %.17g, \"dtype\": \"%s\", \"phase\": \"%s\", \"repeat\": %u, "
+             "\"overlappable\": %s}",
+             i ? ", " : "", k->label, coll_names[k->kind], group_names[k->group], k->nranks,
+             k->bytes, dtype_names[k->dtype], sc_phase_name(k->phase), k->repeat,
+             k->overlappable ? "true" : "false");
+    } else {
+      printf("%u,%u,%s,coll,%s,%s,,%s,,%u,,%.17g,,,,%s,%u\n", w->stage, w->chunk, phase,
+             k->label, coll_names[k->kind], dtype_names[k->dtype], k->repeat, k->bytes,
+             group_names[k->group], k->nranks);
+    }
+  }
+  if (c->fmt == FMT_JSON) printf("]");
+  return SC_OK;
+}
+
+static void table_header(void) {
+  printf("    %-22s %-13s %-26s %5s %12s %10s  %-8s %11s %11s\n", "operator", "family", "shape",
+         "rep", "GFLOP", "MB", "bound", "time_us", "total_us");
+}
+
+static int print_stage(ctx *c, const sc_stage_work *w, sc_error *err) {
+  static const sc_phase phases[] = {SC_PHASE_FWD, SC_PHASE_RECOMPUTE, SC_PHASE_BWD};
+  double t[SC_PHASE_COUNT] = {0}, fl[SC_PHASE_COUNT] = {0};
+  int rc;
+  if (c->fmt == FMT_TABLE) {
+    printf("\nstage %u chunk %u: layers %u-%u (%u)%s%s, %.3f M parameters per GPU\n", w->stage,
+           w->chunk, w->layer_first, w->layer_first + w->layers - 1, w->layers,
+           w->has_embedding ? ", embedding" : "", w->has_output ? ", output layer" : "",
+           (double)w->params / 1e6);
+  } else if (c->fmt == FMT_JSON) {
+    printf("%s{\"stage\": %u, \"chunk\": %u, \"layer_first\": %u, \"layers\": %u, "
+           "\"has_embedding\": %s, \"has_output\": %s, \"params\": %lld, ",
+           c->first_json_item ? "" : ", ", w->stage, w->chunk, w->layer_first, w->layers,
+           w->has_embedding ? "true" : "false", w->has_output ? "true" : "false",
+           (long long)w->params);
+    c->first_json_item = 0;
+  }
+  for (size_t i = 0; i < 3; i++) {
+    sc_phase ph = phases[i];
+    const sc_work_list *l = &w->per_micro[ph];
+    if (l->nops == 0 && l->ncolls == 0 && ph == SC_PHASE_RECOMPUTE) continue;
+    if (c->fmt == FMT_TABLE) {
+      printf("  %s, per micro-batch\n", sc_phase_name(ph));
+      table_header();
+    } else if (c->fmt == FMT_JSON) {
+      printf("\"%s\": {", sc_phase_name(ph));
+    }
+    rc = print_list(c, w, l, sc_phase_name(ph), &t[ph], &fl[ph], err);
+    if (rc != SC_OK) return rc;
+    if (c->fmt == FMT_JSON) {
+      printf(", \"time_s\": %.17g, \"flops\": %.17g, \"model_flops\": %.17g}, ", t[ph], fl[ph],
+             w->flops[ph]);
+    }
+  }
+  if (c->fmt == FMT_TABLE) {
+    printf("  per iteration\n");
+    table_header();
+  } else if (c->fmt == FMT_JSON) {
+    printf("\"per_iteration\": {");
+  }
+  rc = print_list(c, w, &w->per_iter, "iteration", &t[SC_PHASE_OPTIMIZER],
+                  &fl[SC_PHASE_OPTIMIZER], err);
+  if (rc != SC_OK) return rc;
+  if (c->fmt == FMT_TABLE) {
+    printf("  compute per micro-batch: fwd %.3f ms, bwd %.3f ms, recompute %.3f ms; "
+           "optimizer %.3f ms per iteration\n",
+           t[SC_PHASE_FWD] * 1e3, t[SC_PHASE_BWD] * 1e3, t[SC_PHASE_RECOMPUTE] * 1e3,
+           t[SC_PHASE_OPTIMIZER] * 1e3);
+    printf("  model FLOPs per micro-batch: fwd %.3f TFLOP, bwd %.3f TFLOP, recompute %.3f TFLOP\n",
+           w->flops[SC_PHASE_FWD] / 1e12, w->flops[SC_PHASE_BWD] / 1e12,
+           w->flops[SC_PHASE_RECOMPUTE] / 1e12);
+    printf("  pipeline messages per micro-batch: send fwd %.2f MB, recv fwd %.2f MB, "
+           "send bwd %.2f MB, recv bwd %.2f MB\n",
+           w->p2p_send_fwd_bytes / 1e6, w->p2p_recv_fwd_bytes / 1e6,
+           w->p2p_send_bwd_bytes / 1e6, w->p2p_recv_bwd_bytes / 1e6);
+  } else if (c->fmt == FMT_JSON) {
+    printf(", \"time_s\": %.17g}, \"p2p\": {\"send_fwd_bytes\": %.17g, \"recv_fwd_bytes\": "
+           "%.17g, \"send_bwd_bytes\": %.17g, \"recv_bwd_bytes\": %.17g}}",
+           t[SC_PHASE_OPTIMIZER], w->p2p_send_fwd_bytes, w->p2p_recv_fwd_bytes,
+           w->p2p_send_bwd_bytes, w->p2p_recv_bwd_bytes);
+  }
+  return SC_OK;
+}
+
+static void print_memory(ctx *c, uint32_t stage, const sc_memory *m) {
+  if (c->fmt == FMT_TABLE) {
+    printf("  memory per GPU (stage %u): weights %.2f GB, gradients %.2f GB, optimizer %.2f GB, "
+           "activations %.2f GB (%.3f GB x %.2f micro-batches in flight), total %.2f GB of "
+           "%.2f GB%s\n",
+           stage, m->weights_bytes / 1e9, m->grads_bytes / 1e9, m->optimizer_bytes / 1e9,
+           m->activations_bytes / 1e9, m->activation_per_micro_bytes / 1e9, m->inflight_micro,
+           m->total_bytes / 1e9, c->dev->mem_bytes / 1e9,
+           m->total_bytes > c->dev->mem_bytes ? " (DOES NOT FIT)" : "");
+  } else if (c->fmt == FMT_JSON) {
+    printf("%s{\"stage\": %u, \"params\": %lld, \"weights_bytes\": %.17g, \"grads_bytes\": "
+           "%.17g, \"optimizer_bytes\": %.17g, \"activation_per_micro_bytes\": %.17g, "
+           "\"inflight_micro\": %.17g, \"activations_bytes\": %.17g, \"total_bytes\": %.17g, "
+           "\"fits\": %s}",
+           c->first_json_item ? "" : ", ", stage, (long long)m->params, m->weights_bytes, m->grads_bytes, m->optimizer_bytes,
+           m->activation_per_micro_bytes, m->inflight_micro, m->activations_bytes,
+           m->total_bytes, m->total_bytes <= c->dev->mem_bytes ? "true" : "false");
+  } else {
+    printf("%u,,memory,memory,weights,,,,,,,%.17g,,,,,\n", stage, m->weights_bytes);
+    printf("%u,,memory,memory,grads,,,,,,,%.17g,,,,,\n", stage, m->grads_bytes);
+    printf("%u,,memory,memory,optimizer,,,,,,,%.17g,,,,,\n", stage, m->optimizer_bytes);
+    printf("%u,,memory,memory,activations,,,,,,,%.17g,,,,,\n", stage, m->activations_bytes);
+    printf("%u,,memory,memory,total,,,,,,,%.17g,,,,,\n", stage, m->total_bytes);
+  }
+}
+
+static int lookup(const char *const *names, int n, const char *s) {
+  for (int i = 0; i < n; i++) {
+    if (strcmp(names[i], s) == 0) return i;
+  }
+  return -1;
+}
+
+int sc_cli_ops(int argc, char **argv) {
+  const char *model = NULL, *hardware = NULL;
+  sc_parallel p;
+  uint32_t stage_only = 0, seq = 0, gb = 0;
+  int have_stage = 0, schedule_given = 0;
+  out_format fmt = FMT_TABLE;
+  sc_parallel_defaults(&p);
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+    char flag[64];
+    const char *eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) == 0 && eq != NULL && (size_t)(eq - a) < sizeof flag) {
+      memcpy(flag, a, (size_t)(eq - a));
+      flag[eq - a] = '\0';
+      val = eq + 1;
+    } else {
+      snprintf(flag, sizeof flag, "%s", a);
+    }
+    /* Boolean flags. */
+    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+      ops_usage(stdout);
+      return 0;
+    }
+    int is_bool = 1;
+    if (strcmp(flag, "--sequence-parallel") == 0) p.sequence_parallel = 1;
+    else if (strcmp(flag, "--distributed-optimizer") == 0) p.distributed_optimizer = 1;
+    else if (strcmp(flag, "--no-flash") == 0) p.flash_attention = 0;
+    else if (strcmp(flag, "--json") == 0) fmt = FMT_JSON;
+    else if (strcmp(flag, "--csv") == 0) fmt = FMT_CSV;
+    else is_bool = 0;
+    if (is_bool) {
+      if (val != NULL) return sc_cli_usage_error("ops", "option '%s' takes no value", flag);
+      continue;
+    }
+    /* Options with a value. */
+    static const char *const valued[] = {"--model", "--hardware", "--tp", "--pp", "--dp", "--cp",
+                                         "--micro-batch", "--global-batch", "--seq-len",
+                                         "--virtual-stages", "--schedule", "--recompute",
+                                         "--dtype", "--stage", NULL};
+    int known = 0;
+    for (int k = 0; valued[k] != NULL; k++) known |= strcmp(flag, valued[k]) == 0;
+    if (!known) return sc_cli_usage_error("ops", "unknown option '%s'", a);
+    if (val == NULL) {
+      if (i + 1 >= argc) return sc_cli_usage_error("ops", "option '%s' needs a value", flag);
+      val = argv[++i];
+    }
+    uint32_t u = 0;
+    int bad = 0;
+    if (strcmp(flag, "--model") == 0) model = val;
+    else if (strcmp(flag, "--hardware") == 0) hardware = val;
+    else if (strcmp(flag, "--tp") == 0) bad = parse_u32(flag, val, &p.tp);
+    else if (strcmp(flag, "--pp") == 0) bad = parse_u32(flag, val, &p.pp);
+    else if (strcmp(flag, "--dp") == 0) bad = parse_u32(flag, val, &p.dp);
+    else if (strcmp(flag, "--cp") == 0) bad = parse_u32(flag, val, &p.cp);
+    else if (strcmp(flag, "--micro-batch") == 0) bad = parse_u32(flag, val, &p.micro_batch);
+    else if (strcmp(flag, "--global-batch") == 0) bad = parse_u32(flag, val, &gb);
+    else if (strcmp(flag, "--seq-len") == 0) bad = parse_u32(flag, val, &seq);
+    else if (strcmp(flag, "--virtual-stages") == 0) bad = parse_u32(flag, val, &p.virtual_stages);
+    else if (strcmp(flag, "--stage") == 0) {
+      char *end = NULL;
+      errno = 0;
+      unsigned long v = strtoul(val, &end, 10);
+      bad = errno != 0 || *end != '\0' || *val == '\0' || *val == '-' || v > 0xffffffffUL;
+      u = (uint32_t)v;
+      stage_only = u;
+      have_stage = 1;
+    } else if (strcmp(flag, "--schedule") == 0) {
+      int s = lookup(schedule_names, 3, val);
+      if (s < 0) {
+        return sc_cli_usage_error("ops", "--schedule: '%s' is not gpipe, 1f1b or interleaved",
+                                  val);
+      }
+      p.schedule = (sc_schedule_kind)s;
+      schedule_given = 1;
+    } else if (strcmp(flag, "--recompute") == 0) {
+      int r = lookup(recompute_names, 3, val);
+      if (r < 0) {
+        return sc_cli_usage_error("ops", "--recompute: '%s' is not none, selective or full", val);
+      }
+      p.recompute = (sc_recompute)r;
+    } else if (strcmp(flag, "--dtype") == 0) {
+      int d = lookup(dtype_names, SC_DTYPE_COUNT, val);
+      if (d < 0) {
+        return sc_cli_usage_error("ops", "--dtype: '%s' is not fp32, tf32, bf16, fp16, fp8 or "
+                                  "int8", val);
+      }
+      p.dtype = (sc_dtype)d;
+    }
+    if (bad) {
+      return sc_cli_usage_error("ops", "%s: '%s' is not a %s integer", flag, val,
+                                strcmp(flag, "--stage") == 0 ? "non-negative" : "positive");
+    }
+  }
+  if (model == NULL) return sc_cli_usage_error("ops", "--model is required");
+  if (hardware == NULL) return sc_cli_usage_error("ops", "--hardware is required");
+  if (p.virtual_stages > 1 && !schedule_given) p.schedule = SC_SCHED_INTERLEAVED;
+
+  sc_error err;
+  sc_error_clear(&err);
+  sc_model m;
+  if (sc_model_load(model, &m, &err) != SC_OK) return sc_cli_fail(&err);
+  p.seq_len = seq ? seq : (uint32_t)m.max_seq;
+  if (gb) {
+    p.global_batch = gb;
+  } else {
+    uint64_t d = (uint64_t)p.micro_batch * p.dp * p.pp;
+    if (d > 0xffffffffULL) {
+      sc_error_set(&err, SC_ECONFIG, "global_batch: micro_batch*dp*pp exceeds 2^32-1");
+      return sc_cli_fail(&err);
+    }
+    p.global_batch = (uint32_t)d;
+  }
+  if (sc_workload_validate(&m, &p, &err) != SC_OK) return sc_cli_fail(&err);
+  if (have_stage && stage_only >= p.pp) {
+    sc_error_set(&err, SC_ECONFIG, "stage: %u out of range (pp = %u)", stage_only, p.pp);
+    return sc_cli_fail(&err);
+  }
+
+  sc_registry *reg = NULL;
+  int rc = sc_cli_registry_open(&reg, &err);
+  sc_device dev;
+  if (rc == SC_OK) rc = sc_hardware_load(reg, hardware, &dev, &err);
+  if (rc != SC_OK) {
+    sc_registry_free(reg);
+    return sc_cli_fail(&err);
+  }
+  sc_stage_work *w = malloc(sizeof *w);
+  if (w == NULL) {
+    sc_registry_free(reg);
+    sc_error_set(&err, SC_ENOMEM, "out of memory");
+    return sc_cli_fail(&err);
+  }
+
+  ctx c = {reg, &dev, fmt, 1};
+  uint32_t mb = sc_parallel_microbatches(&p);
+  if (fmt == FMT_TABLE) {
+    printf("%s on %s: tp %u pp %u dp %u cp %u (%u GPUs), micro-batch %u, global batch %u "
+           "(%u micro-batches), seq %u, %s, %s schedule%s, recompute %s, %s attention, "
+           "sequence parallel %s, distributed optimizer %s\n",
+           m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.tp * p.pp * p.dp * p.cp, p.micro_batch,
+           p.global_batch, mb, p.seq_len, dtype_names[p.dtype], schedule_names[p.schedule],
+           p.virtual_stages > 1 ? " (virtual stages)" : "", recompute_names[p.recompute],
+           p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
+           p.distributed_optimizer ? "on" : "off");
+  } else if (fmt == FMT_JSON) {
+    printf("{\"schema_version\": 1, \"model\": \"%s\", \"hardware\": \"%s\", \"parallel\": "
+           "{\"tp\": %u, \"pp\": %u, \"dp\": %u, \"cp\": %u, \"micro_batch\": %u, "
+           "\"global_batch\": %u, \"microbatches\": %u, \"seq_len\": %u, \"virtual_stages\": %u, "
+           "\"schedule\": \"%s\", \"recompute\": \"%s\", \"sequence_parallel\": %s, "
+           "\"distributed_optimizer\": %s, \"flash_attention\": %s, \"dtype\": \"%s\"}, "
+           "\"stages\": [",
+           m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.micro_batch, p.global_batch, mb,
+           p.seq_len, p.virtual_stages, schedule_names[p.schedule], recompute_names[p.recompute],
+           p.sequence_parallel ? "true" : "false", p.distributed_optimizer ? "true" : "false",
+           p.flash_attention ? "true" : "false", dtype_names[p.dtype]);
+  } else {
+    printf("stage,chunk,phase,kind,label,family,variant,dtype,dims,repeat,flops,bytes,bound,"
+           "time_s,total_time_s,group,nranks\n");
+  }
+  for (uint32_t s = 0; s < p.pp && rc == SC_OK; s++) {
+    if (have_stage && s != stage_only) continue;
+    for (uint32_t k = 0; k < p.virtual_stages && rc == SC_OK; k++) {
+      rc = sc_workload_stage(&m, &p, s, k, w, &err);
+      if (rc == SC_OK) rc = print_stage(&c, w, &err);
+    }
+    sc_memory mem;
+    if (rc == SC_OK) rc = sc_memory_per_gpu(&m, &p, s, &mem, &err);
+    if (rc == SC_OK && fmt != FMT_JSON) print_memory(&c, s, &mem);
+  }
+  if (rc == SC_OK && fmt == FMT_JSON) {
+    /* Memory per GPU, one object per stage, after the stages. */
+    printf("], \"memory\": [");
+    c.first_json_item = 1;
+    for (uint32_t s = 0; s < p.pp && rc == SC_OK; s++) {
+      if (have_stage && s != stage_only) continue;
+      sc_memory mem;
+      rc = sc_memory_per_gpu(&m, &p, s, &mem, &err);
+      if (rc == SC_OK) print_memory(&c, s, &mem);
+      c.first_json_item = 0;
+    }
+    if (rc == SC_OK) printf("]}\n");
+  }
+  free(w);
+  sc_registry_free(reg);
+  if (rc != SC_OK) {
+    fflush(stdout);
+    return sc_cli_fail(&err);
+  }
+  return 0;
+}

@@ -1,0 +1,234 @@
+/*
+ * The workload: what one pipeline stage (one virtual chunk of it when interleaved) computes
+ * and communicates, per micro-batch and per iteration, and what it holds in memory.
+ *
+ * Pure functions of (sc_model, sc_parallel): no timing, no plugins, no allocation. The
+ * reference is Megatron-LM's GPT layer (column- then row-parallel linears, fused QKV,
+ * grouped-query attention, flash or unfused attention, LayerNorm/RMSNorm, GeLU/SwiGLU,
+ * fused bias-dropout-add, rotary embeddings, vocabulary-parallel embedding and
+ * cross-entropy, Adam with fp32 master weights, optionally sharded across data parallel).
+ *
+ * Conventions
+ *   - Operator shapes are exact per-GPU shapes after tensor (/tp on heads and ffn),
+ *     sequence (/tp on the sequence outside attention and MLP when sequence_parallel) and
+ *     context (/cp on the sequence) splitting. Families and dims: stepcast/ops.h.
+ *   - One entry describes `repeat` identical instances: a per-layer operator appears once
+ *     with repeat = the chunk's layer count (where = SC_WHERE_LAYER); a stage-level one
+ *     (embedding, output layer, optimizer) has repeat 1 (where = SC_WHERE_STAGE).
+ *     Multiply time, FLOPs and bytes by repeat.
+ *   - Entries are listed in execution order within one layer (then stage-level ones
+ *     before the layers for the embedding, after them for the output layer); the schedule
+ *     may use this order for overlap (a collective follows the operator that produces its
+ *     input).
+ *   - Collective bytes are per rank as nccl-tests sizes them: all-reduce = the buffer;
+ *     all-gather = the gathered output per rank; reduce-scatter = the input per rank (before
+ *     scattering); send/recv = the message.
+ *   - FLOPs in sc_stage_work are model FLOPs: matrix multiplications only (GEMMs, the
+ *     attention score and context matmuls whether flash or unfused, the logits), nominal
+ *     2mnk each with the full s_q x s_k score matrix (causal masking not exploited), the
+ *     convention of Narayanan et al. SC21 and of MFU. Elementwise, norm, softmax and
+ *     optimizer arithmetic is not model FLOPs; plugins report it per operator, and they
+ *     report the FLOPs a kernel performs (a causal flash kernel does about half the score
+ *     work, its backward recomputes the scores).
+ *   - The data-parallel gradient group is DP x CP (Megatron's data_parallel_group_with_cp:
+ *     context-parallel ranks hold the same parameters): DP collectives carry group
+ *     SC_GROUP_DP with nranks = dp * cp, and the distributed optimizer shards over dp * cp.
+ */
+#ifndef STEPCAST_WORKLOAD_H
+#define STEPCAST_WORKLOAD_H
+
+#include <stdint.h>
+
+#include "stepcast/ops.h"
+#include "stepcast/parallel.h"
+#include "stepcast/plugin.h"
+#include "stepcast/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* When work happens. FWD, BWD and RECOMPUTE lists are per micro-batch; OPTIMIZER is once
+ * per iteration. RECOMPUTE work runs just before the micro-batch's backward. */
+typedef enum {
+  SC_PHASE_FWD = 0,
+  SC_PHASE_BWD,
+  SC_PHASE_RECOMPUTE,
+  SC_PHASE_OPTIMIZER,
+  SC_PHASE_COUNT
+} sc_phase;
+
+/* Short names "fwd", "bwd", "recompute", "optimizer"; "?" when out of range. */
+const char *sc_phase_name(sc_phase ph);
+
+typedef enum {
+  SC_WHERE_LAYER = 0, /* one instance per transformer layer of the chunk (repeat = layers) */
+  SC_WHERE_STAGE = 1  /* once per stage/chunk (embedding, output layer, optimizer, DP) */
+} sc_work_where;
+
+/* One operator entry. desc.family points at a static literal (SC_OP_* of ops.h). */
+typedef struct sc_work_op {
+  sc_op_desc desc;
+  char label[32];      /* "qkv", "attn_core", "mlp_fc1.dgrad", "logits.wgrad", ... */
+  sc_phase phase;
+  uint32_t repeat;     /* identical instances per micro-batch (per iteration: OPTIMIZER) */
+  sc_work_where where;
+} sc_work_op;
+
+/* One collective entry; the comm layer maps group onto the topology's tiers. */
+typedef struct sc_work_coll {
+  sc_coll_kind kind;
+  sc_group_kind group; /* TP, CP, DP or PP (PP: the tied-embedding gradient all-reduce
+                          between the first and last stage, nranks 2; see below) */
+  uint32_t nranks;     /* group size (tp, cp, dp, or 2 for the embedding group) */
+  double bytes;        /* per rank, nccl-tests convention (see the top of this file) */
+  sc_dtype dtype;
+  sc_phase phase;
+  uint32_t repeat;
+  sc_work_where where;
+  /* Can be hidden behind compute when the matching switch is on: TP collectives under
+   * overlap_tp_comm, DP gradient reduction under overlap_grad_reduce (overlaps the
+   * backward), distributed-optimizer parameter all-gather under overlap_param_gather
+   * (overlaps the next forward), CP K/V exchange always (Megatron overlaps the ring
+   * steps with attention). The flag is already resolved against the sc_parallel switches:
+   * 1 = this instance may overlap, 0 = it is exposed. */
+  int overlappable;
+  char label[32];      /* "attn_proj.rs", "mlp_fc1.ag", "dp.grad_rs", ... */
+} sc_work_coll;
+
+#define SC_WORK_MAX_OPS 64
+#define SC_WORK_MAX_COLLS 24
+
+/* A fixed-capacity list (no allocation: sweeps call sc_workload_stage very often). */
+typedef struct sc_work_list {
+  uint32_t nops;
+  uint32_t ncolls;
+  sc_work_op ops[SC_WORK_MAX_OPS];
+  sc_work_coll colls[SC_WORK_MAX_COLLS];
+} sc_work_list;
+
+/* Everything one pipeline stage's chunk does.
+ *
+ * Collectives modelled:
+ *   TP without sequence parallelism: all-reduce of the s·b·h activation after each
+ *     row-parallel linear in FWD (attention projection, MLP fc2) and after each
+ *     column-parallel linear's dgrad in BWD (QKV, fc1): 2 per layer per direction.
+ *   TP with sequence parallelism: all-gather before each column-parallel linear and
+ *     reduce-scatter after each row-parallel linear in FWD; the mirror in BWD (plus the
+ *     re-gather of the saved sequence-sharded input for the wgrad, as Megatron does).
+ *   Vocabulary-parallel embedding: all-reduce (SP: reduce-scatter) of the embedding output
+ *     in FWD; output layer: cross-entropy's three fp32 all-reduces of s·b values (max,
+ *     sum of exponentials, target logit) in FWD.
+ *   CP: modelled as an all-gather of the chunk's K and V over the cp ranks in FWD (equal in
+ *     bytes to Megatron's cp-1 ring P2P steps, overlappable) and in BWD as a re-gather of
+ *     K/V plus a reduce-scatter of dK/dV.
+ *   DP (per iteration, in per_iter): gradient reduce-scatter (distributed optimizer) or
+ *     all-reduce of the chunk's local parameters in fp32 (Megatron reduces main_grad in
+ *     fp32 for bf16 training: --accumulate-allreduce-grads-in-fp32), tagged SC_PHASE_BWD;
+ *     with the distributed optimizer, the all-gather of updated parameters in the model
+ *     dtype, tagged SC_PHASE_FWD (it precedes the next iteration's forward).
+ *   Tied embeddings with pp > 1: all-reduce of the embedding gradient between the first
+ *     and last stages (group PP, nranks 2), in per_iter on both of those stages.
+ *   PP point-to-point: not a list entry; p2p_*_bytes below.
+ */
+typedef struct sc_stage_work {
+  uint32_t stage;            /* pipeline rank, 0 .. pp-1 */
+  uint32_t chunk;            /* virtual chunk, 0 .. virtual_stages-1 (model chunk index
+                                chunk*pp + stage, Megatron interleaving) */
+  uint32_t layer_first;      /* index of the chunk's first transformer layer */
+  uint32_t layers;           /* transformer layers in this chunk */
+  int has_embedding;         /* the first chunk of the model (stage 0, chunk 0) */
+  int has_output;            /* the last chunk (stage pp-1, chunk v-1): final norm, logits,
+                                cross-entropy */
+  uint32_t microbatches;     /* per iteration: global_batch / (micro_batch * dp) */
+  int64_t vocab_padded;      /* vocabulary padded to a multiple of 128 * tp (Megatron
+                                --make-vocab-size-divisible-by 128, times tp) */
+  int64_t params;            /* parameters this GPU holds for this chunk (after TP) */
+
+  /* Per micro-batch: [SC_PHASE_FWD], [SC_PHASE_BWD], [SC_PHASE_RECOMPUTE] (empty without
+   * recomputation). Index [SC_PHASE_OPTIMIZER] is unused (empty). */
+  sc_work_list per_micro[SC_PHASE_COUNT];
+  /* Per iteration: optimizer step ops (phase OPTIMIZER) and DP / embedding-group
+   * collectives (phases as described above). */
+  sc_work_list per_iter;
+
+  /* Pipeline point-to-point per micro-batch, bytes per message (0 when there is no
+   * neighbour in that direction): the activation sent to the next chunk in FWD and the
+   * gradient sent to the previous chunk in BWD: s/cp · b · h elements of the model dtype,
+   * divided by tp with sequence parallelism (each TP rank sends its sequence shard) or,
+   * without it, by Megatron's scatter-gather optimisation (also ÷ tp, then an all-gather
+   * inside the receiving node that is not modelled). */
+  double p2p_send_fwd_bytes; /* to the next chunk, after FWD */
+  double p2p_recv_fwd_bytes; /* from the previous chunk, before FWD */
+  double p2p_send_bwd_bytes; /* to the previous chunk, after BWD */
+  double p2p_recv_bwd_bytes; /* from the next chunk, before BWD */
+  sc_dtype p2p_dtype;
+
+  /* Model FLOPs on this GPU (matmuls, see the convention at the top) per micro-batch for
+   * FWD, BWD and RECOMPUTE; [SC_PHASE_OPTIMIZER] is 0. gemm_flops is the part of flops done
+   * by "gemm"-family entries (all of it except flash-attention kernels). */
+  double flops[SC_PHASE_COUNT];
+  double gemm_flops[SC_PHASE_COUNT];
+} sc_stage_work;
+
+/* Check that (m, p) is a configuration Megatron-LM can run; SC_OK or SC_ECONFIG with
+ * err->msg naming the parameter, e.g. "tp: 3 must divide heads (32)". Rules:
+ *   - every degree, micro_batch, global_batch, seq_len, virtual_stages >= 1;
+ *   - tp divides heads and kv_heads (GQA: each TP rank holds whole KV heads);
+ *     tp divides ffn_hidden;
+ *   - cp: seq_len divisible by 2*cp when cp > 1 (load-balanced causal chunks);
+ *     seq_len/cp divisible by tp with sequence parallelism;
+ *   - global_batch divisible by micro_batch * dp;
+ *   - pipeline split: layers % pp == 0 unless stage_layers[] gives pp positive counts summing
+ *     to layers; with virtual_stages v > 1 the 1F1B-interleaved schedule is required, each
+ *     stage's layers divisible by v, and microbatches % pp == 0 (Megatron's requirement);
+ *     pp * v <= layers;
+ *   - seq_len <= m->max_seq is NOT required (training at a different context is allowed);
+ *   - sequence_parallel with tp == 1 is accepted (it changes nothing).
+ * m must have passed sc_model_finish/sc_model_load. */
+int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err);
+
+/* Layers of pipeline stage `stage` chunk `chunk`: first layer index and count. Validates
+ * (as sc_workload_validate) and range-checks stage < pp, chunk < virtual_stages. */
+int sc_workload_chunk_layers(const sc_model *m, const sc_parallel *p, uint32_t stage,
+                             uint32_t chunk, uint32_t *first, uint32_t *count, sc_error *err);
+
+/* Vocabulary padded as Megatron does: up to a multiple of 128 * tp. */
+int64_t sc_workload_padded_vocab(const sc_model *m, const sc_parallel *p);
+
+/* Fill *out for pipeline stage `stage` (< pp) and virtual chunk `chunk` (< virtual_stages).
+ * No allocation; *out is caller-owned (about 30 KiB: avoid the stack in deep recursion).
+ * Errors: SC_EINVAL for NULL arguments or stage/chunk out of range (naming it), SC_ECONFIG
+ * from the validation above. On error *out is unspecified. */
+int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, uint32_t chunk,
+                      sc_stage_work *out, sc_error *err);
+
+/* ------------------------------------------------------------------------- */
+/* Memory per GPU (core/src/memory/)                                         */
+
+/* Bytes one GPU of pipeline stage `stage` holds at its peak (all its virtual chunks).
+ * Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+ * Transformer Models", Table 2), times the micro-batches in flight on that stage. */
+typedef struct sc_memory {
+  int64_t params;                 /* parameters held by this GPU (all chunks) */
+  double weights_bytes;           /* model-dtype weights: 2 B/param (bf16/fp16), 4 (fp32) */
+  double grads_bytes;             /* fp32 main gradients: 4 B/param */
+  double optimizer_bytes;         /* fp32 master + 2 Adam moments: 12 B/param, / dp with the
+                                     distributed optimizer */
+  double activation_per_micro_bytes; /* one micro-batch's stored activations (all chunks,
+                                     the embedding/output terms of the first/last stage
+                                     included) */
+  double inflight_micro;          /* micro-batches whose activations are live at the peak
+                                     (stage-equivalents; fractional when interleaved) */
+  double activations_bytes;       /* activation_per_micro_bytes * inflight_micro */
+  double total_bytes;             /* weights + grads + optimizer + activations */
+} sc_memory;
+
+/* Compute *out for stage (< pp). Errors as sc_workload_stage. */
+int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, sc_memory *out,
+                      sc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_WORKLOAD_H */

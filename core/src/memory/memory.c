@@ -1,0 +1,140 @@
+/*
+ * Memory per GPU: weights, gradients, optimizer states and activations of one pipeline
+ * stage (all its virtual chunks), at the peak of a 1F1B, interleaved or GPipe iteration.
+ *
+ * Model states (Megatron-LM docs, distributed optimizer, "bytes per parameter" table):
+ *   mixed precision (bf16/fp16 compute): 2 B bf16/fp16 weight + 4 B fp32 main gradient
+ *   (gradients accumulated and reduced in fp32) + 12 B optimizer (fp32 master weight, Adam
+ *   first and second moments) = 18 B/param; with the distributed optimizer the 12 B are
+ *   sharded over the data-parallel (x context-parallel) group: 6 + 12/dp B/param.
+ *   fp8 compute keeps bf16 weights (Transformer Engine casts on the fly): counted as 2 B.
+ *   fp32 training: 4 B weight + 4 B gradient + 8 B moments (no separate master copy).
+ *
+ * Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+ * Transformer Models" (arXiv:2205.05198), Section 4 and Table 2. Per layer, with s the
+ * sequence, b the micro-batch, h the width, a the heads, t the tensor-parallel degree and
+ * 2-byte activations:
+ *     no parallelism                      sbh (34 + 5as/h)
+ *     tensor parallel                     sbh (10 + 24/t + 5as/(ht))
+ *     tensor + sequence parallel          sbh/t (34 + 5as/h)
+ *     TP + selective recomputation        sbh (10 + 24/t)        (the 5as/h term goes)
+ *     TP + SP + selective                 sbh 34/t
+ *     full recomputation                  2sbh (the layer input only; /t with SP)
+ * The 34 decomposes (Sec. 4.1) as: attention 11 (QKV input 2, Q and K 4, V 2, projection
+ * input 2, dropout mask 1), MLP 19 (fc1 input 2, GeLU input 8, fc2 input 8, dropout mask 1),
+ * two norm inputs 4; the 10 replicated across TP without SP are the two norm inputs, the
+ * QKV and fc1 inputs, and the two dropout masks; 5as/h is the softmax output (2), its
+ * dropout mask (1) and dropout output (2) per score element. We evaluate the same terms
+ * with the model's actual widths, so grouped-query attention (K and V g*d wide), SwiGLU (fc1
+ * output 2f wide, fc2 input f wide), any ffn_hidden and any dtype size reduce to the
+ * table's numbers for GPT (a*d = h, g = a, f = 4h, 2-byte dtype); test_memory checks this.
+ * Context parallelism divides s by cp (the score block is s/cp x s). Flash attention
+ * stores no score matrix (the 5as/h term goes, as with selective recomputation) but
+ * keeps its fp32 log-sum-exp, 4 b a/t s/cp bytes.
+ * Embedding and output layer (Sec. 4.3): the input embedding's dropout mask (sbh/t with
+ * SP) on the first stage; on the last the final norm input and the output projection input
+ * (2sbh/t each with SP) and the fp32 logits of the cross-entropy (4sbv/t): 4sbh/t (1 + v/h).
+ *
+ * Micro-batches in flight (Korthikanti Sec. 4.2.3, Narayanan et al. SC21): 1F1B keeps
+ * pp - stage micro-batches on stage `stage` (p on the first stage); the interleaved
+ * schedule keeps 2(pp-stage-1) + (v-1)pp + 1 chunk micro-batches, which is
+ * p (1 + (p-1)/(pv)) stage-equivalents on the first stage; GPipe keeps all of them. Never
+ * more than the iteration's micro-batches.
+ */
+#include <string.h>
+
+#include "stepcast/stepcast.h"
+#include "stepcast/workload.h"
+#include "workload/workload_int.h"
+
+/* Stored activation bytes of one transformer layer for one micro-batch on one GPU. */
+static double layer_activation_bytes(const sc_parallel *p, const sc__dims *d) {
+  double e = d->e;
+  double T = (double)d->T, Tsp = (double)d->T_sp, h = (double)d->h;
+  if (p->recompute == SC_RECOMPUTE_FULL) return e * Tsp * h;
+  /* Replicated over TP without SP, sharded with it: norm1, QKV, norm2, fc1 inputs; two
+   * 1-byte dropout masks. */
+  double rep = Tsp * h * (4.0 * e + 2.0);
+  /* Split over TP: Q and K, V, projection input, activation input (fc1 output), fc2 input. */
+  double split = e * T *
+                 (double)((d->a_t + d->g_t) * d->d + d->g_t * d->d + d->q_t + d->f1_t + d->f_t);
+  double scores;
+  if (p->flash_attention) {
+    scores = 4.0 * (double)d->b * (double)d->a_t * (double)d->s_c;
+  } else if (p->recompute == SC_RECOMPUTE_SELECTIVE) {
+    scores = 0.0;
+  } else {
+    scores = (2.0 * e + 1.0) * (double)d->b * (double)d->a_t * (double)d->s_c * (double)d->s;
+  }
+  return rep + split + scores;
+}
+
+static double embedding_activation_bytes(const sc__dims *d) {
+  return (double)d->T_sp * (double)d->h; /* 1-byte dropout mask */
+}
+
+static double output_activation_bytes(const sc__dims *d) {
+  return 2.0 * d->e * (double)d->T_sp * (double)d->h + 4.0 * (double)d->T * (double)d->V_t;
+}
+
+int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, sc_memory *out,
+                      sc_error *err) {
+  if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_memory_per_gpu: out is NULL");
+  int rc = sc_workload_validate(m, p, err);
+  if (rc != SC_OK) return rc;
+  if (stage >= p->pp) {
+    return sc_error_set(err, SC_EINVAL, "stage: %u out of range (pp = %u)", stage, p->pp);
+  }
+  sc__dims d;
+  sc__dims_fill(m, p, &d);
+  uint32_t v = p->virtual_stages;
+
+  int64_t params = 0;
+  double act = 0.0;
+  double per_layer = layer_activation_bytes(p, &d);
+  for (uint32_t c = 0; c < v; c++) {
+    uint32_t first = 0, L = 0;
+    rc = sc_workload_chunk_layers(m, p, stage, c, &first, &L, err);
+    if (rc != SC_OK) return rc;
+    params += (int64_t)L * sc__layer_params(m, &d);
+    act += (double)L * per_layer;
+    if (stage == 0 && c == 0) {
+      params += sc__embedding_params(m, &d);
+      act += embedding_activation_bytes(&d);
+    }
+    if (stage == p->pp - 1 && c == v - 1) {
+      params += sc__output_params(m, p, &d);
+      act += output_activation_bytes(&d);
+    }
+  }
+
+  double mb = (double)sc_parallel_microbatches(p);
+  double inflight;
+  if (p->schedule == SC_SCHED_GPIPE) {
+    inflight = mb;
+  } else if (v > 1) {
+    double chunks = 2.0 * (double)(p->pp - stage - 1) + (double)(v - 1) * p->pp + 1.0;
+    if (chunks > mb * v) chunks = mb * v;
+    inflight = chunks / v;
+  } else {
+    inflight = (double)(p->pp - stage);
+    if (inflight > mb) inflight = mb;
+  }
+
+  int mixed = d.e < 4.0;
+  double wbytes = mixed ? 2.0 : 4.0;
+  double obytes = mixed ? 12.0 : 8.0;
+  double shard = p->distributed_optimizer ? (double)p->dp * p->cp : 1.0;
+
+  memset(out, 0, sizeof *out);
+  out->params = params;
+  out->weights_bytes = wbytes * (double)params;
+  out->grads_bytes = 4.0 * (double)params;
+  out->optimizer_bytes = obytes * (double)params / shard;
+  out->activation_per_micro_bytes = act;
+  out->inflight_micro = inflight;
+  out->activations_bytes = act * inflight;
+  out->total_bytes =
+      out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->activations_bytes;
+  return SC_OK;
+}

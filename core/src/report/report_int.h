@@ -1,0 +1,22 @@
+/* Internal helpers shared by the report renderers (core/src/report/ only). */
+#ifndef SC_REPORT_INT_H
+#define SC_REPORT_INT_H
+
+#include <stdio.h>
+
+#include "stepcast/report.h"
+
+/* Families + forward/recompute/backward + six communication/bubble/optimizer terms. */
+#define SC_REPORT_MAX_TERMS (SC_SCHED_MAX_FAMILIES + 9)
+
+const char *sc__dtype_name(sc_dtype d);
+const char *sc__recompute_name(sc_recompute r);
+
+/* JSON string with escaping (quotes, backslash, control characters as \uXXXX). */
+void sc__json_string(FILE *out, const char *s);
+/* A JSON number (%.12g), or null when not finite. */
+void sc__json_number(FILE *out, double v);
+/* Flush and check the stream: SC_OK or SC_EIO naming who. */
+int sc__io_status(FILE *out, const char *who, sc_error *err);
+
+#endif

@@ -1,0 +1,851 @@
+/*
+ * Pipeline schedule: event simulation of one training iteration (see docs/schedule.md).
+ *
+ * Each pipeline rank runs its passes in the fixed order its schedule prescribes. A pass
+ * starts when the rank's compute stream is free and its input has arrived (the activation
+ * sent by the previous virtual stage, the gradient sent by the next one); sends queue FIFO
+ * on the sender's P2P stream. Because every rank's order is fixed and every resource is a
+ * FIFO, start and end times follow max-plus recurrences that do not depend on the order in
+ * which ranks are visited: the simulation visits a rank when one of its inputs arrives
+ * (a worklist), so every pass is placed exactly once, O(passes) in all.
+ */
+#include <math.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepcast/schedule.h"
+#include "stepcast/stepcast.h"
+
+/* Encoding of one pass in a rank's order: bit 31 backward, bits 24..29 chunk, 0..23 mb. */
+#define OP_BWD 0x80000000u
+#define OP_CHUNK_SHIFT 24
+#define OP_CHUNK_MASK 0x3Fu
+#define OP_MB_MASK 0x00FFFFFFu
+
+typedef struct sc__slot {
+  double arr, prod;
+} sc__slot;
+
+struct sc_sched_workspace {
+  /* capacities */
+  size_t cap_ops, cap_gm, cap_g, cap_pp, cap_iv, cap_flow;
+  uint32_t *ops;          /* pp rows of stride entries: each rank's order of passes */
+  /* Inputs of pass (g, mb) at [mb*G + g] (the passes in flight at one time are close in
+   * memory): when the activation (fwd_in) or gradient (bwd_in) arrives and when its
+   * producer finished; arr < 0 = not yet. bwd_in of the last virtual stage holds the end
+   * of its own forward. */
+  sc__slot *fwd_in, *bwd_in;
+  int32_t *fwd_send_iv, *bwd_send_iv; /* G*m: interval index of the send (timeline only) */
+  uint32_t *fcount, *bcount;    /* G: passes done per chunk */
+  double *gather_first, *gather_end; /* G: param all-gather bucket 0 / last bucket end */
+  /* per rank */
+  uint32_t *next, *worklist;
+  uint8_t *inq, *done;
+  double *cfree, *pnext_free, *pprev_free, *dpfree, *gather_all;
+  sc_sched_breakdown *stages;
+  /* The order in which the last run placed passes (the rank of each), a topological order
+   * of the pass graph that depends only on (kind, pp, vp, m): a later run with the same
+   * shape replays it without readiness checks or a worklist (sweeps). */
+  uint32_t *seq;            /* nseq pairs (rank, encoded pass), sorted by level */
+  size_t nseq;
+  /* First run only: the level of each pass (1 + the largest level of what it waits on),
+   * so that the replay order puts independent passes next to each other and the CPU
+   * overlaps them instead of waiting on one long chain of dependent loads. */
+  uint32_t *fwd_lvl, *bwd_lvl; /* G*m, like fwd_in / bwd_in */
+  uint32_t *rank_lvl;          /* pp */
+  uint32_t *seq_tmp, *pass_lvl, *lvl_count;
+  int key_kind;
+  uint32_t key_pp, key_vp, key_m;
+  sc_sched_interval *iv;
+  size_t niv;
+  sc_sched_flow *flows;
+  size_t nflows;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap && *p != NULL) return 0;
+  size_t n = need > 0 ? need : 1;
+  void *q = realloc(*p, n * elem);
+  if (q == NULL) return -1;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+int sc_sched_workspace_new(sc_sched_workspace **out, sc_error *err) {
+  if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_sched_workspace_new: out is NULL");
+  *out = calloc(1, sizeof **out);
+  if (*out == NULL) return sc_error_set(err, SC_ENOMEM, "schedule: out of memory (workspace)");
+  return SC_OK;
+}
+
+void sc_sched_workspace_free(sc_sched_workspace *ws) {
+  if (ws == NULL) return;
+  free(ws->ops);
+  free(ws->fwd_in);
+  free(ws->bwd_in);
+  free(ws->fwd_send_iv);
+  free(ws->bwd_send_iv);
+  free(ws->fcount);
+  free(ws->bcount);
+  free(ws->gather_first);
+  free(ws->gather_end);
+  free(ws->next);
+  free(ws->worklist);
+  free(ws->inq);
+  free(ws->done);
+  free(ws->cfree);
+  free(ws->pnext_free);
+  free(ws->pprev_free);
+  free(ws->dpfree);
+  free(ws->gather_all);
+  free(ws->stages);
+  free(ws->seq);
+  free(ws->fwd_lvl);
+  free(ws->bwd_lvl);
+  free(ws->rank_lvl);
+  free(ws->seq_tmp);
+  free(ws->pass_lvl);
+  free(ws->lvl_count);
+  free(ws->iv);
+  free(ws->flows);
+  free(ws);
+}
+
+/* Grow every array to the problem. Capacities are tracked per group of same-sized arrays;
+ * a group is regrown only when it is too small. */
+static int ws_reserve(sc_sched_workspace *ws, size_t pp, size_t G, size_t m, size_t nops,
+                      int timeline, size_t niv, size_t nflow) {
+  size_t c;
+  size_t gm = G * m;
+  if (gm > ws->cap_gm || ws->fwd_in == NULL) {
+    c = ws->cap_gm;
+    if (grow((void **)&ws->fwd_in, &c, gm, sizeof(sc__slot))) return -1;
+    c = ws->cap_gm;
+    if (grow((void **)&ws->bwd_in, &c, gm, sizeof(sc__slot))) return -1;
+    c = ws->cap_gm;
+    if (grow((void **)&ws->fwd_lvl, &c, gm, sizeof(uint32_t))) return -1;
+    c = ws->cap_gm;
+    if (grow((void **)&ws->bwd_lvl, &c, gm, sizeof(uint32_t))) return -1;
+    c = ws->cap_gm;
+    if (grow((void **)&ws->fwd_send_iv, &c, gm, sizeof(int32_t))) return -1;
+    c = ws->cap_gm;
+    if (grow((void **)&ws->bwd_send_iv, &c, gm, sizeof(int32_t))) return -1;
+    ws->cap_gm = gm;
+  }
+  if (pp * nops > ws->cap_ops || ws->ops == NULL) {
+    c = 0;
+    if (grow((void **)&ws->ops, &c, pp * nops, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->seq, &c, 2 * pp * nops, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->seq_tmp, &c, 2 * pp * nops, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->pass_lvl, &c, pp * nops, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->lvl_count, &c, pp * nops + 2, sizeof(uint32_t))) return -1;
+    ws->cap_ops = pp * nops;
+    ws->nseq = 0; /* the cached order is gone with the old array */
+  }
+  if (G > ws->cap_g || ws->fcount == NULL) {
+    c = 0;
+    if (grow((void **)&ws->fcount, &c, G, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->bcount, &c, G, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->gather_first, &c, G, sizeof(double))) return -1;
+    c = 0;
+    if (grow((void **)&ws->gather_end, &c, G, sizeof(double))) return -1;
+    ws->cap_g = G;
+  }
+  if (pp > ws->cap_pp || ws->next == NULL) {
+    c = 0;
+    if (grow((void **)&ws->next, &c, pp, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->worklist, &c, pp, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->inq, &c, pp, 1)) return -1;
+    c = 0;
+    if (grow((void **)&ws->done, &c, pp, 1)) return -1;
+    c = 0;
+    if (grow((void **)&ws->rank_lvl, &c, pp, sizeof(uint32_t))) return -1;
+    double **d[] = {&ws->cfree, &ws->pnext_free, &ws->pprev_free, &ws->dpfree,
+                    &ws->gather_all};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+      c = 0;
+      if (grow((void **)d[i], &c, pp, sizeof(double))) return -1;
+    }
+    c = 0;
+    if (grow((void **)&ws->stages, &c, pp, sizeof(sc_sched_breakdown))) return -1;
+    ws->cap_pp = pp;
+  }
+  if (timeline) {
+    if (grow((void **)&ws->iv, &ws->cap_iv, niv, sizeof(sc_sched_interval))) return -1;
+    if (grow((void **)&ws->flows, &ws->cap_flow, nflow, sizeof(sc_sched_flow))) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Orders                                                                    */
+
+static inline uint32_t enc(int bwd, uint32_t chunk, uint32_t mb) {
+  return (bwd ? OP_BWD : 0u) | (chunk << OP_CHUNK_SHIFT) | mb;
+}
+
+/* Megatron's interleaved mapping of the k-th forward (or backward) pass of a rank to its
+ * chunk and micro-batch (schedules.py: get_model_chunk_id, microbatch id in chunk). */
+static inline uint32_t il_op(uint32_t k, int bwd, uint32_t pp, uint32_t vp) {
+  uint32_t in_group = k % (pp * vp);
+  uint32_t chunk = in_group / pp;
+  if (bwd) chunk = vp - chunk - 1;
+  uint32_t mb = (k / (pp * vp)) * pp + k % pp;
+  return enc(bwd, chunk, mb);
+}
+
+static void build_orders(const sc_sched_input *in, uint32_t *ops,
+                         uint32_t stride) {
+  uint32_t pp = in->pp, m = in->microbatches, vp = in->vp;
+  for (uint32_t r = 0; r < pp; r++) {
+    uint32_t *o = ops + (size_t)r * stride;
+    uint32_t n = 0;
+    if (in->kind == SC_SCHED_GPIPE) {
+      for (uint32_t i = 0; i < m; i++) o[n++] = enc(0, 0, i);
+      for (uint32_t i = 0; i < m; i++) o[n++] = enc(1, 0, i);
+    } else if (in->kind == SC_SCHED_1F1B) {
+      uint32_t warm = pp - r - 1 < m ? pp - r - 1 : m;
+      uint32_t steady = m - warm;
+      for (uint32_t i = 0; i < warm; i++) o[n++] = enc(0, 0, i);
+      for (uint32_t i = 0; i < steady; i++) {
+        o[n++] = enc(0, 0, warm + i);
+        o[n++] = enc(1, 0, i);
+      }
+      for (uint32_t i = steady; i < m; i++) o[n++] = enc(1, 0, i);
+    } else {
+      uint32_t total = m * vp, warm;
+      if (m == pp) {
+        warm = total; /* Megatron: all warm-up when microbatches == pipeline size */
+      } else {
+        warm = (pp - r - 1) * 2 + (vp - 1) * pp;
+        if (warm > total) warm = total;
+      }
+      uint32_t steady = total - warm;
+      for (uint32_t k = 0; k < warm; k++) o[n++] = il_op(k, 0, pp, vp);
+      for (uint32_t k = 0; k < steady; k++) {
+        o[n++] = il_op(k + warm, 0, pp, vp);
+        o[n++] = il_op(k, 1, pp, vp);
+      }
+      for (uint32_t k = steady; k < total; k++) o[n++] = il_op(k, 1, pp, vp);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Validation                                                                */
+
+static int bad_time(double x) { return !(x >= 0.0) || !isfinite(x); }
+
+static int check_split(const double *split, uint32_t n, double total, uint32_t g,
+                       const char *what, sc_error *err) {
+  if (split == NULL) return SC_OK;
+  double s = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (bad_time(split[i]))
+      return sc_error_set(err, SC_EINVAL,
+                          "schedule: chunks[%u].%s_family_s[%u] must be finite and >= 0", g,
+                          what, i);
+    s += split[i];
+  }
+  if (fabs(s - total) > 1e-9 * fmax(fabs(total), 1e-300))
+    return sc_error_set(err, SC_EINVAL,
+                        "schedule: chunks[%u].%s_family_s sums to %.17g s, not %s_s = %.17g s",
+                        g, what, s, what, total);
+  return SC_OK;
+}
+
+static int validate(const sc_sched_input *in, sc_error *err) {
+  if (in == NULL) return sc_error_set(err, SC_EINVAL, "schedule: input is NULL");
+  if (in->kind != SC_SCHED_GPIPE && in->kind != SC_SCHED_1F1B &&
+      in->kind != SC_SCHED_INTERLEAVED)
+    return sc_error_set(err, SC_EINVAL, "schedule: unknown schedule kind %d", (int)in->kind);
+  if (in->pp < 1 || in->pp > SC_SCHED_MAX_PP)
+    return sc_error_set(err, SC_EINVAL, "schedule: pp = %u must be in [1, %u]", in->pp,
+                        SC_SCHED_MAX_PP);
+  if (in->vp < 1 || in->vp > SC_SCHED_MAX_VP)
+    return sc_error_set(err, SC_EINVAL, "schedule: virtual stages = %u must be in [1, %u]",
+                        in->vp, SC_SCHED_MAX_VP);
+  if (in->microbatches < 1 || in->microbatches > SC_SCHED_MAX_MICROBATCHES)
+    return sc_error_set(err, SC_EINVAL, "schedule: microbatches = %u must be in [1, %u]",
+                        in->microbatches, SC_SCHED_MAX_MICROBATCHES);
+  if (in->kind != SC_SCHED_INTERLEAVED && in->vp != 1)
+    return sc_error_set(err, SC_EINVAL,
+                        "schedule: virtual stages = %u needs the interleaved schedule "
+                        "(%s takes 1)",
+                        in->vp, sc_schedule_kind_name(in->kind));
+  if (in->kind == SC_SCHED_INTERLEAVED) {
+    if (in->pp < 2)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: interleaved 1F1B needs pp >= 2 (pp = %u)", in->pp);
+    if (in->microbatches % in->pp != 0)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: interleaved 1F1B needs microbatches (%u) to be a "
+                          "multiple of pp (%u), as Megatron-LM requires",
+                          in->microbatches, in->pp);
+  }
+  if ((uint64_t)in->microbatches * in->vp * 2u * in->pp > 0x7FFFFFFFull / 8u)
+    return sc_error_set(err, SC_EINVAL,
+                        "schedule: pp * vp * microbatches = %llu passes is too large",
+                        (unsigned long long)in->microbatches * in->vp * in->pp);
+  if (in->chunks == NULL) return sc_error_set(err, SC_EINVAL, "schedule: chunks is NULL");
+  if (!(in->tp_overlap_frac >= 0.0 && in->tp_overlap_frac <= 1.0))
+    return sc_error_set(err, SC_EINVAL, "schedule: tp_overlap_frac = %g must be in [0, 1]",
+                        in->tp_overlap_frac);
+  if (!(in->cp_overlap_frac >= 0.0 && in->cp_overlap_frac <= 1.0))
+    return sc_error_set(err, SC_EINVAL, "schedule: cp_overlap_frac = %g must be in [0, 1]",
+                        in->cp_overlap_frac);
+  if (in->grad_buckets > 65536 || in->param_buckets > 65536)
+    return sc_error_set(err, SC_EINVAL, "schedule: grad_buckets / param_buckets must be <= 65536");
+  if (in->nfamilies > SC_SCHED_MAX_FAMILIES)
+    return sc_error_set(err, SC_EINVAL, "schedule: nfamilies = %u exceeds %d", in->nfamilies,
+                        SC_SCHED_MAX_FAMILIES);
+  if (in->nfamilies > 0) {
+    if (in->family_names == NULL)
+      return sc_error_set(err, SC_EINVAL, "schedule: nfamilies = %u but family_names is NULL",
+                          in->nfamilies);
+    for (uint32_t i = 0; i < in->nfamilies; i++) {
+      const char *nm = in->family_names[i];
+      if (nm == NULL || nm[0] == '\0' || strlen(nm) >= SC_SCHED_FAMILY_NAME_MAX)
+        return sc_error_set(err, SC_EINVAL,
+                            "schedule: family_names[%u] must be non-empty and shorter than %d "
+                            "bytes",
+                            i, SC_SCHED_FAMILY_NAME_MAX);
+    }
+  }
+  uint32_t G = in->pp * in->vp;
+  for (uint32_t g = 0; g < G; g++) {
+    const sc_sched_chunk *c = &in->chunks[g];
+    const struct {
+      const char *name;
+      double v;
+    } f[] = {{"fwd_s", c->fwd_s},       {"bwd_s", c->bwd_s},
+             {"recompute_s", c->recompute_s}, {"tp_fwd_s", c->tp_fwd_s},
+             {"tp_bwd_s", c->tp_bwd_s}, {"cp_fwd_s", c->cp_fwd_s},
+             {"cp_bwd_s", c->cp_bwd_s}, {"p2p_fwd_s", c->p2p_fwd_s},
+             {"p2p_bwd_s", c->p2p_bwd_s}, {"dp_grad_s", c->dp_grad_s},
+             {"dp_param_gather_s", c->dp_param_gather_s}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+      if (bad_time(f[i].v))
+        return sc_error_set(err, SC_EINVAL, "schedule: chunks[%u].%s = %g must be finite and >= 0",
+                            g, f[i].name, f[i].v);
+    if (in->nfamilies > 0) {
+      int rc;
+      if ((rc = check_split(c->fwd_family_s, in->nfamilies, c->fwd_s, g, "fwd", err))) return rc;
+      if ((rc = check_split(c->bwd_family_s, in->nfamilies, c->bwd_s, g, "bwd", err))) return rc;
+      if ((rc = check_split(c->recompute_family_s, in->nfamilies, c->recompute_s, g,
+                            "recompute", err)))
+        return rc;
+    }
+  }
+  if (in->optimizer_s != NULL)
+    for (uint32_t r = 0; r < in->pp; r++)
+      if (bad_time(in->optimizer_s[r]))
+        return sc_error_set(err, SC_EINVAL, "schedule: optimizer_s[%u] = %g must be finite and >= 0",
+                            r, in->optimizer_s[r]);
+  return SC_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Simulation                                                                */
+
+typedef struct sim {
+  const sc_sched_input *in;
+  sc_sched_workspace *ws;
+  uint32_t pp, vp, m, G, nops, stride, gb, pb;
+  int timeline;
+} sim;
+
+/* Exposed part of a comm of length c, a fraction f of which can hide under compute x. */
+/* max/min without branches (the comparisons are data-dependent and mispredict): SSE2's
+ * maxsd/minsd where available. Operands are never NaN (inputs are validated finite). */
+#if defined(__SSE2__)
+static inline double dmax(double x, double y) {
+  return _mm_cvtsd_f64(_mm_max_sd(_mm_set_sd(x), _mm_set_sd(y)));
+}
+static inline double dmin(double x, double y) {
+  return _mm_cvtsd_f64(_mm_min_sd(_mm_set_sd(x), _mm_set_sd(y)));
+}
+#else
+static inline double dmax(double x, double y) { return x > y ? x : y; }
+static inline double dmin(double x, double y) { return x < y ? x : y; }
+#endif
+
+static inline double exposed(double c, double f, double x) {
+  double hid = c * f;
+  return (c - hid) + dmax(0.0, hid - x);
+}
+
+static inline uint32_t add_iv(sim *S, double s, double e, uint32_t stage, sc_lane lane,
+                              sc_interval_kind kind, uint32_t chunk, int32_t mb,
+                              int32_t bucket) {
+  sc_sched_workspace *ws = S->ws;
+  uint32_t i = (uint32_t)ws->niv++;
+  sc_sched_interval *v = &ws->iv[i];
+  v->start_s = s;
+  v->end_s = e;
+  v->stage = stage;
+  v->lane = (uint16_t)lane;
+  v->kind = (uint16_t)kind;
+  v->chunk = chunk;
+  v->microbatch = mb;
+  v->bucket = bucket;
+  return i;
+}
+
+static inline void push(sc_sched_workspace *ws, uint32_t *wn, uint32_t r) {
+  if (!ws->inq[r]) {
+    ws->inq[r] = 1;
+    ws->worklist[(*wn)++] = r;
+  }
+}
+
+/* Account the idle gap [t0, start) before a pass: bubble while the producer was still
+ * computing (until pe), P2P while its transfer was in flight (until a), DP while the
+ * parameter all-gather was (until start). */
+static inline void gap(sc_sched_breakdown *bd, double t0, double pe, double a, double start) {
+  /* Branch-free: start = max(t0, a, gather) >= t0 and pe <= a, so each term is >= 0 and
+   * they add up to start - t0. */
+  bd->bubble_s += dmax(0.0, dmin(pe, start) - t0);
+  bd->p2p_exposed_s += dmax(0.0, dmin(a, start) - dmax(t0, pe));
+  bd->dp_exposed_s += dmax(0.0, start - dmax(t0, a));
+}
+
+/* Try to run rank r's next pass; 0 when its input has not arrived yet. With check = 0
+ * (replay of a known topological order) the input is known to be there and neighbours
+ * are not queued. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *lvp,
+                       const int check) {
+  sc_sched_workspace *ws = S->ws;
+  const sc_sched_input *in = S->in;
+  int bwd = (op & OP_BWD) != 0;
+  uint32_t c = (op >> OP_CHUNK_SHIFT) & OP_CHUNK_MASK;
+  uint32_t mb = op & OP_MB_MASK;
+  uint32_t g = c * S->pp + r;
+  size_t idx = (size_t)mb * S->G + g;
+  const sc_sched_chunk *ch = &in->chunks[g];
+  double t0 = ws->cfree[r], a, pe;
+
+  if (!bwd) {
+    if (g > 0) {
+      a = ws->fwd_in[idx].arr;
+      if (check && a < 0.0) return 0;
+      pe = ws->fwd_in[idx].prod;
+    } else {
+      a = pe = 0.0;
+    }
+    if (check) {
+      uint32_t lv = ws->rank_lvl[r];
+      if (g > 0 && ws->fwd_lvl[idx] > lv) lv = ws->fwd_lvl[idx];
+      *lvp = ws->rank_lvl[r] = lv + 1;
+    }
+    double gmin = 0.0, stretch = 0.0;
+    int first = ws->fcount[g] == 0;
+    if (first) {
+      if (in->overlap_param_gather) {
+        gmin = ws->gather_first[g];
+        stretch = ws->gather_end[g] + ch->fwd_s / S->pb;
+      } else {
+        gmin = ws->gather_all[r];
+      }
+    }
+    double start = dmax(t0, a);
+    start = dmax(start, gmin);
+    double x = ch->fwd_s;
+    double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+    double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+    double xend = dmax(start + x, stretch);
+    double end = xend + etp + ecp;
+    ws->cfree[r] = end;
+    ws->fcount[g]++;
+    uint32_t my_iv = 0;
+    if (S->timeline) {
+      my_iv = add_iv(S, start, end, r, SC_LANE_COMPUTE, SC_IV_FORWARD, c, (int32_t)mb, -1);
+      if (ch->tp_fwd_s > 0.0)
+        add_iv(S, xend + etp - ch->tp_fwd_s > start ? xend + etp - ch->tp_fwd_s : start,
+               xend + etp, r, SC_LANE_TP, SC_IV_TP, c, (int32_t)mb, -1);
+      if (ch->cp_fwd_s > 0.0)
+        add_iv(S, end - ch->cp_fwd_s > start ? end - ch->cp_fwd_s : start, end, r,
+               SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+      if (g > 0 && ws->fwd_send_iv[idx] >= 0) {
+        sc_sched_flow *f = &ws->flows[ws->nflows++];
+        f->send = (uint32_t)ws->fwd_send_iv[idx];
+        f->recv = my_iv;
+      }
+    }
+    if (g + 1 < S->G) {
+      double s = dmax(end, ws->pnext_free[r]);
+      double e = s + ch->p2p_fwd_s;
+      ws->pnext_free[r] = e;
+      size_t nidx = idx + 1;
+      ws->fwd_in[nidx].arr = e;
+      ws->fwd_in[nidx].prod = end;
+      if (check) ws->fwd_lvl[nidx] = *lvp;
+      if (S->timeline)
+        ws->fwd_send_iv[nidx] = (int32_t)add_iv(S, s, e, r, SC_LANE_P2P_NEXT, SC_IV_P2P_ACT,
+                                                c, (int32_t)mb, -1);
+      if (check) push(ws, wn, (r + 1) % S->pp);
+    } else {
+      ws->bwd_in[idx].arr = end;
+      ws->bwd_in[idx].prod = end;
+      if (check) ws->bwd_lvl[idx] = *lvp;
+    }
+  } else {
+    a = ws->bwd_in[idx].arr;
+    if (check && a < 0.0) return 0;
+    pe = ws->bwd_in[idx].prod;
+    if (check) {
+      uint32_t lv = ws->rank_lvl[r];
+      if (ws->bwd_lvl[idx] > lv) lv = ws->bwd_lvl[idx];
+      *lvp = ws->rank_lvl[r] = lv + 1;
+    }
+    double start = dmax(t0, a);
+    double rc = ch->recompute_s;
+    double x = rc + ch->bwd_s;
+    double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+    double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+    double xend = start + x;
+    double end = xend + etp + ecp;
+    ws->cfree[r] = end;
+    ws->bcount[g]++;
+    uint32_t my_iv = 0;
+    if (S->timeline) {
+      if (rc > 0.0)
+        my_iv = add_iv(S, start, start + rc, r, SC_LANE_COMPUTE, SC_IV_RECOMPUTE, c,
+                       (int32_t)mb, -1);
+      uint32_t b_iv = add_iv(S, start + rc, end, r, SC_LANE_COMPUTE, SC_IV_BACKWARD, c,
+                             (int32_t)mb, -1);
+      if (rc <= 0.0) my_iv = b_iv;
+      if (ch->tp_bwd_s > 0.0)
+        add_iv(S, xend + etp - ch->tp_bwd_s > start ? xend + etp - ch->tp_bwd_s : start,
+               xend + etp, r, SC_LANE_TP, SC_IV_TP, c, (int32_t)mb, -1);
+      if (ch->cp_bwd_s > 0.0)
+        add_iv(S, end - ch->cp_bwd_s > start ? end - ch->cp_bwd_s : start, end, r,
+               SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+      if (g + 1 < S->G && ws->bwd_send_iv[idx] >= 0) {
+        sc_sched_flow *f = &ws->flows[ws->nflows++];
+        f->send = (uint32_t)ws->bwd_send_iv[idx];
+        f->recv = my_iv;
+      }
+    }
+    if (g > 0) {
+      double s = dmax(end, ws->pprev_free[r]);
+      double e = s + ch->p2p_bwd_s;
+      ws->pprev_free[r] = e;
+      size_t pidx = idx - 1;
+      ws->bwd_in[pidx].arr = e;
+      ws->bwd_in[pidx].prod = end;
+      if (check) ws->bwd_lvl[pidx] = *lvp;
+      if (S->timeline)
+        ws->bwd_send_iv[pidx] = (int32_t)add_iv(S, s, e, r, SC_LANE_P2P_PREV, SC_IV_P2P_GRAD,
+                                                c, (int32_t)mb, -1);
+      if (check) push(ws, wn, (r + S->pp - 1) % S->pp);
+    }
+    /* Overlapped gradient reduction: the chunk's buckets become ready as its last
+     * backward produces them (the last layers' first), Megatron's bucketed DDP. */
+    if (in->overlap_grad_reduce && ws->bcount[g] == S->m && ch->dp_grad_s > 0.0) {
+      double dur = end - start, piece = ch->dp_grad_s / S->gb;
+      for (uint32_t j = 0; j < S->gb; j++) {
+        double ready = start + dur * (double)(j + 1) / (double)S->gb;
+        double s = ready > ws->dpfree[r] ? ready : ws->dpfree[r];
+        ws->dpfree[r] = s + piece;
+        if (S->timeline)
+          add_iv(S, s, s + piece, r, SC_LANE_DP, SC_IV_DP_GRAD, c, -1, (int32_t)j);
+      }
+    }
+  }
+  ws->next[r]++;
+  return 1;
+}
+
+/* The breakdown of rank r's passes: walk its order again with the arrivals the run left
+ * in the slots, with the same arithmetic as step() (so the same times), and split every
+ * pass and every idle gap into the breakdown's terms. */
+static void account_rank(sim *S, uint32_t r) {
+  sc_sched_workspace *ws = S->ws;
+  const sc_sched_input *in = S->in;
+  sc_sched_breakdown *bd = &ws->stages[r];
+  const uint32_t *ops = ws->ops + (size_t)r * S->stride;
+  uint64_t seen = 0; /* chunks whose first forward has run (vp <= 64) */
+  double t0 = 0.0;
+  for (uint32_t i = 0; i < S->nops; i++) {
+    uint32_t op = ops[i];
+    uint32_t c = (op >> OP_CHUNK_SHIFT) & OP_CHUNK_MASK;
+    uint32_t mb = op & OP_MB_MASK;
+    uint32_t g = c * S->pp + r;
+    size_t idx = (size_t)mb * S->G + g;
+    const sc_sched_chunk *ch = &in->chunks[g];
+    if (!(op & OP_BWD)) {
+      double a = 0.0, pe = 0.0, gmin = 0.0, stretch = 0.0;
+      if (g > 0) {
+        a = ws->fwd_in[idx].arr;
+        pe = ws->fwd_in[idx].prod;
+      }
+      if (!(seen & (1ull << c))) {
+        seen |= 1ull << c;
+        if (in->overlap_param_gather) {
+          gmin = ws->gather_first[g];
+          stretch = ws->gather_end[g] + ch->fwd_s / S->pb;
+        } else {
+          gmin = ws->gather_all[r];
+        }
+      }
+      double start = dmax(dmax(t0, a), gmin);
+      gap(bd, t0, pe, a, start);
+      double x = ch->fwd_s;
+      double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+      double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+      double xend = dmax(start + x, stretch);
+      bd->dp_exposed_s += xend - (start + x);
+      bd->compute_fwd_s += x;
+      bd->tp_exposed_s += etp;
+      bd->cp_exposed_s += ecp;
+      t0 = xend + etp + ecp;
+    } else {
+      double a = ws->bwd_in[idx].arr, pe = ws->bwd_in[idx].prod;
+      double start = dmax(t0, a);
+      gap(bd, t0, pe, a, start);
+      double rc = ch->recompute_s;
+      double x = rc + ch->bwd_s;
+      double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+      double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+      bd->compute_recompute_s += rc;
+      bd->compute_bwd_s += ch->bwd_s;
+      bd->tp_exposed_s += etp;
+      bd->cp_exposed_s += ecp;
+      t0 = start + x + etp + ecp;
+    }
+  }
+}
+
+static int step_checked(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *lv) {
+  return step(S, r, op, wn, lv, 1);
+}
+static void step_replay(sim *S, uint32_t r, uint32_t op) {
+  (void)step(S, r, op, NULL, NULL, 0);
+}
+
+/* Everything after the last pass of rank r: non-overlapped reduction, optimizer. */
+static void finish_rank(sim *S, uint32_t r) {
+  sc_sched_workspace *ws = S->ws;
+  const sc_sched_input *in = S->in;
+  sc_sched_breakdown *bd = &ws->stages[r];
+  double last = ws->cfree[r];
+  if (!in->overlap_grad_reduce) {
+    for (uint32_t k = 0; k < S->vp; k++) {
+      uint32_t c = S->vp - 1 - k; /* chunks finish their backwards last-chunk first */
+      const sc_sched_chunk *ch = &in->chunks[c * S->pp + r];
+      if (ch->dp_grad_s <= 0.0) continue;
+      double piece = ch->dp_grad_s / S->gb;
+      for (uint32_t j = 0; j < S->gb; j++) {
+        double s = last > ws->dpfree[r] ? last : ws->dpfree[r];
+        ws->dpfree[r] = s + piece;
+        if (S->timeline)
+          add_iv(S, s, s + piece, r, SC_LANE_DP, SC_IV_DP_GRAD, c, -1, (int32_t)j);
+      }
+    }
+  }
+  double t = last;
+  if (ws->dpfree[r] > t) {
+    bd->dp_exposed_s += ws->dpfree[r] - t;
+    t = ws->dpfree[r];
+  }
+  double opt = in->optimizer_s ? in->optimizer_s[r] : 0.0;
+  if (opt > 0.0 && S->timeline)
+    add_iv(S, t, t + opt, r, SC_LANE_OPT, SC_IV_OPTIMIZER, 0, -1, -1);
+  bd->optimizer_s = opt;
+  bd->end_s = t + opt;
+  ws->done[r] = 1;
+}
+
+int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_result *out,
+                    sc_error *err) {
+  if (ws == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "schedule: workspace or result is NULL");
+  int rc = validate(in, err);
+  if (rc != SC_OK) return rc;
+
+  sim S;
+  S.in = in;
+  S.ws = ws;
+  S.pp = in->pp;
+  S.vp = in->vp;
+  S.m = in->microbatches;
+  S.G = in->pp * in->vp;
+  S.nops = 2u * in->vp * in->microbatches;
+  S.stride = S.nops + 16u; /* rows not 4 KiB apart: no cache-set aliasing across ranks */
+  S.gb = in->grad_buckets ? in->grad_buckets : 1;
+  S.pb = in->param_buckets ? in->param_buckets : 1;
+  S.timeline = in->record_timeline != 0;
+
+  size_t gm = (size_t)S.G * S.m;
+  size_t niv = 0, nflow = 0;
+  if (S.timeline) {
+    niv = gm * 9u + (size_t)S.G * (S.gb + S.pb) + S.pp;
+    nflow = 2u * gm;
+  }
+  if (ws_reserve(ws, S.pp, S.G, S.m, S.stride, S.timeline, niv, nflow) != 0)
+    return sc_error_set(err, SC_ENOMEM, "schedule: out of memory (pp=%u vp=%u m=%u)", S.pp,
+                        S.vp, S.m);
+
+  ws->niv = 0;
+  ws->nflows = 0;
+  for (size_t i = 0; i < gm; i++) {
+    ws->fwd_in[i].arr = -1.0;
+    ws->bwd_in[i].arr = -1.0;
+  }
+  if (S.timeline)
+    for (size_t i = 0; i < gm; i++) ws->fwd_send_iv[i] = ws->bwd_send_iv[i] = -1;
+  memset(ws->fcount, 0, S.G * sizeof *ws->fcount);
+  memset(ws->bcount, 0, S.G * sizeof *ws->bcount);
+  memset(ws->next, 0, S.pp * sizeof *ws->next);
+  memset(ws->inq, 0, S.pp);
+  memset(ws->done, 0, S.pp);
+  memset(ws->stages, 0, S.pp * sizeof *ws->stages);
+  for (uint32_t r = 0; r < S.pp; r++) {
+    ws->cfree[r] = ws->pnext_free[r] = ws->pprev_free[r] = 0.0;
+    ws->stages[r].stage = r;
+    /* Parameter all-gather (distributed optimizer): issued at the start of the iteration
+     * on the DP stream, chunk 0 first (the order the forwards need them). */
+    double t = 0.0;
+    for (uint32_t c = 0; c < S.vp; c++) {
+      uint32_t g = c * S.pp + r;
+      double piece = in->chunks[g].dp_param_gather_s / S.pb;
+      ws->gather_first[g] = t + piece;
+      for (uint32_t j = 0; j < S.pb && piece > 0.0; j++) {
+        if (S.timeline)
+          add_iv(&S, t, t + piece, r, SC_LANE_DP, SC_IV_DP_PARAM, c, -1, (int32_t)j);
+        t += piece;
+      }
+      ws->gather_end[g] = t;
+    }
+    ws->gather_all[r] = t;
+    ws->dpfree[r] = t;
+  }
+  size_t npass = (size_t)S.pp * S.nops;
+  if (ws->nseq == npass && ws->key_kind == (int)in->kind && ws->key_pp == S.pp &&
+      ws->key_vp == S.vp && ws->key_m == S.m) {
+    for (size_t i = 0; i < npass; i++) step_replay(&S, ws->seq[2 * i], ws->seq[2 * i + 1]);
+    for (uint32_t r = 0; r < S.pp; r++) finish_rank(&S, r);
+  } else {
+    build_orders(in, ws->ops, S.stride);
+    ws->nseq = 0;
+    memset(ws->rank_lvl, 0, S.pp * sizeof *ws->rank_lvl);
+    uint32_t maxlvl = 0;
+    uint32_t wn = 0;
+    for (uint32_t r = S.pp; r-- > 0;) push(ws, &wn, r);
+    while (wn > 0) {
+      uint32_t r = ws->worklist[--wn];
+      ws->inq[r] = 0;
+      while (ws->next[r] < S.nops) {
+        uint32_t op = ws->ops[(size_t)r * S.stride + ws->next[r]];
+        uint32_t lv = 0;
+        if (!step_checked(&S, r, op, &wn, &lv)) break;
+        ws->seq_tmp[2 * ws->nseq] = r;
+        ws->seq_tmp[2 * ws->nseq + 1] = op;
+        ws->pass_lvl[ws->nseq] = lv;
+        if (lv > maxlvl) maxlvl = lv;
+        ws->nseq++;
+      }
+      if (ws->next[r] == S.nops && !ws->done[r]) finish_rank(&S, r);
+    }
+    /* Counting sort of the passes by level (stable: a rank's passes keep their order,
+     * and levels strictly increase along every dependency). */
+    memset(ws->lvl_count, 0, ((size_t)maxlvl + 2) * sizeof *ws->lvl_count);
+    for (size_t i = 0; i < ws->nseq; i++) ws->lvl_count[ws->pass_lvl[i] + 1]++;
+    for (uint32_t l = 1; l <= maxlvl + 1; l++) ws->lvl_count[l] += ws->lvl_count[l - 1];
+    for (size_t i = 0; i < ws->nseq; i++) {
+      uint32_t at = ws->lvl_count[ws->pass_lvl[i]]++;
+      ws->seq[2 * (size_t)at] = ws->seq_tmp[2 * i];
+      ws->seq[2 * (size_t)at + 1] = ws->seq_tmp[2 * i + 1];
+    }
+    ws->key_kind = (int)in->kind;
+    ws->key_pp = S.pp;
+    ws->key_vp = S.vp;
+    ws->key_m = S.m;
+  }
+  for (uint32_t r = 0; r < S.pp; r++)
+    if (!ws->done[r] && (ws->nseq = 0) == 0)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: %s order deadlocked at rank %u pass %u (internal error)",
+                          sc_schedule_kind_name(in->kind), r, ws->next[r]);
+
+  /* The iteration ends with the last stage; the others idle until then (bubble). */
+  uint32_t crit = 0;
+  double T = ws->stages[0].end_s;
+  for (uint32_t r = 1; r < S.pp; r++)
+    if (ws->stages[r].end_s > T) {
+      T = ws->stages[r].end_s;
+      crit = r;
+    }
+  for (uint32_t r = 0; r < S.pp; r++) {
+    if (!S.timeline && r != crit) continue; /* sweeps need the critical stage only */
+    account_rank(&S, r);
+    sc_sched_breakdown *bd = &ws->stages[r];
+    bd->iteration_s = T;
+    bd->bubble_s += T - bd->end_s;
+    bd->nfamilies = in->nfamilies;
+    for (uint32_t f = 0; f < in->nfamilies; f++) {
+      double s = 0.0;
+      for (uint32_t c = 0; c < S.vp; c++) {
+        const sc_sched_chunk *ch = &in->chunks[c * S.pp + r];
+        s += ch->fwd_family_s ? ch->fwd_family_s[f] : 0.0;
+        s += ch->bwd_family_s ? ch->bwd_family_s[f] : 0.0;
+        s += ch->recompute_family_s ? ch->recompute_family_s[f] : 0.0;
+      }
+      bd->family_s[f] = s * (double)S.m;
+      memcpy(bd->family_names[f], in->family_names[f], strlen(in->family_names[f]) + 1);
+    }
+  }
+  memset(out, 0, sizeof *out);
+  out->iteration_s = T;
+  out->critical_stage = crit;
+  out->breakdown = ws->stages[crit];
+  out->stages = S.timeline ? ws->stages : NULL;
+  out->pp = S.pp;
+  out->vp = S.vp;
+  out->microbatches = S.m;
+  if (S.timeline) {
+    out->intervals = ws->iv;
+    out->nintervals = ws->niv;
+    out->flows = ws->flows;
+    out->nflows = ws->nflows;
+  }
+  return SC_OK;
+}
+
+const char *sc_lane_name(sc_lane lane) {
+  static const char *const names[SC_LANE_COUNT] = {"compute", "tp",  "cp",  "dp",
+                                                   "p2p-next", "p2p-prev", "optimizer"};
+  return (unsigned)lane < SC_LANE_COUNT ? names[lane] : "unknown";
+}
+
+const char *sc_interval_kind_name(sc_interval_kind kind) {
+  static const char *const names[SC_IV_COUNT] = {
+      "forward", "recompute", "backward",     "tp-comm",       "cp-comm",
+      "send-activation", "send-gradient", "dp-grad-reduce", "dp-param-gather", "optimizer"};
+  return (unsigned)kind < SC_IV_COUNT ? names[kind] : "unknown";
+}
+
+const char *sc_schedule_kind_name(sc_schedule_kind kind) {
+  switch (kind) {
+  case SC_SCHED_GPIPE: return "gpipe";
+  case SC_SCHED_1F1B: return "1f1b";
+  case SC_SCHED_INTERLEAVED: return "interleaved-1f1b";
+  }
+  return "unknown";
+}

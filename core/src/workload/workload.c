@@ -1,0 +1,624 @@
+/*
+ * The transformer decomposition: one pipeline stage's chunk becomes lists of operators and
+ * collectives per micro-batch and per iteration (see stepcast/workload.h for the contract).
+ *
+ * Reference: Megatron-LM's GPT layer (megatron/core/transformer/transformer_layer.py,
+ * attention.py, mlp.py; tensor_parallel/layers.py) —
+ *
+ *   x ─ norm1 ─[SP: all-gather]─ QKV (column-parallel, bias in the GEMM epilogue)
+ *     ─ rotary (RoPE models) ─ core attention ─ proj (row-parallel)
+ *     ─[TP: all-reduce | SP: reduce-scatter]─ bias+dropout+residual add
+ *     ─ norm2 ─[SP: all-gather]─ fc1 (column-parallel; SwiGLU: gate and up fused, 2 f/tp wide)
+ *     ─ bias+GeLU | SwiGLU ─ fc2 (row-parallel) ─[all-reduce | reduce-scatter]─ bias+dropout+add
+ *
+ * Core attention is one flash kernel (p->flash_attention) or the unfused path
+ * QK^T (batched GEMM) ─ scale+mask+softmax ─ dropout ─ ×V (batched GEMM).
+ * Backward: each GEMM splits into dgrad (activation gradient) and wgrad (weight gradient);
+ * column-parallel layers all-reduce (SP: reduce-scatter) their input gradient; with SP the
+ * output gradient of a row-parallel layer is all-gathered first and the saved, sequence-
+ * sharded input of a column-parallel layer is re-gathered for its wgrad (Megatron does both).
+ * Bias gradients (column sums) are folded into the wgrad GEMMs and not listed.
+ */
+#include <string.h>
+
+#include "stepcast/stepcast.h"
+#include "stepcast/workload.h"
+#include "workload/workload_int.h"
+
+/* ------------------------------------------------------------------------- */
+/* Small helpers                                                             */
+
+double sc__dtype_bytes(sc_dtype d) {
+  switch (d) {
+  case SC_DTYPE_FP32: return 4.0;
+  case SC_DTYPE_TF32: return 4.0;
+  case SC_DTYPE_BF16: return 2.0;
+  case SC_DTYPE_FP16: return 2.0;
+  case SC_DTYPE_FP8: return 1.0;
+  case SC_DTYPE_INT8: return 1.0;
+  default: return 0.0;
+  }
+}
+
+const char *sc_phase_name(sc_phase ph) {
+  switch (ph) {
+  case SC_PHASE_FWD: return "fwd";
+  case SC_PHASE_BWD: return "bwd";
+  case SC_PHASE_RECOMPUTE: return "recompute";
+  case SC_PHASE_OPTIMIZER: return "optimizer";
+  default: return "?";
+  }
+}
+
+int64_t sc_workload_padded_vocab(const sc_model *m, const sc_parallel *p) {
+  /* Megatron-LM _vocab_size_with_padding: multiple = make_vocab_size_divisible_by (128) *
+   * tensor_model_parallel_size; the vocabulary is rounded up to it. */
+  int64_t mult = 128 * (int64_t)(p->tp ? p->tp : 1);
+  return (m->vocab + mult - 1) / mult * mult;
+}
+
+void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d) {
+  int64_t tp = p->tp;
+  d->b = p->micro_batch;
+  d->s = p->seq_len;
+  d->s_c = d->s / p->cp;
+  d->T = d->b * d->s_c;
+  d->sp = p->sequence_parallel && tp > 1;
+  d->T_sp = d->sp ? d->T / tp : d->T;
+  d->h = m->hidden;
+  d->d = m->head_dim;
+  d->a_t = m->heads / tp;
+  d->g_t = m->kv_heads / tp;
+  d->q_t = d->a_t * d->d;
+  d->qkv_t = (d->a_t + 2 * d->g_t) * d->d;
+  d->f_t = m->ffn_hidden / tp;
+  d->f1_t = m->activation == SC_ACT_SWIGLU ? 2 * d->f_t : d->f_t;
+  d->vocab_padded = sc_workload_padded_vocab(m, p);
+  d->V_t = d->vocab_padded / tp;
+  d->e = sc__dtype_bytes(p->dtype);
+}
+
+int64_t sc__layer_params(const sc_model *m, const sc__dims *d) {
+  /* Norm weights (and LayerNorm biases) are replicated over TP; column-parallel biases are
+   * split, row-parallel biases are whole on every rank. */
+  int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * d->h : d->h;
+  int64_t n = 2 * norm;
+  n += d->h * d->qkv_t + d->q_t * d->h + d->h * d->f1_t + d->f_t * d->h;
+  if (m->linear_bias) n += d->qkv_t + d->h + d->f1_t + d->h;
+  return n;
+}
+
+int64_t sc__embedding_params(const sc_model *m, const sc__dims *d) {
+  int64_t n = d->V_t * d->h;
+  if (m->position == SC_POS_LEARNED) n += m->max_seq * d->h; /* replicated over TP */
+  return n;
+}
+
+int64_t sc__output_params(const sc_model *m, const sc_parallel *p, const sc__dims *d) {
+  int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * d->h : d->h;
+  /* Tied embeddings: with pp == 1 the output layer uses the input embedding itself; with
+   * pp > 1 the last stage holds its own copy (kept equal by an all-reduce of the gradient),
+   * as Megatron-LM does. */
+  int with_table = !m->tied_embeddings || p->pp > 1;
+  return norm + (with_table ? d->V_t * d->h : 0);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Validation                                                                */
+
+#define FAIL(...) return sc_error_set(err, SC_ECONFIG, __VA_ARGS__)
+
+int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err) {
+  if (m == NULL || p == NULL) {
+    return sc_error_set(err, SC_EINVAL, "sc_workload_validate: model or parallel is NULL");
+  }
+  if (m->layers <= 0) FAIL("model '%s': layers must be > 0 (%lld)", m->name, (long long)m->layers);
+  if (m->hidden <= 0) FAIL("model '%s': hidden must be > 0 (%lld)", m->name, (long long)m->hidden);
+  if (m->heads <= 0) FAIL("model '%s': heads must be > 0 (%lld)", m->name, (long long)m->heads);
+  if (m->kv_heads <= 0 || m->heads % m->kv_heads != 0) {
+    FAIL("model '%s': kv_heads (%lld) must be > 0 and divide heads (%lld)", m->name,
+         (long long)m->kv_heads, (long long)m->heads);
+  }
+  if (m->head_dim <= 0) FAIL("model '%s': head_dim must be > 0 (%lld)", m->name, (long long)m->head_dim);
+  if (m->ffn_hidden <= 0) FAIL("model '%s': ffn_hidden must be > 0 (%lld)", m->name, (long long)m->ffn_hidden);
+  if (m->vocab <= 0) FAIL("model '%s': vocab must be > 0 (%lld)", m->name, (long long)m->vocab);
+  if (m->position == SC_POS_LEARNED && m->max_seq <= 0) {
+    FAIL("model '%s': max_seq must be > 0 with learned positions", m->name);
+  }
+
+  if (p->tp < 1) FAIL("tp: must be >= 1 (%u)", p->tp);
+  if (p->pp < 1) FAIL("pp: must be >= 1 (%u)", p->pp);
+  if (p->dp < 1) FAIL("dp: must be >= 1 (%u)", p->dp);
+  if (p->cp < 1) FAIL("cp: must be >= 1 (%u)", p->cp);
+  if (p->micro_batch < 1) FAIL("micro_batch: must be >= 1 (%u)", p->micro_batch);
+  if (p->global_batch < 1) FAIL("global_batch: must be >= 1 (%u)", p->global_batch);
+  if (p->seq_len < 1) FAIL("seq_len: must be >= 1 (%u)", p->seq_len);
+  if (p->virtual_stages < 1) FAIL("virtual_stages: must be >= 1 (%u)", p->virtual_stages);
+  if (sc__dtype_bytes(p->dtype) == 0.0) FAIL("dtype: unknown value %d", (int)p->dtype);
+  if ((unsigned)p->recompute > SC_RECOMPUTE_FULL) FAIL("recompute: unknown value %d", (int)p->recompute);
+  if ((unsigned)p->schedule > SC_SCHED_INTERLEAVED) FAIL("schedule: unknown value %d", (int)p->schedule);
+
+  if (m->heads % p->tp != 0) FAIL("tp: %u must divide heads (%lld)", p->tp, (long long)m->heads);
+  /* Megatron: num_query_groups % tensor_model_parallel_size == 0 (each rank whole KV heads). */
+  if (m->kv_heads % p->tp != 0) {
+    FAIL("tp: %u must divide kv_heads (%lld): each tensor-parallel rank holds whole key/value "
+         "heads", p->tp, (long long)m->kv_heads);
+  }
+  if (m->ffn_hidden % p->tp != 0) {
+    FAIL("tp: %u must divide ffn_hidden (%lld)", p->tp, (long long)m->ffn_hidden);
+  }
+  if (p->cp > 1 && p->seq_len % (2u * p->cp) != 0) {
+    FAIL("cp: seq_len (%u) must be divisible by 2*cp (%u) for load-balanced causal chunks",
+         p->seq_len, 2u * p->cp);
+  }
+  if (p->seq_len % p->cp != 0) FAIL("cp: %u must divide seq_len (%u)", p->cp, p->seq_len);
+  if (p->sequence_parallel && p->tp > 1 && (p->seq_len / p->cp) % p->tp != 0) {
+    FAIL("sequence_parallel: seq_len/cp (%u) must be divisible by tp (%u)", p->seq_len / p->cp,
+         p->tp);
+  }
+  uint64_t per = (uint64_t)p->micro_batch * p->dp;
+  if (p->global_batch % per != 0) {
+    FAIL("global_batch: %u must be divisible by micro_batch*dp (%llu)", p->global_batch,
+         (unsigned long long)per);
+  }
+  uint32_t mb = sc_parallel_microbatches(p);
+  uint32_t v = p->virtual_stages;
+  if (v > 1) {
+    if (p->schedule != SC_SCHED_INTERLEAVED) {
+      FAIL("virtual_stages: %u > 1 needs the interleaved schedule", v);
+    }
+    if (p->pp < 2) FAIL("virtual_stages: %u > 1 needs pp > 1 (pp = %u)", v, p->pp);
+    if (mb % p->pp != 0) {
+      FAIL("global_batch: the interleaved schedule needs micro-batches (%u) divisible by pp (%u)",
+           mb, p->pp);
+    }
+  } else if (p->schedule == SC_SCHED_INTERLEAVED) {
+    FAIL("schedule: interleaved needs virtual_stages > 1");
+  }
+  if ((uint64_t)p->pp * v > (uint64_t)m->layers) {
+    FAIL("pp: pp*virtual_stages (%llu) exceeds layers (%lld)", (unsigned long long)p->pp * v,
+         (long long)m->layers);
+  }
+  if (p->stage_layers[0] != 0) {
+    if (p->pp > 256) FAIL("stage_layers: at most 256 stages can be given (pp = %u)", p->pp);
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < p->pp; i++) {
+      if (p->stage_layers[i] == 0) FAIL("stage_layers[%u]: must be > 0", i);
+      if (p->stage_layers[i] % v != 0) {
+        FAIL("stage_layers[%u]: %u must be divisible by virtual_stages (%u)", i,
+             p->stage_layers[i], v);
+      }
+      sum += p->stage_layers[i];
+    }
+    if (sum != m->layers) {
+      FAIL("stage_layers: sum %lld != layers (%lld)", (long long)sum, (long long)m->layers);
+    }
+  } else {
+    if (m->layers % p->pp != 0) {
+      FAIL("pp: %u must divide layers (%lld) unless stage_layers gives the split", p->pp,
+           (long long)m->layers);
+    }
+    if ((m->layers / p->pp) % v != 0) {
+      FAIL("virtual_stages: %u must divide layers per stage (%lld)", v,
+           (long long)(m->layers / p->pp));
+    }
+  }
+  return SC_OK;
+}
+
+int sc_workload_chunk_layers(const sc_model *m, const sc_parallel *p, uint32_t stage,
+                             uint32_t chunk, uint32_t *first, uint32_t *count, sc_error *err) {
+  int rc = sc_workload_validate(m, p, err);
+  if (rc != SC_OK) return rc;
+  if (stage >= p->pp) {
+    return sc_error_set(err, SC_EINVAL, "stage: %u out of range (pp = %u)", stage, p->pp);
+  }
+  if (chunk >= p->virtual_stages) {
+    return sc_error_set(err, SC_EINVAL, "chunk: %u out of range (virtual_stages = %u)", chunk,
+                        p->virtual_stages);
+  }
+  uint32_t v = p->virtual_stages;
+  uint32_t f, c;
+  if (p->stage_layers[0] != 0) {
+    /* Model chunk k = chunk*pp + stage; chunk j of stage i holds stage_layers[i]/v layers. */
+    uint32_t before = 0;
+    for (uint32_t i = 0; i < stage; i++) before += p->stage_layers[i] / v;
+    f = chunk * (uint32_t)(m->layers / v) + before;
+    c = p->stage_layers[stage] / v;
+  } else {
+    uint32_t per = (uint32_t)(m->layers / ((int64_t)p->pp * v));
+    f = (chunk * p->pp + stage) * per;
+    c = per;
+  }
+  if (first) *first = f;
+  if (count) *count = c;
+  return SC_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Builders                                                                  */
+
+typedef struct bld {
+  const sc_model *m;
+  const sc_parallel *p;
+  sc__dims d;
+  sc_stage_work *w;
+  int overflow;
+} bld;
+
+static void copy_label(char dst[32], const char *src) {
+  size_t n = strlen(src);
+  if (n > 31) n = 31;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+/* Append one operator; model FLOPs are accumulated into w->flops/gemm_flops. */
+static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+               const char *family, uint32_t variant, const char *label, const int64_t *dims,
+               uint32_t nd) {
+  if (rep == 0) return;
+  if (l->nops >= SC_WORK_MAX_OPS) {
+    B->overflow = 1;
+    return;
+  }
+  sc_work_op *o = &l->ops[l->nops++];
+  o->desc.family = family;
+  o->desc.variant = variant;
+  o->desc.dtype = B->p->dtype;
+  o->desc.ndims = nd;
+  for (uint32_t i = 0; i < SC_OP_MAX_DIMS; i++) o->desc.dims[i] = i < nd ? dims[i] : 0;
+  copy_label(o->label, label);
+  o->phase = ph;
+  o->repeat = rep;
+  o->where = where;
+  if (ph > SC_PHASE_RECOMPUTE) return;
+  if (strcmp(family, SC_OP_GEMM) == 0) {
+    double f = 2.0 * (double)dims[0] * (double)dims[1] * (double)dims[2] * (double)dims[3] * rep;
+    B->w->flops[ph] += f;
+    B->w->gemm_flops[ph] += f;
+  } else if (strcmp(family, SC_OP_ATTENTION) == 0) {
+    /* Nominal: QK^T and PV, 2 * 2 * b * heads * s_q * s_k * d; backward twice that. */
+    double f = 4.0 * (double)dims[0] * (double)dims[1] * (double)dims[3] * (double)dims[4] *
+               (double)dims[5] * rep;
+    if (variant == SC_ATTN_FLASH_BWD) f *= 2.0;
+    B->w->flops[ph] += f;
+  }
+}
+
+#define DIMS(...) (const int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+static void coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                 sc_coll_kind kind, sc_group_kind group, uint32_t nranks, double bytes,
+                 sc_dtype dt, int overlappable, const char *label) {
+  if (rep == 0 || nranks < 2) return;
+  if (l->ncolls >= SC_WORK_MAX_COLLS) {
+    B->overflow = 1;
+    return;
+  }
+  sc_work_coll *c = &l->colls[l->ncolls++];
+  c->kind = kind;
+  c->group = group;
+  c->nranks = nranks;
+  c->bytes = bytes;
+  c->dtype = dt;
+  c->phase = ph;
+  c->repeat = rep;
+  c->where = where;
+  c->overlappable = overlappable ? 1 : 0;
+  copy_label(c->label, label);
+}
+
+/* A TP collective of the T x h activation (all-reduce, all-gather or reduce-scatter; in all
+ * three the nccl-tests size is T*h elements: buffer, gathered output, scattered input). */
+static void tp_coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                    sc_coll_kind kind, const char *label) {
+  const sc__dims *d = &B->d;
+  coll(B, l, ph, rep, where, kind, SC_GROUP_TP, B->p->tp, (double)d->T * d->h * d->e,
+       B->p->dtype, B->p->overlap_tp_comm, label);
+}
+
+/* After a row-parallel linear (FWD) or a column-parallel dgrad (BWD). */
+static void tp_reduce(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                      const char *label_ar, const char *label_rs) {
+  if (B->d.sp) tp_coll(B, l, ph, rep, where, SC_COLL_REDUCESCATTER, label_rs);
+  else tp_coll(B, l, ph, rep, where, SC_COLL_ALLREDUCE, label_ar);
+}
+
+/* Before a column-parallel linear (FWD), a row-parallel dgrad (BWD), or a wgrad that needs
+ * the whole sequence: only with sequence parallelism. */
+static void sp_gather(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                      const char *label) {
+  if (B->d.sp) tp_coll(B, l, ph, rep, where, SC_COLL_ALLGATHER, label);
+}
+
+/* K and V of the chunk's local KV heads over the whole sequence, per CP rank. */
+static double cp_kv_bytes(const bld *B) {
+  const sc__dims *d = &B->d;
+  return 2.0 * (double)d->b * (double)d->s * (double)d->g_t * (double)d->d * d->e;
+}
+
+static uint32_t norm_variant(const sc_model *m, int bwd) {
+  if (m->norm == SC_NORM_RMSNORM) return bwd ? SC_NORM_OP_RMSNORM_BWD : SC_NORM_OP_RMSNORM_FWD;
+  return bwd ? SC_NORM_OP_LAYERNORM_BWD : SC_NORM_OP_LAYERNORM_FWD;
+}
+
+/* The attention core forward (used by FWD, and by RECOMPUTE for selective and full). */
+static void attn_core_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
+  const sc__dims *d = &B->d;
+  const sc_parallel *p = B->p;
+  int64_t ba = d->b * d->a_t;
+  if (p->cp > 1) {
+    /* Megatron's ring attention passes K/V around the cp ranks in cp-1 P2P steps that
+     * overlap the partial attention; modelled as one all-gather of equal volume. */
+    coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B),
+         p->dtype, 1, "attn.cp_kv_ag");
+  }
+  if (p->flash_attention) {
+    op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_ATTENTION, SC_ATTN_FLASH_FWD, "attn_core",
+       DIMS(d->b, d->a_t, d->g_t, d->s_c, d->s, d->d, 1));
+  } else {
+    op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk",
+       DIMS(ba, d->s_c, d->s, d->d));
+    op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_SOFTMAX, SC_SOFTMAX_FWD, "attn_softmax",
+       DIMS(ba * d->s_c, d->s));
+    op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_FWD, "attn_dropout",
+       DIMS(ba * d->s_c * d->s));
+    op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_av",
+       DIMS(ba, d->s_c, d->d, d->s));
+  }
+}
+
+/* One transformer layer forward, repeated L times (FWD, or RECOMPUTE for full). */
+static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  int swiglu = m->activation == SC_ACT_SWIGLU;
+  sc_work_where W = SC_WHERE_LAYER;
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
+  sp_gather(B, l, ph, L, W, "qkv.ag");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv", DIMS(1, d->T, d->qkv_t, d->h));
+  if (m->position == SC_POS_ROPE) {
+    op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_FWD, "rope",
+       DIMS(d->T * (d->a_t + d->g_t) * d->d));
+  }
+  attn_core_fwd(B, l, ph, L);
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj", DIMS(1, d->T, d->h, d->q_t));
+  tp_reduce(B, l, ph, L, W, "attn_proj.ar", "attn_proj.rs");
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "attn_bda",
+     DIMS(d->T_sp * d->h));
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
+  sp_gather(B, l, ph, L, W, "mlp_fc1.ag");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1", DIMS(1, d->T, d->f1_t, d->h));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_FWD : SC_EW_GELU_FWD,
+     swiglu ? "mlp_swiglu" : "mlp_gelu", DIMS(d->T * d->f_t));
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2", DIMS(1, d->T, d->h, d->f_t));
+  tp_reduce(B, l, ph, L, W, "mlp_fc2.ar", "mlp_fc2.rs");
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
+     DIMS(d->T_sp * d->h));
+}
+
+static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  const sc_parallel *p = B->p;
+  int swiglu = m->activation == SC_ACT_SWIGLU;
+  sc_phase ph = SC_PHASE_BWD;
+  sc_work_where W = SC_WHERE_LAYER;
+  int64_t ba = d->b * d->a_t;
+
+  /* MLP block, in reverse. */
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "mlp_bda.bwd",
+     DIMS(d->T_sp * d->h));
+  sp_gather(B, l, ph, L, W, "mlp_fc2.ag");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2.dgrad", DIMS(1, d->T, d->f_t, d->h));
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2.wgrad", DIMS(1, d->h, d->f_t, d->T));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_BWD : SC_EW_GELU_BWD,
+     swiglu ? "mlp_swiglu.bwd" : "mlp_gelu.bwd", DIMS(d->T * d->f_t));
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1.dgrad", DIMS(1, d->T, d->h, d->f1_t));
+  sp_gather(B, l, ph, L, W, "mlp_fc1.wgrad_ag");
+  tp_reduce(B, l, ph, L, W, "mlp_fc1.ar", "mlp_fc1.rs");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1.wgrad", DIMS(1, d->f1_t, d->h, d->T));
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm2.bwd", DIMS(d->T_sp, d->h));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "mlp_residual.bwd", DIMS(d->T_sp * d->h));
+
+  /* Attention block, in reverse. */
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "attn_bda.bwd",
+     DIMS(d->T_sp * d->h));
+  sp_gather(B, l, ph, L, W, "attn_proj.ag");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj.dgrad", DIMS(1, d->T, d->q_t, d->h));
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj.wgrad", DIMS(1, d->h, d->q_t, d->T));
+  if (p->cp > 1) {
+    /* The ring passes K/V again and returns dK/dV to their owners. */
+    coll(B, l, ph, L, W, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), p->dtype, 1,
+         "attn.cp_kv_ag");
+  }
+  if (p->flash_attention) {
+    op(B, l, ph, L, W, SC_OP_ATTENTION, SC_ATTN_FLASH_BWD, "attn_core.bwd",
+       DIMS(d->b, d->a_t, d->g_t, d->s_c, d->s, d->d, 1));
+  } else {
+    /* O = P V: dP = dO V^T, dV = P^T dO; S = Q K^T: dQ = dS K, dK = dS^T Q. */
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_av.dgrad", DIMS(ba, d->s_c, d->s, d->d));
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_av.wgrad", DIMS(ba, d->s, d->d, d->s_c));
+    op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_BWD, "attn_dropout.bwd",
+       DIMS(ba * d->s_c * d->s));
+    op(B, l, ph, L, W, SC_OP_SOFTMAX, SC_SOFTMAX_BWD, "attn_softmax.bwd", DIMS(ba * d->s_c, d->s));
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk.dgrad", DIMS(ba, d->s_c, d->d, d->s));
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk.wgrad", DIMS(ba, d->s, d->d, d->s_c));
+  }
+  if (p->cp > 1) {
+    coll(B, l, ph, L, W, SC_COLL_REDUCESCATTER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), p->dtype, 1,
+         "attn.cp_dkv_rs");
+  }
+  if (m->position == SC_POS_ROPE) {
+    op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_BWD, "rope.bwd",
+       DIMS(d->T * (d->a_t + d->g_t) * d->d));
+  }
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv.dgrad", DIMS(1, d->T, d->h, d->qkv_t));
+  sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
+  tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
+  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv.wgrad", DIMS(1, d->qkv_t, d->h, d->T));
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm1.bwd", DIMS(d->T_sp, d->h));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
+}
+
+static void embedding_fwd(bld *B, sc_work_list *l) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  sc_phase ph = SC_PHASE_FWD;
+  sc_work_where S = SC_WHERE_STAGE;
+  /* VocabParallelEmbedding: each rank looks up its vocabulary rows (zeros elsewhere), then
+   * the partial sums are all-reduced (SP: reduce-scattered along the sequence). */
+  op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed", DIMS(d->T, d->h, d->V_t));
+  tp_reduce(B, l, ph, 1, S, "embed.ar", "embed.rs");
+  if (m->position == SC_POS_LEARNED) {
+    op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed_pos", DIMS(d->T_sp, d->h, m->max_seq));
+    op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_ADD, "embed_pos_add", DIMS(d->T_sp * d->h));
+  }
+  op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_FWD, "embed_dropout", DIMS(d->T_sp * d->h));
+}
+
+static void embedding_bwd(bld *B, sc_work_list *l) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  sc_phase ph = SC_PHASE_BWD;
+  sc_work_where S = SC_WHERE_STAGE;
+  op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_BWD, "embed_dropout.bwd",
+     DIMS(d->T_sp * d->h));
+  if (m->position == SC_POS_LEARNED) {
+    op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed_pos.bwd",
+       DIMS(d->T_sp, d->h, m->max_seq));
+  }
+  /* The backward of the reduce-scatter is an all-gather; of the all-reduce, the identity. */
+  sp_gather(B, l, ph, 1, S, "embed.ag");
+  op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed.bwd", DIMS(d->T, d->h, d->V_t));
+}
+
+static void output_fwd(bld *B, sc_work_list *l) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  const sc_parallel *p = B->p;
+  sc_phase ph = SC_PHASE_FWD;
+  sc_work_where S = SC_WHERE_STAGE;
+  op(B, l, ph, 1, S, SC_OP_NORM, norm_variant(m, 0), "final_norm", DIMS(d->T_sp, d->h));
+  sp_gather(B, l, ph, 1, S, "logits.ag");
+  op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_PLAIN, "logits", DIMS(1, d->T, d->V_t, d->h));
+  op(B, l, ph, 1, S, SC_OP_CROSS_ENTROPY, SC_CE_FWD, "cross_entropy", DIMS(d->T, d->V_t));
+  /* vocab_parallel_cross_entropy: all-reduce of the logit max, of the sum of exponentials
+   * and of the target logit, each T fp32 values. */
+  coll(B, l, ph, 3, S, SC_COLL_ALLREDUCE, SC_GROUP_TP, p->tp, (double)d->T * 4.0, SC_DTYPE_FP32,
+       0, "cross_entropy.ar");
+}
+
+static void output_bwd(bld *B, sc_work_list *l) {
+  const sc__dims *d = &B->d;
+  const sc_model *m = B->m;
+  sc_phase ph = SC_PHASE_BWD;
+  sc_work_where S = SC_WHERE_STAGE;
+  op(B, l, ph, 1, S, SC_OP_CROSS_ENTROPY, SC_CE_BWD, "cross_entropy.bwd", DIMS(d->T, d->V_t));
+  op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_PLAIN, "logits.dgrad", DIMS(1, d->T, d->h, d->V_t));
+  sp_gather(B, l, ph, 1, S, "logits.wgrad_ag");
+  tp_reduce(B, l, ph, 1, S, "logits.ar", "logits.rs");
+  op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_PLAIN, "logits.wgrad", DIMS(1, d->V_t, d->h, d->T));
+  op(B, l, ph, 1, S, SC_OP_NORM, norm_variant(m, 1), "final_norm.bwd", DIMS(d->T_sp, d->h));
+}
+
+/* ------------------------------------------------------------------------- */
+/* The stage                                                                 */
+
+int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, uint32_t chunk,
+                      sc_stage_work *out, sc_error *err) {
+  if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_workload_stage: out is NULL");
+  uint32_t first = 0, L = 0;
+  int rc = sc_workload_chunk_layers(m, p, stage, chunk, &first, &L, err);
+  if (rc != SC_OK) return rc;
+
+  bld B;
+  B.m = m;
+  B.p = p;
+  B.w = out;
+  B.overflow = 0;
+  sc__dims_fill(m, p, &B.d);
+  const sc__dims *d = &B.d;
+  uint32_t v = p->virtual_stages;
+
+  out->stage = stage;
+  out->chunk = chunk;
+  out->layer_first = first;
+  out->layers = L;
+  out->has_embedding = stage == 0 && chunk == 0;
+  out->has_output = stage == p->pp - 1 && chunk == v - 1;
+  out->microbatches = sc_parallel_microbatches(p);
+  out->vocab_padded = d->vocab_padded;
+  for (int i = 0; i < SC_PHASE_COUNT; i++) {
+    out->per_micro[i].nops = out->per_micro[i].ncolls = 0;
+    out->flops[i] = out->gemm_flops[i] = 0.0;
+  }
+  out->per_iter.nops = out->per_iter.ncolls = 0;
+
+  int64_t params = (int64_t)L * sc__layer_params(m, d);
+  if (out->has_embedding) params += sc__embedding_params(m, d);
+  if (out->has_output) params += sc__output_params(m, p, d);
+  out->params = params;
+
+  /* Forward. */
+  sc_work_list *fw = &out->per_micro[SC_PHASE_FWD];
+  if (out->has_embedding) embedding_fwd(&B, fw);
+  layer_fwd(&B, fw, SC_PHASE_FWD, L);
+  if (out->has_output) output_fwd(&B, fw);
+
+  /* Recomputation, run before the backward of the micro-batch. Megatron recomputes only
+   * transformer layers (not the embedding or the output layer). */
+  sc_work_list *rw = &out->per_micro[SC_PHASE_RECOMPUTE];
+  if (p->recompute == SC_RECOMPUTE_FULL) {
+    layer_fwd(&B, rw, SC_PHASE_RECOMPUTE, L);
+  } else if (p->recompute == SC_RECOMPUTE_SELECTIVE) {
+    /* Korthikanti et al. 2022 sec. 5: QK^T, softmax, softmax dropout and attention over V
+     * are recomputed. With flash attention Megatron-core still checkpoints the core
+     * attention (recompute_modules core_attn), so the flash forward runs again. */
+    attn_core_fwd(&B, rw, SC_PHASE_RECOMPUTE, L);
+  }
+
+  /* Backward. */
+  sc_work_list *bw = &out->per_micro[SC_PHASE_BWD];
+  if (out->has_output) output_bwd(&B, bw);
+  layer_bwd(&B, bw, L);
+  if (out->has_embedding) embedding_bwd(&B, bw);
+
+  /* Per iteration: optimizer and data-parallel reductions over the DP x CP group. */
+  sc_work_list *it = &out->per_iter;
+  uint32_t dpc = p->dp * p->cp;
+  int64_t opt_params = p->distributed_optimizer ? (params + dpc - 1) / dpc : params;
+  op(&B, it, SC_PHASE_OPTIMIZER, 1, SC_WHERE_STAGE, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, "adam",
+     DIMS(opt_params));
+  if (p->distributed_optimizer) {
+    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_GROUP_DP, dpc,
+         (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_rs");
+    coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_GROUP_DP, dpc,
+         (double)params * d->e, p->dtype, p->overlap_param_gather, "dp.param_ag");
+  } else {
+    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_DP, dpc,
+         (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_ar");
+  }
+  if (m->tied_embeddings && p->pp > 1 && (out->has_embedding || out->has_output)) {
+    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
+         (double)d->V_t * d->h * 4.0, SC_DTYPE_FP32, 0, "embed.tied_grad_ar");
+  }
+
+  /* Pipeline messages: s/cp * b * h / tp elements (sequence shard with SP, Megatron's
+   * scatter-gather split without it). */
+  uint32_t k = chunk * p->pp + stage, K = p->pp * v;
+  double msg = (double)d->T * d->h * d->e / p->tp;
+  out->p2p_recv_fwd_bytes = k > 0 ? msg : 0.0;
+  out->p2p_send_bwd_bytes = k > 0 ? msg : 0.0;
+  out->p2p_send_fwd_bytes = k + 1 < K ? msg : 0.0;
+  out->p2p_recv_bwd_bytes = k + 1 < K ? msg : 0.0;
+  out->p2p_dtype = p->dtype;
+
+  if (B.overflow) {
+    return sc_error_set(err, SC_ELIMIT,
+                        "sc_workload_stage: more than %d operators or %d collectives in a list",
+                        SC_WORK_MAX_OPS, SC_WORK_MAX_COLLS);
+  }
+  return SC_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * embedding: lookup of token rows in a (vocab_rows x hidden) table, and its backward.
+ * dims {tokens, hidden, vocab_rows}; variants SC_EMBED_FWD / SC_EMBED_BWD.
+ * See docs/operators.md. With e = dtype bytes:
+ *   forward:  bytes = tokens*hidden*2e (read the rows, write the output) + 8*tokens (int64
+ *             ids); flops 0 (a vocabulary-parallel lookup's masking is not counted)
+ *   backward: PyTorch's dense embedding backward zero-fills a vocab_rows x hidden gradient
+ *             and scatter-adds the output gradient into it; Megatron then adds it into the
+ *             fp32 main gradient. bytes = tokens*hidden*e (read dy) + 8*tokens (ids)
+ *             + vocab_rows*hidden*(e [zero-fill] + e [read grad] + 8 [read and write fp32
+ *             main_grad]); flops = tokens*hidden + vocab_rows*hidden (the two additions)
+ * Arithmetic at the device's fp32 rate.
+ */
+#include "op_common.h"
+
+static const char *const dim_names[] = {"tokens", "hidden", "vocab_rows"};
+static const char *const feature_names[] = {"log10_bytes", "log10_tokens", "log2_hidden",
+                                            "log10_vocab_rows", "backward"};
+#define NFEATURES (sizeof feature_names / sizeof feature_names[0])
+
+static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
+                    sc_error *err) {
+  (void)state;
+  int rc = sc__op_check(dev, op, out, "embedding", 3, dim_names, SC_EMBED_VARIANT_COUNT, 1, err);
+  if (rc != SC_OK) return rc;
+  double peak;
+  if ((rc = sc__op_vector_peak(dev, "embedding", &peak, err)) != SC_OK) return rc;
+  double t = (double)op->dims[0], h = (double)op->dims[1], v = (double)op->dims[2];
+  double e = sc__op_dtype_bytes(op->dtype);
+  int bwd = op->variant == SC_EMBED_BWD;
+  double flops, bytes;
+  if (!bwd) {
+    flops = 0.0;
+    bytes = 2.0 * e * t * h + 8.0 * t;
+  } else {
+    flops = t * h + v * h;
+    bytes = e * t * h + 8.0 * t + v * h * (2.0 * e + 8.0);
+  }
+  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
+                         (double)bwd};
+  out->nfeatures = NFEATURES;
+  for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];
+  return SC_OK;
+}
+
+static const sc_op_plugin desc = {
+    .hdr = SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "embedding", "1.0.0"),
+    .nfeatures = NFEATURES,
+    .feature_names = feature_names,
+    .estimate = estimate,
+};
+
+SC_PLUGIN_ENTRY(ops_embedding) { return &desc.hdr; }

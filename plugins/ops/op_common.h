@@ -1,0 +1,134 @@
+/*
+ * Shared pieces of the analytical operator plugins (header-only, static inline: each
+ * plugin is its own module). Only the SDK header is used.
+ *
+ * The roofline of every family:
+ *     time_s = max(flops / (peak * flops_efficiency * util), bytes / (mem_bw_Bps * mem_efficiency))
+ *              + launch_s
+ * where peak is the device's dense peak for the dtype (matrix families: gemm, attention) or
+ * its fp32 rate (vector families: the arithmetic of elementwise, norm, softmax, embedding,
+ * cross-entropy and optimizer kernels runs in fp32 registers on the non-tensor units
+ * whatever the storage dtype), and util <= 1 is a family's quantisation efficiency (gemm:
+ * tile x wave; 1 elsewhere). bound: LATENCY when launch_s exceeds both terms, else the
+ * larger term (COMPUTE or MEMORY). A dtype whose peak is 0 on the device is unsupported.
+ */
+#ifndef SC_PLUGINS_OPS_COMMON_H
+#define SC_PLUGINS_OPS_COMMON_H
+
+#include <math.h>
+#include <string.h>
+
+#include "stepcast/ops.h"
+#include "stepcast/plugin.h"
+
+static inline double sc__op_dtype_bytes(sc_dtype d) {
+  switch (d) {
+  case SC_DTYPE_FP32: case SC_DTYPE_TF32: return 4.0;
+  case SC_DTYPE_BF16: case SC_DTYPE_FP16: return 2.0;
+  case SC_DTYPE_FP8: case SC_DTYPE_INT8: return 1.0;
+  default: return 0.0;
+  }
+}
+
+static inline const char *sc__op_dtype_name(sc_dtype d) {
+  switch (d) {
+  case SC_DTYPE_FP32: return "fp32";
+  case SC_DTYPE_TF32: return "tf32";
+  case SC_DTYPE_BF16: return "bf16";
+  case SC_DTYPE_FP16: return "fp16";
+  case SC_DTYPE_FP8: return "fp8";
+  case SC_DTYPE_INT8: return "int8";
+  default: return "?";
+  }
+}
+
+/* Check the arguments common to every family: non-NULL pointers, a sane device, the
+ * family's ndims, every dim > 0 (dims named by names[]), variant < nvariants, a known
+ * dtype that the device supports (peak > 0) unless need_peak is 0 (memcpy). */
+static inline int sc__op_check(const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
+                               const char *family, uint32_t ndims, const char *const *names,
+                               uint32_t nvariants, int need_peak, sc_error *err) {
+  if (dev == NULL || op == NULL || out == NULL) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: device, operator or output is NULL", family);
+  }
+  if (!(dev->mem_bw_Bps > 0.0)) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: device '%s': mem_bw_Bps must be > 0", family,
+                          dev->name);
+  }
+  if (!(dev->flops_efficiency > 0.0 && dev->flops_efficiency <= 1.0)) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: device '%s': flops_efficiency must be in (0, 1]",
+                          family, dev->name);
+  }
+  if (!(dev->mem_efficiency > 0.0 && dev->mem_efficiency <= 1.0)) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: device '%s': mem_efficiency must be in (0, 1]",
+                          family, dev->name);
+  }
+  if (!(dev->launch_s >= 0.0)) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: device '%s': launch_s must be >= 0", family,
+                          dev->name);
+  }
+  if (op->ndims != ndims) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: ndims must be %u (got %u)", family, ndims,
+                          op->ndims);
+  }
+  for (uint32_t i = 0; i < ndims; i++) {
+    if (op->dims[i] <= 0) {
+      return sc_plugin_fail(err, SC_EINVAL, "%s: dims[%u] (%s) must be > 0 (got %lld)", family,
+                            i, names[i], (long long)op->dims[i]);
+    }
+  }
+  if (op->variant >= nvariants) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: variant %u unknown (0..%u)", family,
+                          op->variant, nvariants - 1);
+  }
+  if ((unsigned)op->dtype >= SC_DTYPE_COUNT) {
+    return sc_plugin_fail(err, SC_EINVAL, "%s: dtype %d unknown", family, (int)op->dtype);
+  }
+  if (need_peak && !(dev->peak_flops_per_s[op->dtype] > 0.0)) {
+    return sc_plugin_fail(err, SC_EUNSUPPORTED,
+                          "%s: dtype %s not supported on device '%s' (peak_flops_per_s.%s = 0)",
+                          family, sc__op_dtype_name(op->dtype), dev->name,
+                          sc__op_dtype_name(op->dtype));
+  }
+  return SC_OK;
+}
+
+/* The fp32 (vector) rate for the vector families; SC_EUNSUPPORTED when it is 0. */
+static inline int sc__op_vector_peak(const sc_device *dev, const char *family, double *peak,
+                                     sc_error *err) {
+  *peak = dev->peak_flops_per_s[SC_DTYPE_FP32];
+  if (!(*peak > 0.0)) {
+    return sc_plugin_fail(err, SC_EUNSUPPORTED,
+                          "%s: device '%s' has no fp32 rate (peak_flops_per_s.fp32 = 0), "
+                          "needed for vector arithmetic", family, dev->name);
+  }
+  return SC_OK;
+}
+
+/* Fill time, bound, flops and bytes of out from the roofline; clears the features. */
+static inline void sc__op_roofline(const sc_device *dev, double peak, double util,
+                                   double flops, double bytes, sc_estimate *out) {
+  double tc = flops > 0.0 ? flops / (peak * dev->flops_efficiency * util) : 0.0;
+  double tm = bytes / (dev->mem_bw_Bps * dev->mem_efficiency);
+  double t = tc > tm ? tc : tm;
+  memset(out, 0, sizeof *out);
+  out->time_s = t + dev->launch_s;
+  out->flops = flops;
+  out->bytes = bytes;
+  if (dev->launch_s > t) out->bound = SC_BOUND_LATENCY;
+  else out->bound = tc >= tm ? SC_BOUND_COMPUTE : SC_BOUND_MEMORY;
+  out->busbw_Bps = 0.0;
+  out->bound_tier = -1;
+  out->nfeatures = 0;
+}
+
+/* log10(max(x, 1)): features stay finite for zero-FLOP operators. */
+static inline double sc__op_log10(double x) { return log10(x > 1.0 ? x : 1.0); }
+static inline double sc__op_log2(double x) { return log2(x > 1.0 ? x : 1.0); }
+
+/* Arithmetic intensity, FLOPs per byte (0 when no bytes). */
+static inline double sc__op_intensity(double flops, double bytes) {
+  return bytes > 0.0 ? flops / bytes : 0.0;
+}
+
+#endif

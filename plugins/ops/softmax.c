@@ -1,0 +1,43 @@
+/*
+ * softmax: Megatron's fused scale + causal mask + softmax of attention scores (unfused
+ * attention path), and its backward. dims {rows, cols}; variants SC_SOFTMAX_FWD / _BWD.
+ * See docs/operators.md. With e = dtype bytes and N = rows * cols:
+ *   forward:  bytes 2eN (read scores, write probabilities; the causal mask is generated,
+ *             not read); flops 7N (scale, mask select, max, subtract, exp, sum, normalise)
+ *   backward: bytes 3eN (read y and dy, write dx); flops 5N (y*dy, row sum, subtract,
+ *             * y, scale)
+ * Arithmetic at the device's fp32 rate.
+ */
+#include "op_common.h"
+
+static const char *const dim_names[] = {"rows", "cols"};
+static const char *const feature_names[] = {"log10_bytes", "log10_rows", "log2_cols",
+                                            "backward"};
+#define NFEATURES (sizeof feature_names / sizeof feature_names[0])
+
+static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
+                    sc_error *err) {
+  (void)state;
+  int rc = sc__op_check(dev, op, out, "softmax", 2, dim_names, SC_SOFTMAX_VARIANT_COUNT, 1, err);
+  if (rc != SC_OK) return rc;
+  double peak;
+  if ((rc = sc__op_vector_peak(dev, "softmax", &peak, err)) != SC_OK) return rc;
+  double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
+  double e = sc__op_dtype_bytes(op->dtype);
+  int bwd = op->variant == SC_SOFTMAX_BWD;
+  double flops = (bwd ? 5.0 : 7.0) * N, bytes = (bwd ? 3.0 : 2.0) * e * N;
+  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols), (double)bwd};
+  out->nfeatures = NFEATURES;
+  for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];
+  return SC_OK;
+}
+
+static const sc_op_plugin desc = {
+    .hdr = SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "softmax", "1.0.0"),
+    .nfeatures = NFEATURES,
+    .feature_names = feature_names,
+    .estimate = estimate,
+};
+
+SC_PLUGIN_ENTRY(ops_softmax) { return &desc.hdr; }

@@ -1,0 +1,254 @@
+/* Memory per GPU against hand-computed values: Korthikanti et al. 2022 Table 2 activation
+ * formulas for a GPT-shaped model, the embedding/output terms of Sec. 4.3, micro-batches in
+ * flight for 1F1B / interleaved / GPipe, and the Megatron bytes-per-parameter of model
+ * states with and without the distributed optimizer. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepcast/stepcast.h"
+#include "stepcast/workload.h"
+
+/* GPT-shaped: h = 1024, a = 16 (d = 64), f = 4h, 8 layers, V = 51200 (a multiple of
+ * 128*tp up to tp = 8: no padding), learned positions up to 2048, tied, biases. */
+static sc_model gpt(void) {
+  sc_model m;
+  sc_error err;
+  memset(&m, 0, sizeof m);
+  snprintf(m.name, sizeof m.name, "gpt-mem");
+  m.layers = 8;
+  m.hidden = 1024;
+  m.ffn_hidden = 4096;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.vocab = 51200;
+  m.max_seq = 2048;
+  m.activation = SC_ACT_GELU;
+  m.norm = SC_NORM_LAYERNORM;
+  m.position = SC_POS_LEARNED;
+  m.tied_embeddings = 1;
+  m.linear_bias = 1;
+  ck_assert_int_eq(sc_model_finish(&m, &err), SC_OK);
+  return m;
+}
+
+/* s = 2048, b = 2, pp = 2 (4 layers per stage), 4 micro-batches, unfused attention. */
+static sc_parallel base(uint32_t tp) {
+  sc_parallel p;
+  sc_parallel_defaults(&p);
+  p.tp = tp;
+  p.pp = 2;
+  p.micro_batch = 2;
+  p.global_batch = 8;
+  p.seq_len = 2048;
+  p.flash_attention = 0;
+  return p;
+}
+
+static const double S = 2048, B = 2, H = 1024, A = 16, V = 51200;
+#define SBH (S * B * H)
+
+/* Per-micro activation bytes of stage 0 (4 layers + the embedding dropout mask). */
+static double stage0(const sc_model *m, const sc_parallel *p) {
+  sc_memory mem;
+  sc_error err;
+  int rc = sc_memory_per_gpu(m, p, 0, &mem, &err);
+  ck_assert_msg(rc == SC_OK, "%s", err.msg);
+  return mem.activation_per_micro_bytes;
+}
+
+START_TEST(test_table2) {
+  sc_model m = gpt();
+  double as_h = 5.0 * A * S / H; /* 5as/h = 160 */
+  double t = 4;
+  struct {
+    uint32_t tp;
+    int sp;
+    sc_recompute rc;
+    double per_layer; /* Korthikanti et al. 2022, Table 2 */
+    double emb;       /* the embedding dropout mask, sbh (/t with SP) */
+  } rows[] = {
+      {1, 0, SC_RECOMPUTE_NONE, SBH * (34 + as_h), SBH},
+      {4, 0, SC_RECOMPUTE_NONE, SBH * (10 + 24 / t + as_h / t), SBH},
+      {4, 1, SC_RECOMPUTE_NONE, SBH / t * (34 + as_h), SBH / t},
+      {4, 0, SC_RECOMPUTE_SELECTIVE, SBH * (10 + 24 / t), SBH},
+      {4, 1, SC_RECOMPUTE_SELECTIVE, SBH * 34 / t, SBH / t},
+      {4, 0, SC_RECOMPUTE_FULL, 2 * SBH, SBH},
+      {4, 1, SC_RECOMPUTE_FULL, 2 * SBH / t, SBH / t},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    sc_parallel p = base(rows[i].tp);
+    p.sequence_parallel = rows[i].sp;
+    p.recompute = rows[i].rc;
+    double want = 4 * rows[i].per_layer + rows[i].emb;
+    ck_assert_msg(fabs(stage0(&m, &p) / want - 1.0) < 1e-12, "row %zu: %.6e vs %.6e", i,
+                  stage0(&m, &p), want);
+  }
+}
+END_TEST
+
+START_TEST(test_output_and_flash) {
+  sc_model m = gpt();
+  sc_memory mem;
+  sc_error err;
+  /* Last stage with SP, t = 4, selective: 4 layers * 34 sbh/t + 4sbh/t (1 + v/h). */
+  sc_parallel p = base(4);
+  p.sequence_parallel = 1;
+  p.recompute = SC_RECOMPUTE_SELECTIVE;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 1, &mem, &err), SC_OK);
+  double want = 4 * SBH * 34 / 4 + 4 * SBH / 4 * (1 + V / H);
+  ck_assert_double_eq_tol(mem.activation_per_micro_bytes / want, 1.0, 1e-12);
+  ck_assert_double_eq(mem.inflight_micro, 1.0);
+  ck_assert_double_eq_tol(mem.activations_bytes / want, 1.0, 1e-12);
+  /* Flash attention, tp = 1: no score matrix; the fp32 log-sum-exp 4 b a s per layer. */
+  p = base(1);
+  p.flash_attention = 1;
+  want = 4 * (34 * SBH + 4 * B * A * S) + SBH;
+  ck_assert_double_eq_tol(stage0(&m, &p) / want, 1.0, 1e-12);
+}
+END_TEST
+
+START_TEST(test_gqa_swiglu) {
+  /* h 1024, 16 heads of 64, 4 KV heads, ffn 2816, SwiGLU, RMSNorm, RoPE, 2 layers on one
+   * stage, s 2048, b 2 (sb = 4096), tp 1, unfused, no recomputation. Per layer:
+   *   replicated: norm1, QKV, norm2, fc1 inputs (2 B each) + 2 masks (1 B) = 10 sbh
+   *   split: 2 B * sb * (Q,K (16+4)*64 + V 4*64 + proj in 1024 + fc1 out 2*2816 + fc2 in 2816)
+   *        = 2 * 4096 * 11008 = 90177536
+   *   scores: 5 a s^2 b = 5 * 16 * 2048^2 * 2 = 671088640
+   * Output layer (one stage: last too): 2 B * sbh * 2 + 4 B * sb * V (V 32000 padded to
+   * 32000, a multiple of 128). Embedding: sbh mask. */
+  sc_model m;
+  sc_error err;
+  memset(&m, 0, sizeof m);
+  snprintf(m.name, sizeof m.name, "llama-mem");
+  m.layers = 2;
+  m.hidden = 1024;
+  m.ffn_hidden = 2816;
+  m.heads = 16;
+  m.kv_heads = 4;
+  m.vocab = 32000;
+  m.max_seq = 4096;
+  m.activation = SC_ACT_SWIGLU;
+  m.norm = SC_NORM_RMSNORM;
+  m.position = SC_POS_ROPE;
+  ck_assert_int_eq(sc_model_finish(&m, &err), SC_OK);
+  sc_parallel p;
+  sc_parallel_defaults(&p);
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  p.seq_len = 2048;
+  p.flash_attention = 0;
+  sc_memory mem;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  double layer = 10.0 * 4096 * 1024 + 90177536.0 + 671088640.0;
+  double want = 2 * layer + 4096.0 * 1024 + 2 * 2.0 * 4096 * 1024 + 4.0 * 4096 * 32000;
+  ck_assert_double_eq_tol(mem.activation_per_micro_bytes / want, 1.0, 1e-12);
+}
+END_TEST
+
+START_TEST(test_inflight) {
+  sc_model m = gpt();
+  sc_memory mem;
+  sc_error err;
+  sc_parallel p = base(1);
+  p.pp = 4;
+  p.global_batch = 16; /* 8 micro-batches */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 4.0); /* 1F1B: pp - stage */
+  ck_assert_double_eq_tol(mem.activations_bytes, 4.0 * mem.activation_per_micro_bytes, 1e-3);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 3, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 1.0);
+  p.global_batch = 4; /* 2 micro-batches: never more than the iteration has */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 2.0);
+  p.global_batch = 16;
+  p.schedule = SC_SCHED_GPIPE;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 2, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 8.0);
+  /* Interleaved, p = 4, v = 2: first stage p (1 + (p-1)/(pv)) = 5.5, Korthikanti Sec. 4.2.3;
+   * last stage (0 + (v-1) p + 1) / v = 2.5. */
+  p.schedule = SC_SCHED_INTERLEAVED;
+  p.virtual_stages = 2;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 5.5);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 3, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 2.5);
+}
+END_TEST
+
+START_TEST(test_model_states) {
+  sc_model m = gpt();
+  sc_memory mem;
+  sc_error err;
+  /* Stage 0 of pp 2, tp 1: 4 layers of 12h^2 + 13h = 12596224 parameters, plus the word
+   * (51200 h) and position (2048 h) tables: 104910848. */
+  sc_parallel p = base(1);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_int_eq(mem.params, 104910848);
+  ck_assert_double_eq(mem.weights_bytes, 2.0 * 104910848);
+  ck_assert_double_eq(mem.grads_bytes, 4.0 * 104910848);
+  ck_assert_double_eq(mem.optimizer_bytes, 12.0 * 104910848);
+  ck_assert_double_eq_tol(mem.total_bytes,
+                          18.0 * 104910848 + mem.activations_bytes, 1e-3);
+  /* Distributed optimizer over dp = 8: 6 + 12/8 = 7.5 bytes per parameter. */
+  p.dp = 8;
+  p.global_batch = 64;
+  p.distributed_optimizer = 1;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                          7.5 * 104910848, 1e-3);
+  /* fp32 training: 4 + 4 + 8 = 16 bytes per parameter. */
+  p = base(1);
+  p.dtype = SC_DTYPE_FP32;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                      16.0 * 104910848);
+  /* Tensor parallel 4: per-GPU layer 12h^2/4 = 3145728, column-parallel biases split
+   * (3h/4 + 4h/4 = 1792), row-parallel biases whole (2h = 2048), LayerNorms whole (4h =
+   * 4096): 3153664; word table 12800 h, position table whole. */
+  p = base(4);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_int_eq(mem.params, 4 * 3153664 + 12800 * 1024 + 2048 * 1024);
+}
+END_TEST
+
+START_TEST(test_errors) {
+  sc_model m = gpt();
+  sc_memory mem;
+  sc_error err;
+  sc_parallel p = base(1);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 2, &mem, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "stage"));
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, NULL, &err), SC_EINVAL);
+  p.tp = 3;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tp"));
+  p = base(1);
+  p.global_batch = 3;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "global_batch"));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("memory");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_table2);
+  tcase_add_test(tc, test_output_and_flash);
+  tcase_add_test(tc, test_gqa_swiglu);
+  tcase_add_test(tc, test_inflight);
+  tcase_add_test(tc, test_model_states);
+  tcase_add_test(tc, test_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,387 @@
+/* Analytical operator plugins against hand-computed rooflines on an A100-like device built
+ * here (bf16/fp16 312 TFLOP/s dense, fp32 19.5 TFLOP/s, 1.555 TB/s: the A100 SXM4 40GB
+ * datasheet; 108 SMs; 256x128x64 tile), including compute- and memory-bound GEMMs, tile and
+ * wave quantisation, unsupported dtypes and malformed descriptions. The plugins are reached
+ * through their static entry symbols and through a registry. Relative tolerance 1e-9 unless
+ * said otherwise. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepcast/ops.h"
+#include "stepcast/registry.h"
+#include "stepcast/stepcast.h"
+
+const sc_plugin_header *sc_plugin_entry_ops_gemm_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_attention_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_norm_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_elementwise_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_softmax_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_embedding_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_cross_entropy_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_optimizer_v1(void);
+const sc_plugin_header *sc_plugin_entry_ops_memcpy_v1(void);
+
+static const struct {
+  const char *family;
+  sc_plugin_entry_fn entry;
+} entries[] = {
+    {"gemm", sc_plugin_entry_ops_gemm_v1},
+    {"attention", sc_plugin_entry_ops_attention_v1},
+    {"norm", sc_plugin_entry_ops_norm_v1},
+    {"elementwise", sc_plugin_entry_ops_elementwise_v1},
+    {"softmax", sc_plugin_entry_ops_softmax_v1},
+    {"embedding", sc_plugin_entry_ops_embedding_v1},
+    {"cross_entropy", sc_plugin_entry_ops_cross_entropy_v1},
+    {"optimizer", sc_plugin_entry_ops_optimizer_v1},
+    {"memcpy", sc_plugin_entry_ops_memcpy_v1},
+};
+#define NENTRIES (sizeof entries / sizeof entries[0])
+
+static sc_device a100(void) {
+  sc_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "a100-test");
+  snprintf(d.kind, sizeof d.kind, "gpu");
+  d.peak_flops_per_s[SC_DTYPE_FP32] = 19.5e12;
+  d.peak_flops_per_s[SC_DTYPE_TF32] = 156e12;
+  d.peak_flops_per_s[SC_DTYPE_BF16] = 312e12;
+  d.peak_flops_per_s[SC_DTYPE_FP16] = 312e12;
+  d.peak_flops_per_s[SC_DTYPE_INT8] = 624e12; /* no FP8 on Ampere: peak 0 */
+  d.mem_bytes = 40e9;
+  d.mem_bw_Bps = 1.555e12;
+  d.l2_bytes = 40.0 * 1024 * 1024;
+  d.compute_units = 108;
+  d.flops_efficiency = 1.0;
+  d.mem_efficiency = 1.0;
+  d.launch_s = 0.0;
+  d.tile_m = 256;
+  d.tile_n = 128;
+  d.tile_k = 64;
+  return d;
+}
+
+static const sc_op_plugin *plug(const char *family) {
+  for (size_t i = 0; i < NENTRIES; i++) {
+    if (strcmp(entries[i].family, family) == 0) {
+      return (const sc_op_plugin *)entries[i].entry();
+    }
+  }
+  ck_abort_msg("no entry for %s", family);
+  return NULL;
+}
+
+static sc_op_desc desc(const char *family, uint32_t variant, sc_dtype dt, uint32_t nd,
+                       const int64_t *dims) {
+  sc_op_desc o;
+  memset(&o, 0, sizeof o);
+  o.family = family;
+  o.variant = variant;
+  o.dtype = dt;
+  o.ndims = nd;
+  for (uint32_t i = 0; i < nd; i++) o.dims[i] = dims[i];
+  return o;
+}
+#define DESC(fam, var, dt, ...)                                                       \
+  desc((fam), (var), (dt), (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / 8),           \
+       (int64_t[]){__VA_ARGS__})
+
+static sc_estimate run(const sc_device *dev, sc_op_desc o) {
+  sc_estimate e;
+  sc_error err;
+  err.msg[0] = '\0';
+  int rc = plug(o.family)->estimate(NULL, dev, &o, &e, &err);
+  ck_assert_msg(rc == SC_OK, "%s: %s", o.family, err.msg);
+  return e;
+}
+
+static int run_err(const sc_device *dev, sc_op_desc o, sc_error *err) {
+  sc_estimate e;
+  return plug(o.family)->estimate(NULL, dev, &o, &e, err);
+}
+
+#define REL(got, want)                                                                     \
+  ck_assert_msg(fabs((got) / (want) - 1.0) < 1e-9, "%s = %.9e, expected %.9e", #got,       \
+                (double)(got), (double)(want))
+
+START_TEST(test_descriptors) {
+  for (size_t i = 0; i < NENTRIES; i++) {
+    const sc_op_plugin *p = (const sc_op_plugin *)entries[i].entry();
+    ck_assert_int_eq(p->hdr.kind, SC_PLUGIN_KIND_OP);
+    ck_assert_int_eq(p->hdr.abi_major, SC_PLUGIN_ABI_MAJOR);
+    ck_assert_str_eq(p->hdr.name, entries[i].family);
+    ck_assert_uint_eq(p->hdr.size, sizeof(sc_op_plugin));
+    ck_assert_uint_le(p->nfeatures, SC_MAX_FEATURES);
+    ck_assert_uint_ge(p->nfeatures, 1);
+    for (uint32_t f = 0; f < p->nfeatures; f++) ck_assert_ptr_nonnull(p->feature_names[f]);
+  }
+}
+END_TEST
+
+START_TEST(test_gemm_compute_bound_wave) {
+  sc_device dev = a100();
+  /* 4096^3 bf16: 16 x 32 = 512 tiles of 256x128 on 108 SMs -> 5 waves, wave_eff 512/540;
+   * no tile waste. time = 2*4096^3 / (312e12 * 512/540) = 2*4096^2*4320/312e12. */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.flops, 2.0 * 4096.0 * 4096 * 4096);
+  REL(e.bytes, 2.0 * 3 * 4096.0 * 4096);
+  REL(e.time_s, 4.645998276923077e-4);
+  ck_assert_int_eq(e.bound, SC_BOUND_COMPUTE);
+  ck_assert_int_eq(e.bound_tier, -1);
+  ck_assert_uint_eq(e.nfeatures, 10);
+  REL(e.features[3], 1.0);           /* tile_eff */
+  REL(e.features[4], 512.0 / 540.0); /* wave_eff */
+  REL(e.features[9], 5.0);           /* waves */
+  /* Efficiency derating and launch overhead: half the FLOP rate doubles the compute term. */
+  dev.flops_efficiency = 0.5;
+  dev.launch_s = 5e-6;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.time_s, 2 * 4.645998276923077e-4 + 5e-6);
+}
+END_TEST
+
+START_TEST(test_gemm_tile_quantisation) {
+  sc_device dev = a100();
+  /* m = 4097: ceil(4097/256) = 17 tile rows, tile_eff 4097/4352; 17 x 32 = 544 tiles ->
+   * 6 waves, wave_eff 544/648. time = 2*4097*4096^2 / (312e12 * 4097/4352 * 544/648)
+   * = 2*4096^2*5184/312e12. */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4097, 4096, 4096));
+  REL(e.flops, 2.0 * 4097 * 4096.0 * 4096);
+  REL(e.time_s, 5.575197932307692e-4);
+  REL(e.features[3], 4097.0 / 4352.0);
+  REL(e.features[4], 544.0 / 648.0);
+  /* k = 65 pads to 128: tile_eff 65/128. A 256x128 output is one tile: wave_eff 1/108. */
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 256, 128, 65));
+  REL(e.features[3], 65.0 / 128.0);
+  REL(e.features[4], 1.0 / 108.0);
+  /* Without tile and SM counts, the plain roofline. */
+  dev.tile_m = dev.tile_n = dev.tile_k = 0;
+  dev.compute_units = 0;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4097, 4096, 4096));
+  REL(e.time_s, 2.0 * 4097 * 4096.0 * 4096 / 312e12);
+  REL(e.features[3], 1.0);
+  REL(e.features[4], 1.0);
+}
+END_TEST
+
+START_TEST(test_gemm_memory_bound) {
+  sc_device dev = a100();
+  dev.tile_m = dev.tile_n = dev.tile_k = 0;
+  dev.compute_units = 0;
+  /* 1024 batched 64^3 bf16: 2*1024*64^3 = 536870912 FLOPs (1.72 us at peak); bytes
+   * 2 * 1024 * 3 * 64^2 = 25165824, 25165824 / 1.555e12 = 16.18 us: memory bound. */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1024, 64, 64, 64));
+  REL(e.flops, 536870912.0);
+  REL(e.bytes, 25165824.0);
+  REL(e.time_s, 1.618380964630225e-05);
+  ck_assert_int_eq(e.bound, SC_BOUND_MEMORY);
+  /* With a large launch overhead the same operator is latency bound. */
+  dev.launch_s = 1e-3;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1024, 64, 64, 64));
+  ck_assert_int_eq(e.bound, SC_BOUND_LATENCY);
+  REL(e.time_s, 1.618380964630225e-05 + 1e-3);
+  /* fp32 GEMM runs at the fp32 peak (4 bytes per element). */
+  dev.launch_s = 0;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP32, 1, 4096, 4096, 4096));
+  REL(e.time_s, 2.0 * 4096.0 * 4096 * 4096 / 19.5e12);
+  REL(e.bytes, 4.0 * 3 * 4096.0 * 4096);
+}
+END_TEST
+
+START_TEST(test_unsupported_and_malformed) {
+  sc_device dev = a100();
+  sc_error err;
+  int rc = run_err(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP8, 1, 64, 64, 64), &err);
+  ck_assert_int_eq(rc, SC_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "fp8"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "a100-test"));
+  rc = run_err(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_FWD, SC_DTYPE_FP8, 8, 8), &err);
+  ck_assert_int_eq(rc, SC_EUNSUPPORTED);
+  /* memcpy does no arithmetic: any dtype. */
+  sc_estimate e = run(&dev, DESC("memcpy", 0, SC_DTYPE_FP8, 1000000));
+  REL(e.bytes, 2e6);
+  REL(e.time_s, 2e6 / 1.555e12);
+  ck_assert_int_eq(e.bound, SC_BOUND_MEMORY);
+
+  rc = run_err(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 64, 0, 64), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "dims[2] (n)"));
+  rc = run_err(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 64, 64), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "ndims"));
+  rc = run_err(&dev, DESC("gemm", 7, SC_DTYPE_BF16, 1, 64, 64, 64), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "variant"));
+  rc = run_err(&dev, DESC("gemm", 0, (sc_dtype)42, 1, 64, 64, 64), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "dtype"));
+  rc = run_err(&dev, DESC("elementwise", SC_EW_VARIANT_COUNT, SC_DTYPE_BF16, 10), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  rc = run_err(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 1, 16, 3, 64, 64, 64, 1),
+               &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "kv_heads"));
+  rc = run_err(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 1, 16, 16, 64, 64, 64, 2),
+               &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "causal"));
+  rc = run_err(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 1, 16, 16, -64, 64, 64, 1),
+               &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "seq_q"));
+
+  /* A device with impossible numbers. */
+  sc_device bad = dev;
+  bad.mem_bw_Bps = 0;
+  rc = run_err(&bad, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_BF16, 8, 8), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "mem_bw_Bps"));
+  bad = dev;
+  bad.flops_efficiency = 1.5;
+  rc = run_err(&bad, DESC("gemm", 0, SC_DTYPE_BF16, 1, 8, 8, 8), &err);
+  ck_assert_int_eq(rc, SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "flops_efficiency"));
+  bad = dev;
+  bad.peak_flops_per_s[SC_DTYPE_FP32] = 0;
+  rc = run_err(&bad, DESC("elementwise", SC_EW_ADD, SC_DTYPE_BF16, 8), &err);
+  ck_assert_int_eq(rc, SC_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "fp32"));
+
+  /* NULL arguments. */
+  sc_op_desc o = DESC("gemm", 0, SC_DTYPE_BF16, 1, 8, 8, 8);
+  sc_estimate out;
+  ck_assert_int_eq(plug("gemm")->estimate(NULL, NULL, &o, &out, &err), SC_EINVAL);
+  ck_assert_int_eq(plug("gemm")->estimate(NULL, &dev, NULL, &out, &err), SC_EINVAL);
+  ck_assert_int_eq(plug("attention")->estimate(NULL, &dev, NULL, &out, &err), SC_EINVAL);
+  ck_assert_int_eq(plug("gemm")->estimate(NULL, &dev, &o, NULL, NULL), SC_EINVAL);
+}
+END_TEST
+
+START_TEST(test_attention) {
+  sc_device dev = a100();
+  /* b 2, 16 heads, s 2048, d 128, causal: nominal 4*2*16*2048^2*128 = 68719476736, half
+   * of it done: 34359738368 FLOPs, 110.13 us at 312e12. Bytes: 2 B * (Q + O: 2*2*16*2048*128
+   * + K + V: 2*2*16*2048*128) + LSE 4*2*16*2048 = 67108864 + 262144 = 67371008 (43.3 us). */
+  sc_estimate e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 2, 16, 16, 2048,
+                                 2048, 128, 1));
+  REL(e.flops, 34359738368.0);
+  REL(e.bytes, 67371008.0);
+  REL(e.time_s, 34359738368.0 / 312e12);
+  ck_assert_int_eq(e.bound, SC_BOUND_COMPUTE);
+  /* Backward: 2.5x the FLOPs; bytes 2 B * (4*2*16*2048*128 + 4*2*16*2048*128) + 12*2*16*2048. */
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_BWD, SC_DTYPE_BF16, 2, 16, 16, 2048, 2048, 128, 1));
+  REL(e.flops, 2.5 * 34359738368.0);
+  REL(e.bytes, 2.0 * (4.0 * 8388608 + 4.0 * 8388608) + 12.0 * 65536);
+  /* Not causal: the whole score matrix. GQA 16:4 reads a quarter of K and V. */
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 2, 16, 4, 2048, 2048, 128, 0));
+  REL(e.flops, 68719476736.0);
+  REL(e.bytes, 2.0 * (2.0 * 8388608 + 2.0 * 2097152) + 4.0 * 65536);
+  REL(e.features[7], 4.0); /* gqa_ratio */
+}
+END_TEST
+
+START_TEST(test_vector_families) {
+  sc_device dev = a100();
+  double bw = 1.555e12;
+  /* LayerNorm fwd 8192 x 4096 bf16: 2*2*N + 2*2*4096 + 8*8192 = 134299648 bytes (86.4 us);
+   * 7N = 234881024 FLOPs at 19.5e12 (12.0 us): memory bound. */
+  sc_estimate e = run(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_FWD, SC_DTYPE_BF16, 8192, 4096));
+  REL(e.bytes, 134299648.0);
+  REL(e.flops, 7.0 * 33554432);
+  REL(e.time_s, 8.636633311897107e-05);
+  ck_assert_int_eq(e.bound, SC_BOUND_MEMORY);
+  /* RMSNorm bwd: 3*2*N + 4*rows + 4*cols + 2*cols. */
+  e = run(&dev, DESC("norm", SC_NORM_OP_RMSNORM_BWD, SC_DTYPE_BF16, 8192, 4096));
+  REL(e.bytes, 6.0 * 33554432 + 4.0 * 8192 + 4.0 * 4096 + 2.0 * 4096);
+  REL(e.flops, 9.0 * 33554432);
+  /* Elementwise: GeLU fwd 2e per element, dropout fwd 2e + 1, SwiGLU bwd 5e. */
+  e = run(&dev, DESC("elementwise", SC_EW_GELU_FWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 4e6);
+  REL(e.time_s, 4e6 / bw);
+  e = run(&dev, DESC("elementwise", SC_EW_DROPOUT_FWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 5e6);
+  e = run(&dev, DESC("elementwise", SC_EW_SWIGLU_BWD, SC_DTYPE_FP32, 1000000));
+  REL(e.bytes, 20e6);
+  REL(e.flops, 10e6);
+  /* Softmax fwd 1024 x 2048 bf16: 2*2*N bytes; bwd 3*2*N. */
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_BF16, 1024, 2048));
+  REL(e.bytes, 4.0 * 2097152);
+  REL(e.flops, 7.0 * 2097152);
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_BF16, 1024, 2048));
+  REL(e.bytes, 6.0 * 2097152);
+  /* Embedding fwd 4096 tokens x 1024: 2*2*T*h + 8*T; bwd T*h*2 + 8T + V*h*(2*2 + 8). */
+  e = run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_BF16, 4096, 1024, 25000));
+  REL(e.bytes, 4.0 * 4096 * 1024 + 8.0 * 4096);
+  ck_assert_double_eq(e.flops, 0.0);
+  e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_BF16, 4096, 1024, 25000));
+  REL(e.bytes, 315621376.0);
+  REL(e.time_s, 315621376.0 / bw);
+  /* Cross-entropy 4096 x 25000 bf16: fwd (2 + 28) B per logit, bwd (2 + 12). */
+  e = run(&dev, DESC("cross_entropy", SC_CE_FWD, SC_DTYPE_BF16, 4096, 25000));
+  REL(e.bytes, 30.0 * 4096 * 25000);
+  REL(e.flops, 5.0 * 4096 * 25000);
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_BF16, 4096, 25000));
+  REL(e.bytes, 14.0 * 4096 * 25000);
+  /* Adam over 1e6 bf16 parameters: 30 B and 14 FLOPs each; fp32 weights: 28 B. */
+  e = run(&dev, DESC("optimizer", SC_OPTIM_ADAM, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 30e6);
+  REL(e.flops, 14e6);
+  REL(e.time_s, 30e6 / bw);
+  e = run(&dev, DESC("optimizer", SC_OPTIM_ADAM, SC_DTYPE_FP32, 1000000));
+  REL(e.bytes, 28e6);
+  /* Compute-bound vector op: efficiency 1, a device with a tiny fp32 rate. */
+  sc_device slow = dev;
+  slow.peak_flops_per_s[SC_DTYPE_FP32] = 1e9;
+  e = run(&slow, DESC("elementwise", SC_EW_GELU_BWD, SC_DTYPE_BF16, 1000000));
+  ck_assert_int_eq(e.bound, SC_BOUND_COMPUTE);
+  REL(e.time_s, 19e6 / 1e9);
+}
+END_TEST
+
+START_TEST(test_registry) {
+  /* The plugins load through the registry and its memo answers the same. */
+  sc_registry *reg = NULL;
+  sc_error err;
+  ck_assert_int_eq(sc_registry_new(&reg, &err), SC_OK);
+  for (size_t i = 0; i < NENTRIES; i++) {
+    char origin[64];
+    snprintf(origin, sizeof origin, "builtin:ops_%s", entries[i].family);
+    int rc = sc_registry_add_entry(reg, entries[i].entry, origin, &err);
+    ck_assert_msg(rc == SC_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(sc_registry_op(reg, entries[i].family));
+  }
+  sc_device dev = a100();
+  sc_op_desc o = DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096);
+  sc_estimate a, b;
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &o, &a, &err), SC_OK);
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &o, &b, &err), SC_OK);
+  REL(a.time_s, 4.645998276923077e-4);
+  ck_assert_double_eq(a.time_s, b.time_s);
+  sc_registry_free(reg);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("ops");
+  TCase *tc = tcase_create("plugins");
+  tcase_add_test(tc, test_descriptors);
+  tcase_add_test(tc, test_gemm_compute_bound_wave);
+  tcase_add_test(tc, test_gemm_tile_quantisation);
+  tcase_add_test(tc, test_gemm_memory_bound);
+  tcase_add_test(tc, test_unsupported_and_malformed);
+  tcase_add_test(tc, test_attention);
+  tcase_add_test(tc, test_vector_families);
+  tcase_add_test(tc, test_registry);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
