@@ -13,7 +13,7 @@ build: deps
 	cmake --build build -j $(JOBS)
 
 example: build
-	./build/bin/stepcast predict --model gpt-20b --topology perlmutter --gpus 128
+	./build/bin/stepcast predict --model gpt-neox-20b --topology perlmutter-gpu --gpus 128 --tp 4 --pp 4 --micro-batch 1 --global-batch 1024 --seq-len 2048
 
 build-test: deps
 	cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DSC_ASAN=ON -DSC_UBSAN=ON

@@ -10,6 +10,8 @@ const char **sc_cli_plugin_files = NULL;
 int sc_cli_nplugin_files = 0;
 
 static const sc_cli_cmd commands[] = {
+  {"predict", "predict one training iteration: time, breakdown, MFU, memory, timeline",
+   sc_cli_predict},
   {"check", "validate spec files (model, hardware, topology, job) and print what they say",
    sc_cli_check},
   {"plugins", "list the plugins found, with kind, version, ABI, priority, path and status",

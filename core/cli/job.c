@@ -1,0 +1,307 @@
+/* Training job options shared by predict and validate: one key table drives the flags
+ * (--micro-batch 2) and the TOML job files (micro_batch = 2). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "job.h"
+#include "spec/table.h"
+#include "toml/toml.h"
+
+typedef enum { K_STR, K_U32, K_BOOL, K_DOUBLE, K_ENUM } key_type;
+
+typedef struct job_key {
+  const char *name;        /* with '-' */
+  key_type type;
+  const char *const *choices; /* K_ENUM */
+  const char *help;
+} job_key;
+
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+static const char *const dtype_names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", NULL};
+static const char *const estimator_names[] = {"analytical", "hybrid", "learned", NULL};
+
+static const job_key keys[] = {
+    {"model", K_STR, NULL, "model name or file"},
+    {"topology", K_STR, NULL, "topology name or file"},
+    {"hardware", K_STR, NULL, "hardware name or file (default: the topology's)"},
+    {"gpus", K_U32, NULL, "GPUs in the job"},
+    {"tp", K_U32, NULL, "tensor parallel"},
+    {"pp", K_U32, NULL, "pipeline parallel"},
+    {"dp", K_U32, NULL, "data parallel"},
+    {"cp", K_U32, NULL, "context parallel"},
+    {"micro-batch", K_U32, NULL, "sequences per micro-batch"},
+    {"global-batch", K_U32, NULL, "sequences per iteration"},
+    {"seq-len", K_U32, NULL, "tokens per sequence"},
+    {"schedule", K_ENUM, sched_names, "pipeline schedule"},
+    {"virtual-stages", K_U32, NULL, "model chunks per pipeline rank"},
+    {"recompute", K_ENUM, recompute_names, "activation recomputation"},
+    {"dtype", K_ENUM, dtype_names, "compute data type"},
+    {"sequence-parallel", K_BOOL, NULL, "Megatron sequence parallelism"},
+    {"distributed-optimizer", K_BOOL, NULL, "shard optimizer state over data parallel"},
+    {"flash-attention", K_BOOL, NULL, "fused flash attention (default on)"},
+    {"overlap-grad-reduce", K_BOOL, NULL, "overlap DP gradient reduction with backward"},
+    {"overlap-param-gather", K_BOOL, NULL, "overlap parameter all-gather with forward"},
+    {"overlap-tp-comm", K_BOOL, NULL, "overlap TP communication with GEMMs"},
+    {"estimator", K_ENUM, estimator_names, "operator estimator"},
+    {"algo", K_STR, NULL, "collective algorithm: auto, ring, tree"},
+    {"tokens", K_DOUBLE, NULL, "token budget for time to train"},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+void sc_cli_job_init(sc_cli_job *j) {
+  memset(j, 0, sizeof *j);
+  sc_parallel_defaults(&j->par);
+  sc_predict_opts_defaults(&j->opts);
+  snprintf(j->algo, sizeof j->algo, "auto");
+  j->opts.coll_algo = j->algo;
+  j->par.global_batch = 0; /* required */
+}
+
+/* "micro_batch" → "micro-batch" into buf. */
+static void canon(const char *name, char *buf, size_t cap) {
+  size_t i = 0;
+  for (; name[i] != '\0' && i + 1 < cap; i++) buf[i] = (name[i] == '_') ? '-' : name[i];
+  buf[i] = '\0';
+}
+
+static const job_key *find_key(const char *name, int *negated) {
+  char c[64];
+  canon(name, c, sizeof c);
+  *negated = 0;
+  for (size_t i = 0; i < NKEYS; i++) {
+    if (strcmp(c, keys[i].name) == 0) return &keys[i];
+  }
+  if (strncmp(c, "no-", 3) == 0) {
+    for (size_t i = 0; i < NKEYS; i++) {
+      if (keys[i].type == K_BOOL && strcmp(c + 3, keys[i].name) == 0) {
+        *negated = 1;
+        return &keys[i];
+      }
+    }
+  }
+  return NULL;
+}
+
+int sc_cli_job_is_bool(const char *name) {
+  int neg;
+  const job_key *k = find_key(name, &neg);
+  return k != NULL && k->type == K_BOOL;
+}
+
+static int parse_u32(const char *v, uint32_t *out) {
+  char *end = NULL;
+  unsigned long x;
+  if (v == NULL || *v == '\0' || *v == '-' || *v == '+') return -1;
+  errno = 0;
+  x = strtoul(v, &end, 10);
+  if (errno != 0 || *end != '\0' || x == 0 || x > 0xffffffffUL) return -1;
+  *out = (uint32_t)x;
+  return 0;
+}
+
+static int enum_index(const char *const *choices, const char *v) {
+  for (int i = 0; choices[i] != NULL; i++) {
+    if (strcmp(choices[i], v) == 0) return i;
+  }
+  return -1;
+}
+
+static void choices_str(const char *const *choices, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; choices[i] != NULL && n < cap; i++) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", choices[i]);
+  }
+}
+
+int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error *err) {
+  int neg;
+  const job_key *k = find_key(name, &neg);
+  uint32_t u = 0;
+  if (k == NULL) return SC_ENOTFOUND;
+  if (k->type == K_BOOL) {
+    int b;
+    if (value == NULL) b = 1;
+    else if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) b = 1;
+    else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) b = 0;
+    else return sc_error_set(err, SC_EINVAL, "%s: '%s' is not true or false", k->name, value);
+    if (neg) b = !b;
+    if (strcmp(k->name, "sequence-parallel") == 0) j->par.sequence_parallel = b;
+    else if (strcmp(k->name, "distributed-optimizer") == 0) j->par.distributed_optimizer = b;
+    else if (strcmp(k->name, "flash-attention") == 0) j->par.flash_attention = b;
+    else if (strcmp(k->name, "overlap-grad-reduce") == 0) j->par.overlap_grad_reduce = b;
+    else if (strcmp(k->name, "overlap-param-gather") == 0) j->par.overlap_param_gather = b;
+    else if (strcmp(k->name, "overlap-tp-comm") == 0) j->par.overlap_tp_comm = b;
+    return SC_OK;
+  }
+  if (value == NULL) return sc_error_set(err, SC_EINVAL, "%s: needs a value", k->name);
+  switch (k->type) {
+  case K_STR: {
+    char *dst = NULL;
+    size_t cap = 0;
+    if (strcmp(k->name, "model") == 0) { dst = j->model; cap = sizeof j->model; }
+    else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; }
+    else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; }
+    else { dst = j->algo; cap = sizeof j->algo; }
+    if (*value == '\0' || strlen(value) >= cap)
+      return sc_error_set(err, SC_EINVAL, "%s: '%s' is empty or too long", k->name, value);
+    memcpy(dst, value, strlen(value) + 1);
+    if (dst == j->algo && strcmp(value, "auto") != 0 && strcmp(value, "ring") != 0 &&
+        strcmp(value, "tree") != 0)
+      return sc_error_set(err, SC_EINVAL, "algo: '%s' is not auto, ring or tree", value);
+    return SC_OK;
+  }
+  case K_U32:
+    if (parse_u32(value, &u) != 0)
+      return sc_error_set(err, SC_EINVAL, "%s: '%s' is not a positive integer", k->name, value);
+    if (strcmp(k->name, "gpus") == 0) j->gpus = u;
+    else if (strcmp(k->name, "tp") == 0) { j->par.tp = u; j->given[0] = 1; }
+    else if (strcmp(k->name, "pp") == 0) { j->par.pp = u; j->given[1] = 1; }
+    else if (strcmp(k->name, "dp") == 0) { j->par.dp = u; j->given[2] = 1; }
+    else if (strcmp(k->name, "cp") == 0) { j->par.cp = u; j->given[3] = 1; }
+    else if (strcmp(k->name, "micro-batch") == 0) j->par.micro_batch = u;
+    else if (strcmp(k->name, "global-batch") == 0) j->par.global_batch = u;
+    else if (strcmp(k->name, "seq-len") == 0) { j->par.seq_len = u; j->seq_given = 1; }
+    else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
+    return SC_OK;
+  case K_DOUBLE: {
+    char *end = NULL;
+    double d;
+    errno = 0;
+    d = strtod(value, &end);
+    if (errno != 0 || *end != '\0' || end == value || !isfinite(d) || d < 0)
+      return sc_error_set(err, SC_EINVAL, "%s: '%s' is not a non-negative number", k->name,
+                          value);
+    j->opts.token_budget = d;
+    return SC_OK;
+  }
+  case K_ENUM: {
+    int i = enum_index(k->choices, value);
+    char list[128];
+    if (i < 0) {
+      choices_str(k->choices, list, sizeof list);
+      return sc_error_set(err, SC_EINVAL, "%s: '%s' is not one of %s", k->name, value, list);
+    }
+    if (strcmp(k->name, "schedule") == 0) j->par.schedule = (sc_schedule_kind)i;
+    else if (strcmp(k->name, "recompute") == 0) j->par.recompute = (sc_recompute)i;
+    else if (strcmp(k->name, "dtype") == 0) j->par.dtype = (sc_dtype)i;
+    else j->opts.estimator = (sc_estimator)i;
+    return SC_OK;
+  }
+  default:
+    break;
+  }
+  return SC_ENOTFOUND;
+}
+
+int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  const sc_toml_value *job;
+  int rc = sc__toml_parse_file(path, &doc, err);
+  if (rc != SC_OK) return rc;
+  for (size_t i = 0; i < doc->root->u.tab.len; i++) {
+    const sc_toml_kv *kv = &doc->root->u.tab.items[i];
+    if (strcmp(kv->key, "job") != 0) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': a job file holds one [job] table",
+                        path, kv->line, kv->col, kv->key);
+      goto done;
+    }
+  }
+  job = sc__toml_get(doc->root, "job");
+  if (job == NULL || job->type != SC_TOML_TABLE) {
+    rc = sc_error_set(err, SC_ESPEC, "%s:1:1: missing [job] table", path);
+    goto done;
+  }
+  for (size_t i = 0; i < job->u.tab.len; i++) {
+    const sc_toml_kv *kv = &job->u.tab.items[i];
+    const sc_toml_value *v = kv->value;
+    char buf[64];
+    const char *text = buf;
+    int neg;
+    const job_key *k = find_key(kv->key, &neg);
+    if (k == NULL || neg || strchr(kv->key, '-') != NULL) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': unknown key", path, kv->line,
+                        kv->col, kv->key);
+      goto done;
+    }
+    switch (v->type) {
+    case SC_TOML_STRING: text = v->u.str.ptr; break;
+    case SC_TOML_INTEGER: snprintf(buf, sizeof buf, "%lld", (long long)v->u.integer); break;
+    case SC_TOML_FLOAT: snprintf(buf, sizeof buf, "%.17g", v->u.flt); break;
+    case SC_TOML_BOOL: text = v->u.boolean ? "true" : "false"; break;
+    default: text = NULL; break;
+    }
+    int want_str = (k->type == K_STR || k->type == K_ENUM);
+    int is_str = (v->type == SC_TOML_STRING);
+    if (text == NULL || want_str != is_str || (k->type == K_BOOL) != (v->type == SC_TOML_BOOL) ||
+        (k->type == K_U32 && v->type != SC_TOML_INTEGER)) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': expected %s, found %s", path,
+                        v->line, v->col, kv->key,
+                        k->type == K_BOOL ? "a boolean" : want_str ? "a string" :
+                        k->type == K_U32 ? "an integer" : "a number",
+                        sc__toml_type_name(v->type));
+      goto done;
+    }
+    rc = sc_cli_job_set(j, kv->key, text, err);
+    if (rc != SC_OK) {
+      char msg[SC_ERROR_MSG_MAX];
+      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': %s", path, v->line, v->col,
+                        kv->key, msg);
+      goto done;
+    }
+  }
+  rc = SC_OK;
+done:
+  sc__toml_free(doc);
+  return rc;
+}
+
+int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err) {
+  uint32_t *deg[4] = {&j->par.tp, &j->par.pp, &j->par.dp, &j->par.cp};
+  static const char *const names[4] = {"tp", "pp", "dp", "cp"};
+  uint64_t prod = 1;
+  int missing = -1, nmissing = 0;
+  for (int i = 0; i < 4; i++) {
+    if (!j->given[i]) {
+      nmissing++;
+      if (missing < 0 || i == 2) missing = i; /* prefer deriving dp */
+    }
+  }
+  if (j->gpus != 0 && nmissing > 0) {
+    for (int i = 0; i < 4; i++) {
+      if (i != missing) prod *= *deg[i];
+    }
+    if (j->gpus % prod != 0)
+      return sc_error_set(err, SC_ECONFIG, "gpus: %u is not divisible by the product of the "
+                          "other degrees (%llu), so %s cannot be derived", j->gpus,
+                          (unsigned long long)prod, names[missing]);
+    *deg[missing] = (uint32_t)(j->gpus / prod);
+  }
+  prod = (uint64_t)j->par.tp * j->par.pp * j->par.dp * j->par.cp;
+  if (j->gpus != 0 && prod != j->gpus)
+    return sc_error_set(err, SC_ECONFIG, "gpus: %u but tp*pp*dp*cp = %llu", j->gpus,
+                        (unsigned long long)prod);
+  if (prod > 0xffffffffULL) return sc_error_set(err, SC_ECONFIG, "gpus: too many");
+  j->gpus = (uint32_t)prod;
+  if (!j->seq_given && m != NULL) j->par.seq_len = (uint32_t)m->max_seq;
+  if (j->par.global_batch == 0)
+    return sc_error_set(err, SC_ECONFIG, "global-batch: required (sequences per iteration)");
+  if (j->par.virtual_stages > 1 && j->par.schedule != SC_SCHED_INTERLEAVED)
+    return sc_error_set(err, SC_ECONFIG,
+                        "virtual-stages: %u needs --schedule interleaved", j->par.virtual_stages);
+  return SC_OK;
+}
+
+void sc_cli_job_help(FILE *out) {
+  for (size_t i = 0; i < NKEYS; i++) {
+    char list[128] = "";
+    if (keys[i].type == K_ENUM) choices_str(keys[i].choices, list, sizeof list);
+    fprintf(out, "  --%-22s %s%s%s%s\n", keys[i].name, keys[i].help,
+            keys[i].type == K_ENUM ? " (" : "", list, keys[i].type == K_ENUM ? ")" : "");
+  }
+}

@@ -1,0 +1,44 @@
+/* A training job as the CLI reads it: from flags, from a TOML file ([job] table with the
+ * same keys, '-' written '_'), or both (flags override the file). Shared by predict and
+ * validate. */
+#ifndef SC_CLI_JOB_H
+#define SC_CLI_JOB_H
+
+#include "stepcast/predict.h"
+#include "stepcast/stepcast.h"
+
+typedef struct sc_cli_job {
+  char model[SC_PATH_MAX];
+  char topology[SC_PATH_MAX];
+  char hardware[SC_PATH_MAX];   /* "" = the topology's */
+  uint32_t gpus;                /* 0 = tp*pp*dp*cp */
+  sc_parallel par;
+  int given[4];                 /* tp, pp, dp, cp given explicitly */
+  int seq_given;                /* seq_len given (else the model's max_seq) */
+  sc_predict_opts opts;
+  char algo[16];
+} sc_cli_job;
+
+/* Defaults: nothing named, sc_parallel_defaults, analytical, algo auto. */
+void sc_cli_job_init(sc_cli_job *j);
+
+/* Apply one option. name is the key without dashes in either spelling ("micro-batch" or
+ * "micro_batch"); value is NULL for a boolean flag given bare. Returns SC_OK, SC_ENOTFOUND
+ * for an unknown key, or SC_EINVAL with err naming the key and the bad value. */
+int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error *err);
+
+/* Is name (without dashes) a boolean job key ("sequence-parallel", "no-flash-attention")? */
+int sc_cli_job_is_bool(const char *name);
+
+/* Read a [job] table from a TOML file: every key must be a job key; errors name
+ * file:line:col and the key. */
+int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err);
+
+/* Complete the job: derive the one missing degree from gpus, default seq_len to the model's
+ * max_seq, check gpus == tp*pp*dp*cp; errors name the parameter. */
+int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err);
+
+/* One line listing the job keys for --help. */
+void sc_cli_job_help(FILE *out);
+
+#endif
