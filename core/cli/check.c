@@ -122,10 +122,7 @@ int sc_cli_check(int argc, char **argv) {
     } else if (kind == SC_SPEC_HARDWARE) {
       sc_device d;
       if (reg == NULL) {
-        rc = sc_registry_new(&reg, &err);
-        if (rc == SC_OK) {
-          rc = sc_registry_discover(reg, sc_cli_plugin_files, (size_t)sc_cli_nplugin_files, &err);
-        }
+        rc = sc_cli_registry_open(&reg, &err);
       }
       if (rc == SC_OK) rc = sc_hardware_load(reg, path, &d, &err);
       if (rc == SC_OK) print_device(&d, path);

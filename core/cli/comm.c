@@ -97,14 +97,7 @@ static const char *bound_name(sc_bound b) {
 }
 
 static int open_registry(sc_registry **reg, sc_error *err) {
-  int rc = sc_registry_new(reg, err);
-  if (rc != SC_OK) return rc;
-  rc = sc_registry_discover(*reg, sc_cli_plugin_files, (size_t)sc_cli_nplugin_files, err);
-  if (rc != SC_OK) {
-    sc_registry_free(*reg);
-    *reg = NULL;
-  }
-  return rc;
+  return sc_cli_registry_open(reg, err);
 }
 
 /* Load and check a topology and the flat group of gpus on it. */

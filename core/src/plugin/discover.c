@@ -65,9 +65,8 @@ int sc__plugin_default_dir(char *out, size_t out_size, char *why, size_t why_siz
     exe[n] = '\0';
     snprintf(exe_dir, sizeof exe_dir, "%s", exe);
     sc__dirname_inplace(exe_dir);
-    /* The build tree: the folder holding SC_PLUGIN_BUILD_DIR (CMAKE_BINARY_DIR). */
-    snprintf(cand, sizeof cand, "%s", SC_PLUGIN_BUILD_DIR);
-    sc__dirname_inplace(cand);
+    /* The build tree (CMAKE_BINARY_DIR), which holds SC_PLUGIN_BUILD_DIR. */
+    snprintf(cand, sizeof cand, "%s", SC_BUILD_DIR);
     if (realpath(cand, build) != NULL && sc__path_within(exe_dir, build)) {
       snprintf(out, out_size, "%s", SC_PLUGIN_BUILD_DIR);
       snprintf(why, why_size, "program %s runs from the build tree %s", exe, build);

@@ -59,14 +59,11 @@ static int sc__data_root(char *out, size_t cap) {
   char exe[SC_PATH_MAX];
   char build[SC_PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  const char *slash;
   size_t blen;
   if (n <= 0) return 0;
   exe[n] = '\0';
-  /* The build tree is the parent of SC_PLUGIN_BUILD_DIR (<build>/plugins). */
-  snprintf(build, sizeof build, "%s", SC_PLUGIN_BUILD_DIR);
-  slash = strrchr(build, '/');
-  if (slash != NULL) build[slash - build] = '\0';
+  /* The build tree (CMAKE_BINARY_DIR). */
+  snprintf(build, sizeof build, "%s", SC_BUILD_DIR);
   blen = strlen(build);
   if (blen > 0 && strncmp(exe, build, blen) == 0 && exe[blen] == '/') {
     snprintf(out, cap, "%s", SC_SOURCE_DIR);
