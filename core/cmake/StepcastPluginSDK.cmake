@@ -20,9 +20,9 @@ set(SC_CMAKE_INSTALL_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/stepcast-plugin")
 file(RELATIVE_PATH SC_PC_REL_PREFIX "/sc-prefix/${SC_PKGCONFIG_INSTALL_DIR}" "/sc-prefix")
 string(REGEX REPLACE "/$" "" SC_PC_REL_PREFIX "${SC_PC_REL_PREFIX}")
 
-configure_file("${PROJECT_SOURCE_DIR}/cmake/stepcast-plugin.pc.in"
+configure_file("${CMAKE_CURRENT_LIST_DIR}/stepcast-plugin.pc.in"
                "${PROJECT_BINARY_DIR}/sdk/stepcast-plugin.pc" @ONLY)
-configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/stepcast-plugin-config.cmake.in"
+configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/stepcast-plugin-config.cmake.in"
   "${PROJECT_BINARY_DIR}/sdk/stepcast-plugin-config.cmake"
   INSTALL_DESTINATION "${SC_CMAKE_INSTALL_DIR}"
   PATH_VARS CMAKE_INSTALL_INCLUDEDIR SC_PLUGIN_INSTALL_SUBDIR)
