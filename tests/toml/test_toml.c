@@ -689,6 +689,37 @@ START_TEST(test_many_keys) {
 }
 END_TEST
 
+/* One 2 MB line with 300000 values and a 1000000-character string: positions are computed
+ * incrementally (a first version recounted the line for every value: minutes here). */
+START_TEST(test_long_line) {
+  size_t n = 300000, cap = 2 * n + 3000064, len = 0;
+  char *buf = malloc(cap);
+  len += (size_t)snprintf(buf, cap, "a = [");
+  for (size_t k = 0; k < n; k++) {
+    buf[len++] = '1';
+    buf[len++] = k + 1 < n ? ',' : ']';
+  }
+  len += (size_t)snprintf(buf + len, cap - len, "\ns = \"");
+  for (size_t k = 0; k < 1000000; k++) {
+    buf[len++] = '\xC3';
+    buf[len++] = '\xA9';
+  }
+  len += (size_t)snprintf(buf + len, cap - len, "\" x\n");
+  sc_toml_doc *doc = NULL;
+  sc_error err;
+  ck_assert_int_eq(sc__toml_parse(buf, len, "long.toml", &doc, &err), SC_EPARSE);
+  ck_assert_str_eq(err.msg, "long.toml:2:1000008: expected end of line after a value, found 'x'");
+  buf[len - 2] = '#'; /* the 'x' becomes a comment */
+  doc = must_parse(buf);
+  const sc_toml_value *a = sc__toml_get(doc->root, "a");
+  ck_assert_uint_eq(a->u.arr.len, n);
+  ck_assert_uint_eq(a->u.arr.items[n - 1]->col, (uint32_t)(6 + 2 * (n - 1)));
+  ck_assert_uint_eq(sc__toml_get(doc->root, "s")->u.str.len, 2000000);
+  sc__toml_free(doc);
+  free(buf);
+}
+END_TEST
+
 /* Inputs the fuzzer or review found interesting: each must fail cleanly (or parse). */
 START_TEST(test_regressions) {
   expect_error("a = \"\"\"\"\"\"\"\"\"", SC_EPARSE, NULL); /* 9 quotes */
@@ -731,6 +762,7 @@ static Suite *toml_suite(void) {
   tcase_add_test(tc, test_lookup_and_files);
   tcase_add_test(tc, test_unreadable);
   tcase_add_test(tc, test_many_keys);
+  tcase_add_test(tc, test_long_line);
   tcase_add_test(tc, test_regressions);
   suite_add_tcase(s, tc);
   return s;

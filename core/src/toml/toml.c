@@ -72,6 +72,8 @@ typedef struct {
   size_t nkeys, kcap;
   sbuf sb;   /* string scratch */
   sbuf name; /* key names for messages */
+  size_t ccol_ls, ccol_pos; /* col_of() cache: line start and offset of the last answer */
+  uint32_t ccol;            /* ... and its column (0 = empty) */
 } parser;
 
 /* ------------------------------------------------------------------------- */
@@ -180,13 +182,22 @@ static void skip_ws_nl_comments(parser *p) {
   }
 }
 
-/* 1-based column of byte offset pos on the current line, counted in characters. */
-static uint32_t col_of(const parser *p, size_t pos) {
-  uint32_t col = 1;
+/* 1-based column of byte offset pos on the current line, counted in characters. The last
+ * answer is cached, so that a long line with many values costs linear time, not quadratic. */
+static uint32_t col_of(parser *p, size_t pos) {
   if (pos > p->n) pos = p->n;
-  for (size_t k = p->line_start; k < pos; k++) {
+  if (pos < p->line_start) pos = p->line_start;
+  if (p->ccol_ls != p->line_start || p->ccol_pos > pos || p->ccol == 0) {
+    p->ccol_ls = p->line_start;
+    p->ccol_pos = p->line_start;
+    p->ccol = 1;
+  }
+  uint32_t col = p->ccol;
+  for (size_t k = p->ccol_pos; k < pos; k++) {
     if (((unsigned char)p->s[k] & 0xC0) != 0x80) col++;
   }
+  p->ccol_pos = pos;
+  p->ccol = col;
   return col;
 }
 
@@ -232,7 +243,7 @@ static int oom(parser *p) {
 }
 
 /* What is at the current position, for "expected X, found Y" (buf >= 16 bytes). */
-static const char *found(const parser *p, char *buf, size_t bufsz) {
+static const char *found(parser *p, char *buf, size_t bufsz) {
   int c = peek(p);
   if (c < 0) return "end of input";
   if (at_newline(p)) return "end of line";
@@ -1353,6 +1364,7 @@ int sc__toml_parse(const char *text, size_t len, const char *filename, sc_toml_d
       p.i = i0;
       p.line = 1;
       p.line_start = ls0;
+      p.ccol = 0;
       rc = parse_document(&p);
     }
   }
