@@ -39,5 +39,6 @@ int sc_cli_plugins(int argc, char **argv);
 int sc_cli_comm(int argc, char **argv);
 int sc_cli_ops(int argc, char **argv);
 int sc_cli_predict(int argc, char **argv);
+int sc_cli_validate(int argc, char **argv);
 
 #endif

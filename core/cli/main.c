@@ -22,6 +22,8 @@ static const sc_cli_cmd commands[] = {
   {"ops", "list each pipeline stage's operators (shapes, FLOPs, bytes, estimated time), "
           "collectives and memory per GPU",
    sc_cli_ops},
+  {"validate", "predict every row of a CSV of measured runs; error per row and MAPE",
+   sc_cli_validate},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 

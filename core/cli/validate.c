@@ -1,0 +1,504 @@
+/* stepcast validate: predict every row of a CSV of measured runs and report the errors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "job.h"
+#include "stepcast/csv.h"
+#include "stepcast/predict.h"
+#include "stepcast/report.h"
+
+static void validate_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast validate RUNS.csv [--json] [--estimator analytical] [--algo auto]\n\n"
+          "Predicts every row of a CSV of measured training runs (docs/validation/README.md)\n"
+          "and prints, per row, its id, the GPU type, the measured and predicted iteration\n"
+          "time, the signed error (predicted - measured) / measured, and what was assumed for\n"
+          "fields the row leaves empty; then the mean absolute percentage error (MAPE)\n"
+          "overall and per GPU type. Rows whose tp or pp (or shape, batch or measurement) is\n"
+          "unknown are listed as skipped; rows whose configuration is impossible (does not\n"
+          "fit, does not divide) are listed as errors. Neither counts in the MAPE.\n\n"
+          "options:\n"
+          "  --json                   one JSON object instead of a table\n"
+          "  --estimator NAME         operator estimator (analytical, hybrid, learned)\n"
+          "  --algo NAME              collective algorithm (auto, ring, tree)\n"
+          "  --allow-oom              predict rows even when memory exceeds the device\n\n"
+          "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
+          "when virtual_stages>1), virtual_stages=1, recompute=none, sequence_parallel=false,\n"
+          "distributed_optimizer=false, flash_attention=true, cp=1, kv_heads=heads,\n"
+          "ffn_hidden=4*hidden, activation=gelu; dp is derived from gpus.\n");
+}
+
+/* Columns, in the order of docs/validation/README.md. */
+enum {
+  C_ID, C_SOURCE, C_TOPOLOGY, C_GPUS, C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_VOCAB,
+  C_SEQ, C_ACT, C_TP, C_PP, C_DP, C_CP, C_MB, C_GB, C_SCHED, C_VS, C_RECOMP, C_SP, C_DOPT,
+  C_FA, C_DTYPE, C_MEASURED, C_NOTES, C_COUNT
+};
+static const char *const colnames[C_COUNT] = {
+    "id", "source", "topology", "gpus", "layers", "hidden", "ffn_hidden", "heads", "kv_heads",
+    "vocab", "seq_len", "activation", "tp", "pp", "dp", "cp", "micro_batch", "global_batch",
+    "schedule", "virtual_stages", "recompute", "sequence_parallel", "distributed_optimizer",
+    "flash_attention", "dtype", "measured_iteration_s", "notes"};
+
+typedef enum { ROW_OK = 0, ROW_SKIPPED, ROW_ERROR } row_status;
+
+typedef struct vrow {
+  char id[SC_NAME_MAX];
+  int topo;                 /* index into the topology cache */
+  uint32_t line;
+  sc_model model;
+  sc_cli_job job;
+  double measured_s, predicted_s, error_pct;
+  row_status status;
+  char assumed[256];        /* "micro_batch=1, dtype=bf16, ..." */
+  char reason[SC_ERROR_MSG_MAX];
+} vrow;
+
+typedef struct vtopo {
+  char name[SC_PATH_MAX];
+  sc_topology topo;
+  sc_device dev;
+  int dev_loaded;
+  char dev_err[SC_ERROR_MSG_MAX];
+} vtopo;
+
+static void add_assumed(vrow *r, const char *what) {
+  size_t n = strlen(r->assumed);
+  snprintf(r->assumed + n, sizeof r->assumed - n, "%s%s", n ? ", " : "", what);
+}
+
+/* A field's text, trimmed of spaces, into buf. */
+static const char *text_of(const sc_csv *c, size_t row, int col, char *buf, size_t cap) {
+  const char *s = sc_csv_field(c, row, (size_t)col);
+  size_t n;
+  while (*s == ' ' || *s == '\t') s++;
+  n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Pass a non-empty field to the job parser under the column's name; an error becomes
+ * "file:line: column 'name': message". */
+static int job_field(const sc_csv *c, size_t row, int col, vrow *r, const char *value,
+                     sc_error *err) {
+  sc_error e;
+  sc_error_clear(&e);
+  if (sc_cli_job_set(&r->job, colnames[col], value, &e) != SC_OK)
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': %s", sc_csv_path(c),
+                        sc_csv_line(c, row), colnames[col], e.msg);
+  return SC_OK;
+}
+
+/* Read one row into r. Malformed fields → error (the whole command fails). Unknown
+ * fields needed for a prediction → r->status = ROW_SKIPPED with the reason. */
+static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo **topos,
+                    size_t *ntopos, sc_registry *reg, sc_error *err) {
+  const char *path = sc_csv_path(c);
+  uint32_t line = sc_csv_line(c, row);
+  char buf[256];
+  int64_t v[C_COUNT];
+  int known[C_COUNT];
+  static const int ints[] = {C_GPUS, C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_VOCAB,
+                             C_SEQ, C_TP, C_PP, C_DP, C_CP, C_MB, C_GB, C_VS};
+  static const int bools[] = {C_SP, C_DOPT, C_FA};
+  int rc;
+
+  memset(r, 0, sizeof *r);
+  memset(known, 0, sizeof known);
+  r->line = line;
+  sc_cli_job_init(&r->job);
+  text_of(c, row, idx[C_ID], r->id, sizeof r->id);
+  if (r->id[0] == '\0')
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': empty", path, line);
+
+  for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+    int col = ints[k];
+    rc = sc_csv_i64(c, row, (size_t)idx[col], &v[col], &known[col], err);
+    if (rc != SC_OK) return rc;
+    if (known[col] && (v[col] < 0 || v[col] > (int64_t)UINT32_MAX))
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': '%lld' is not a non-negative "
+                          "integer below 2^32", path, line, colnames[col], (long long)v[col]);
+    if (known[col] && v[col] == 0 && col != C_KV && col != C_FFN)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': must be > 0", path, line,
+                          colnames[col]);
+  }
+  rc = sc_csv_double(c, row, (size_t)idx[C_MEASURED], &r->measured_s, &known[C_MEASURED], err);
+  if (rc != SC_OK) return rc;
+  if (known[C_MEASURED] && !(r->measured_s > 0))
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'measured_iteration_s': must be > 0",
+                        path, line);
+
+  /* Topology (cached with its device). */
+  text_of(c, row, idx[C_TOPOLOGY], buf, sizeof buf);
+  if (buf[0] == '\0')
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'topology': empty", path, line);
+  r->topo = -1;
+  for (size_t k = 0; k < *ntopos; k++) {
+    if (strcmp((*topos)[k].name, buf) == 0) r->topo = (int)k;
+  }
+  if (r->topo < 0) {
+    vtopo *nt = realloc(*topos, (*ntopos + 1) * sizeof **topos);
+    sc_error e;
+    if (nt == NULL) return sc_error_set(err, SC_ENOMEM, "out of memory");
+    *topos = nt;
+    vtopo *t = &nt[*ntopos];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", buf);
+    sc_error_clear(&e);
+    if (sc_topology_load(buf, &t->topo, &e) != SC_OK)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'topology': %s", path, line, e.msg);
+    if (sc_hardware_load(reg, t->topo.hardware, &t->dev, &e) == SC_OK) t->dev_loaded = 1;
+    else snprintf(t->dev_err, sizeof t->dev_err, "%s", e.msg);
+    r->topo = (int)(*ntopos)++;
+  }
+
+  /* Enumerations and booleans: parsed by the job keys (which accept '_' spellings). */
+  text_of(c, row, idx[C_ACT], buf, sizeof buf);
+  if (buf[0] == '\0') {
+    add_assumed(r, "activation=gelu");
+    r->model.activation = SC_ACT_GELU;
+  } else if (strcmp(buf, "gelu") == 0) {
+    r->model.activation = SC_ACT_GELU;
+  } else if (strcmp(buf, "swiglu") == 0) {
+    r->model.activation = SC_ACT_SWIGLU;
+  } else {
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'activation': '%s' is not gelu or "
+                        "swiglu", path, line, buf);
+  }
+  text_of(c, row, idx[C_SCHED], buf, sizeof buf);
+  if (strcmp(buf, "interleaved-1f1b") == 0) snprintf(buf, sizeof buf, "interleaved");
+  if (buf[0] != '\0' && (rc = job_field(c, row, C_SCHED, r, buf, err)) != SC_OK) return rc;
+  int sched_known = buf[0] != '\0';
+  text_of(c, row, idx[C_RECOMP], buf, sizeof buf);
+  if (buf[0] == '\0') add_assumed(r, "recompute=none");
+  else if ((rc = job_field(c, row, C_RECOMP, r, buf, err)) != SC_OK) return rc;
+  text_of(c, row, idx[C_DTYPE], buf, sizeof buf);
+  if (buf[0] == '\0') add_assumed(r, "dtype=bf16");
+  else if ((rc = job_field(c, row, C_DTYPE, r, buf, err)) != SC_OK) return rc;
+  for (size_t k = 0; k < sizeof bools / sizeof bools[0]; k++) {
+    int col = bools[k];
+    text_of(c, row, idx[col], buf, sizeof buf);
+    if (buf[0] == '\0') {
+      char a[64];
+      snprintf(a, sizeof a, "%s=%s", colnames[col], col == C_FA ? "true" : "false");
+      add_assumed(r, a);
+      if ((rc = job_field(c, row, col, r, col == C_FA ? "true" : "false", err)) != SC_OK)
+        return rc;
+    } else if ((rc = job_field(c, row, col, r, buf, err)) != SC_OK) {
+      return rc;
+    }
+  }
+
+  /* Parallel degrees and batch through the job keys. */
+  static const int pcols[] = {C_GPUS, C_TP, C_PP, C_DP, C_CP, C_MB, C_GB, C_SEQ, C_VS};
+  for (size_t k = 0; k < sizeof pcols / sizeof pcols[0]; k++) {
+    int col = pcols[k];
+    if (!known[col]) continue;
+    snprintf(buf, sizeof buf, "%lld", (long long)v[col]);
+    if ((rc = job_field(c, row, col, r, buf, err)) != SC_OK) return rc;
+  }
+  if (!known[C_MB]) add_assumed(r, "micro_batch=1");
+  if (!known[C_CP]) {
+    add_assumed(r, "cp=1");
+    if ((rc = job_field(c, row, C_CP, r, "1", err)) != SC_OK) return rc;
+  }
+  int vs_needed = sched_known && r->job.par.schedule == SC_SCHED_INTERLEAVED && !known[C_VS];
+  if (!known[C_VS] && !vs_needed) add_assumed(r, "virtual_stages=1");
+  if (!sched_known) {
+    int inter = known[C_VS] && v[C_VS] > 1;
+    add_assumed(r, inter ? "schedule=interleaved" : "schedule=1f1b");
+    if ((rc = job_field(c, row, C_SCHED, r, inter ? "interleaved" : "1f1b", err)) != SC_OK)
+      return rc;
+  }
+
+  /* The model, built from the columns. */
+  snprintf(r->model.name, sizeof r->model.name, "%s", r->id);
+  r->model.layers = v[C_LAYERS];
+  r->model.hidden = v[C_HIDDEN];
+  r->model.heads = v[C_HEADS];
+  r->model.vocab = v[C_VOCAB];
+  r->model.max_seq = v[C_SEQ];
+  if (known[C_FFN]) r->model.ffn_hidden = v[C_FFN];
+  else if (known[C_HIDDEN]) {
+    add_assumed(r, "ffn_hidden=4*hidden");
+    r->model.ffn_hidden = 4 * v[C_HIDDEN];
+  }
+  if (known[C_KV]) r->model.kv_heads = v[C_KV];
+  else if (known[C_HEADS]) {
+    add_assumed(r, "kv_heads=heads");
+    r->model.kv_heads = v[C_HEADS];
+  }
+  int gelu = r->model.activation == SC_ACT_GELU;
+  r->model.norm = gelu ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
+  r->model.position = gelu ? SC_POS_LEARNED : SC_POS_ROPE;
+  r->model.linear_bias = gelu;
+
+  /* What a prediction cannot do without. */
+  static const int needed[] = {C_TP, C_PP, C_LAYERS, C_HIDDEN, C_HEADS, C_VOCAB, C_SEQ, C_GB,
+                               C_MEASURED};
+  for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++) {
+    if (!known[needed[k]]) {
+      size_t n = strlen(r->reason);
+      snprintf(r->reason + n, sizeof r->reason - n, "%s%s", n ? ", " : "", colnames[needed[k]]);
+    }
+  }
+  if (vs_needed) {
+    size_t n = strlen(r->reason);
+    snprintf(r->reason + n, sizeof r->reason - n,
+             "%svirtual_stages (the schedule is interleaved)", n ? ", " : "");
+  }
+  if (!known[C_DP] && !known[C_GPUS]) {
+    size_t n = strlen(r->reason);
+    snprintf(r->reason + n, sizeof r->reason - n, "%sdp and gpus", n ? ", " : "");
+  }
+  if (r->reason[0]) {
+    char tmp[SC_ERROR_MSG_MAX];
+    snprintf(tmp, sizeof tmp, "%s", r->reason);
+    snprintf(r->reason, sizeof r->reason, "unknown: %.400s", tmp);
+    r->status = ROW_SKIPPED;
+  }
+  return SC_OK;
+}
+
+static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *opts) {
+  sc_error e;
+  sc_result res;
+  sc_error_clear(&e);
+  if (r->status != ROW_OK) return;
+  r->job.opts = opts->opts;
+  snprintf(r->job.algo, sizeof r->job.algo, "%s", opts->algo);
+  r->job.opts.coll_algo = r->job.algo;
+  if (!t->dev_loaded) {
+    snprintf(r->reason, sizeof r->reason, "%s", t->dev_err);
+    r->status = ROW_ERROR;
+    return;
+  }
+  if (sc_model_finish(&r->model, &e) != SC_OK ||
+      sc_cli_job_finish(&r->job, &r->model, &e) != SC_OK ||
+      sc_predict(pr, &r->model, &t->topo, &t->dev, &r->job.par, &r->job.opts, &res, NULL, &e) !=
+          SC_OK) {
+    snprintf(r->reason, sizeof r->reason, "%s", e.msg[0] ? e.msg : sc_strerror(e.code));
+    r->status = ROW_ERROR;
+    return;
+  }
+  r->predicted_s = res.iteration_s;
+  r->error_pct = 100.0 * (r->predicted_s - r->measured_s) / r->measured_s;
+}
+
+static void json_str(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
+    else if (ch == '\n') fputs("\\n", out);
+    else if (ch == '\r') fputs("\\r", out);
+    else if (ch == '\t') fputs("\\t", out);
+    else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
+    else fputc(ch, out);
+  }
+  fputc('"', out);
+}
+
+typedef struct group {
+  char gpu[64];
+  double sum_abs;
+  size_t n;
+} group;
+
+int sc_cli_validate(int argc, char **argv) {
+  const char *file = NULL;
+  int json = 0, rc = 1;
+  sc_cli_job opts;
+  sc_error err;
+  sc_csv *csv = NULL;
+  sc_registry *reg = NULL;
+  sc_predictor *pr = NULL;
+  vrow *rows = NULL;
+  vtopo *topos = NULL;
+  size_t ntopos = 0, nrows = 0;
+  int idx[C_COUNT];
+  group *groups = NULL;
+  size_t ngroups = 0;
+
+  sc_cli_job_init(&opts);
+  sc_error_clear(&err);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      validate_usage(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--json") == 0) { json = 1; continue; }
+    if (strcmp(a, "--allow-oom") == 0) { opts.opts.allow_oom = 1; continue; }
+    if (strncmp(a, "--estimator", 11) == 0 || strncmp(a, "--algo", 6) == 0) {
+      const char *eq = strchr(a, '=');
+      const char *name = strncmp(a, "--algo", 6) == 0 ? "algo" : "estimator";
+      const char *val;
+      if (strcmp(a + 2, name) != 0 && eq == NULL)
+        return sc_cli_usage_error("validate", "unknown option '%s'", a);
+      if (eq) val = eq + 1;
+      else if (i + 1 < argc) val = argv[++i];
+      else return sc_cli_usage_error("validate", "option '--%s' needs a value", name);
+      if (sc_cli_job_set(&opts, name, val, &err) != SC_OK)
+        return sc_cli_usage_error("validate", "%s", err.msg);
+      continue;
+    }
+    if (strncmp(a, "--", 2) == 0) return sc_cli_usage_error("validate", "unknown option '%s'", a);
+    if (file != NULL) return sc_cli_usage_error("validate", "one CSV file only ('%s')", a);
+    file = a;
+  }
+  if (file == NULL)
+    return sc_cli_usage_error("validate", "a CSV file of measured runs is required");
+
+  if (sc_csv_load(file, &csv, &err) != SC_OK) return sc_cli_fail(&err);
+  if (sc_csv_require(csv, colnames, C_COUNT, idx, &err) != SC_OK) goto fail;
+  if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
+  if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
+  nrows = sc_csv_nrows(csv);
+  rows = calloc(nrows ? nrows : 1, sizeof *rows);
+  if (rows == NULL) {
+    sc_error_set(&err, SC_ENOMEM, "out of memory");
+    goto fail;
+  }
+  /* Read every row first: a malformed file fails before anything is printed. */
+  for (size_t k = 0; k < nrows; k++) {
+    if (read_row(csv, k, idx, &rows[k], &topos, &ntopos, reg, &err) != SC_OK) goto fail;
+    for (size_t m = 0; m < k; m++) {
+      if (strcmp(rows[m].id, rows[k].id) == 0) {
+        sc_error_set(&err, SC_EPARSE, "%s:%u: column 'id': '%s' repeats line %u", file,
+                     rows[k].line, rows[k].id, rows[m].line);
+        goto fail;
+      }
+    }
+  }
+  for (size_t k = 0; k < nrows; k++) predict_row(&rows[k], &topos[rows[k].topo], pr, &opts);
+
+  /* Aggregate by GPU type. */
+  double sum_abs = 0;
+  size_t n_ok = 0, n_skip = 0, n_err = 0;
+  for (size_t k = 0; k < nrows; k++) {
+    const vrow *r = &rows[k];
+    if (r->status == ROW_SKIPPED) { n_skip++; continue; }
+    if (r->status == ROW_ERROR) { n_err++; continue; }
+    const char *gpu = topos[r->topo].dev.name;
+    size_t g;
+    for (g = 0; g < ngroups; g++) {
+      if (strcmp(groups[g].gpu, gpu) == 0) break;
+    }
+    if (g == ngroups) {
+      group *ng = realloc(groups, (ngroups + 1) * sizeof *groups);
+      if (ng == NULL) {
+        sc_error_set(&err, SC_ENOMEM, "out of memory");
+        goto fail;
+      }
+      groups = ng;
+      memset(&groups[g], 0, sizeof groups[g]);
+      snprintf(groups[g].gpu, sizeof groups[g].gpu, "%s", gpu);
+      ngroups++;
+    }
+    groups[g].sum_abs += fabs(r->error_pct);
+    groups[g].n++;
+    sum_abs += fabs(r->error_pct);
+    n_ok++;
+  }
+
+  if (json) {
+    printf("{\n  \"schema_version\": 1,\n  \"file\": ");
+    json_str(stdout, file);
+    printf(",\n  \"estimator\": \"%s\",\n  \"algo\": ", sc_estimator_name(opts.opts.estimator));
+    json_str(stdout, opts.algo);
+    printf(",\n  \"rows\": [");
+    for (size_t k = 0; k < nrows; k++) {
+      const vrow *r = &rows[k];
+      const vtopo *t = &topos[r->topo];
+      static const char *const st[] = {"ok", "skipped", "error"};
+      printf("%s\n    {\"id\": ", k ? "," : "");
+      json_str(stdout, r->id);
+      printf(", \"line\": %u, \"status\": \"%s\", \"topology\": ", r->line, st[r->status]);
+      json_str(stdout, t->topo.name);
+      printf(", \"gpu\": ");
+      if (t->dev_loaded) json_str(stdout, t->dev.name);
+      else printf("null");
+      printf(", \"measured_s\": ");
+      if (r->measured_s > 0) printf("%.6g", r->measured_s);
+      else printf("null");
+      if (r->status == ROW_OK)
+        printf(", \"predicted_s\": %.6g, \"error_pct\": %.4f", r->predicted_s, r->error_pct);
+      else printf(", \"predicted_s\": null, \"error_pct\": null");
+      printf(", \"assumed\": [");
+      /* The assumed list as an array of "key=value" strings. */
+      const char *s = r->assumed;
+      int first = 1;
+      while (*s) {
+        const char *e = strstr(s, ", ");
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        char item[64];
+        snprintf(item, sizeof item, "%.*s", (int)n, s);
+        printf("%s", first ? "" : ", ");
+        json_str(stdout, item);
+        first = 0;
+        s += n;
+        if (e) s += 2;
+      }
+      printf("], \"reason\": ");
+      if (r->status == ROW_OK) printf("null");
+      else json_str(stdout, r->reason);
+      printf("}");
+    }
+    printf("\n  ],\n  \"predicted\": %zu, \"skipped\": %zu, \"errors\": %zu,\n", n_ok, n_skip,
+           n_err);
+    printf("  \"mape_pct\": ");
+    if (n_ok) printf("%.4f", sum_abs / (double)n_ok);
+    else printf("null");
+    printf(",\n  \"by_gpu\": [");
+    for (size_t g = 0; g < ngroups; g++) {
+      printf("%s\n    {\"gpu\": ", g ? "," : "");
+      json_str(stdout, groups[g].gpu);
+      printf(", \"rows\": %zu, \"mape_pct\": %.4f}", groups[g].n,
+             groups[g].sum_abs / (double)groups[g].n);
+    }
+    printf("\n  ]\n}\n");
+  } else {
+    printf("%-22s %-18s %12s %12s %9s  %s\n", "id", "gpu", "measured_s", "predicted_s",
+           "error_%", "assumed");
+    for (size_t k = 0; k < nrows; k++) {
+      const vrow *r = &rows[k];
+      if (r->status != ROW_OK) continue;
+      printf("%-22s %-18s %12.4g %12.4g %+9.1f  %s\n", r->id, topos[r->topo].dev.name,
+             r->measured_s, r->predicted_s, r->error_pct, r->assumed[0] ? r->assumed : "-");
+    }
+    if (n_skip || n_err) {
+      printf("\nnot in the MAPE:\n");
+      for (size_t k = 0; k < nrows; k++) {
+        const vrow *r = &rows[k];
+        if (r->status == ROW_OK) continue;
+        printf("  %-22s %-7s line %u: %s\n", r->id,
+               r->status == ROW_SKIPPED ? "skipped" : "error", r->line, r->reason);
+      }
+    }
+    printf("\nMAPE (%s estimator, algo %s): ", sc_estimator_name(opts.opts.estimator), opts.algo);
+    if (n_ok) printf("%.1f%% over %zu rows", sum_abs / (double)n_ok, n_ok);
+    else printf("no rows predicted");
+    printf(" (%zu skipped, %zu errors)\n", n_skip, n_err);
+    for (size_t g = 0; g < ngroups; g++)
+      printf("  %-18s %.1f%% over %zu rows\n", groups[g].gpu,
+             groups[g].sum_abs / (double)groups[g].n, groups[g].n);
+  }
+  rc = 0;
+  goto done;
+fail:
+  rc = sc_cli_fail(&err);
+done:
+  free(groups);
+  free(rows);
+  free(topos);
+  sc_predictor_free(pr);
+  sc_registry_free(reg);
+  sc_csv_free(csv);
+  return rc;
+}
