@@ -15,8 +15,6 @@ static void check_usage(FILE *out) {
           "Schemas: docs/formats.md.\n");
 }
 
-static const char *const dtype_names[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8",
-                                                        "int8"};
 static const char *const act_names[] = {"gelu", "swiglu"};
 static const char *const norm_names[] = {"layernorm", "rmsnorm"};
 static const char *const pos_names[] = {"learned", "rope", "alibi", "none"};
@@ -43,9 +41,9 @@ static void print_device(const sc_device *d, const char *path) {
   printf("hardware %s (%s), kind %s\n", d->name, path, d->kind);
   for (int i = 0; i < SC_DTYPE_COUNT; i++) {
     if (d->peak_flops_per_s[i] > 0) {
-      printf("  peak %-5s       %.1f TFLOP/s\n", dtype_names[i], d->peak_flops_per_s[i] / 1e12);
+      printf("  peak %-5s       %.1f TFLOP/s\n", sc_dtype_name((sc_dtype)i), d->peak_flops_per_s[i] / 1e12);
     } else {
-      printf("  peak %-5s       unsupported\n", dtype_names[i]);
+      printf("  peak %-5s       unsupported\n", sc_dtype_name((sc_dtype)i));
     }
   }
   printf("  memory           %.1f GB\n", d->mem_bytes / 1e9);

@@ -305,3 +305,7 @@ void sc_cli_job_help(FILE *out) {
             keys[i].type == K_ENUM ? " (" : "", list, keys[i].type == K_ENUM ? ")" : "");
   }
 }
+
+const char *sc_cli_schedule_name(sc_schedule_kind k) {
+  return ((unsigned)k <= (unsigned)SC_SCHED_INTERLEAVED) ? sched_names[k] : "?";
+}

@@ -38,6 +38,9 @@ int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err);
  * max_seq, check gpus == tp*pp*dp*cp; errors name the parameter. */
 int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err);
 
+/* The CLI spelling of a schedule ("gpipe", "1f1b", "interleaved"); "?" outside the enum. */
+const char *sc_cli_schedule_name(sc_schedule_kind k);
+
 /* One line listing the job keys for --help. */
 void sc_cli_job_help(FILE *out);
 

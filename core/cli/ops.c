@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "job.h"
 #include "stepcast/workload.h"
 
 static void ops_usage(FILE *out) {
@@ -36,30 +37,14 @@ static void ops_usage(FILE *out) {
           "the parameter), 2 usage error. Operator families: docs/operators.md.\n");
 }
 
-static const char *const dtype_names[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8",
-                                                        "int8"};
 static const char *const bound_names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
                                                         "bandwidth"};
 static const char *const coll_names[SC_COLL_COUNT] = {"all-reduce", "all-gather",
                                                       "reduce-scatter", "all-to-all",
                                                       "broadcast", "send-recv"};
 static const char *const group_names[SC_GROUP_COUNT] = {"tp", "cp", "dp", "pp"};
-static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 
 typedef enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV } out_format;
-
-/* Parse a positive integer option value; 0 on success. */
-static int parse_u32(const char *flag, const char *s, uint32_t *out) {
-  char *end = NULL;
-  errno = 0;
-  if (s == NULL || *s == '\0' || *s == '-') return -1;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v == 0 || v > 0xffffffffUL) return -1;
-  (void)flag;
-  *out = (uint32_t)v;
-  return 0;
-}
 
 static void shape_string(const sc_op_desc *d, char *buf, size_t cap) {
   size_t n = 0;
@@ -102,7 +87,7 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       printf("%s{\"label\": \"%s\", \"family\": \"%s\", \"variant\": %u, \"dtype\": \"%s\", "
              "\"dims\": [",
              i ? ", " : "", o->label, o->desc.family, o->desc.variant,
-             dtype_names[o->desc.dtype]);
+             sc_dtype_name(o->desc.dtype));
       for (uint32_t k = 0; k < o->desc.ndims; k++) {
         printf("%s%lld", k ? ", " : "", (long long)o->desc.dims[k]);
       }
@@ -112,7 +97,7 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
              bound_names[e.bound], e.time_s, total);
     } else {
       printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,
-             phase, o->label, o->desc.family, o->desc.variant, dtype_names[o->desc.dtype], shape,
+             phase, o->label, o->desc.family, o->desc.variant, sc_dtype_name(o->desc.dtype), shape,
              o->repeat, e.flops, e.bytes, bound_names[e.bound], e.time_s, total);
     }
   }
@@ -128,11 +113,11 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
              "\"bytes\": %.17g, \"dtype\": \"%s\", \"phase\": \"%s\", \"repeat\": %u, "
              "\"overlappable\": %s}",
              i ? ", " : "", k->label, coll_names[k->kind], group_names[k->group], k->nranks,
-             k->bytes, dtype_names[k->dtype], sc_phase_name(k->phase), k->repeat,
+             k->bytes, sc_dtype_name(k->dtype), sc_phase_name(k->phase), k->repeat,
              k->overlappable ? "true" : "false");
     } else {
       printf("%u,%u,%s,coll,%s,%s,,%s,,%u,,%.17g,,,,%s,%u\n", w->stage, w->chunk, phase,
-             k->label, coll_names[k->kind], dtype_names[k->dtype], k->repeat, k->bytes,
+             k->label, coll_names[k->kind], sc_dtype_name(k->dtype), k->repeat, k->bytes,
              group_names[k->group], k->nranks);
     }
   }
@@ -235,111 +220,70 @@ static void print_memory(ctx *c, uint32_t stage, const sc_memory *m) {
   }
 }
 
-static int lookup(const char *const *names, int n, const char *s) {
-  for (int i = 0; i < n; i++) {
-    if (strcmp(names[i], s) == 0) return i;
+/* The job keys ops accepts (a subset of predict's: no topology, timing or overlap). */
+static int ops_key(const char *name) {
+  static const char *const allowed[] = {
+      "model", "hardware", "tp", "pp", "dp", "cp", "micro-batch", "global-batch", "seq-len",
+      "virtual-stages", "schedule", "recompute", "dtype", "sequence-parallel",
+      "distributed-optimizer", "flash-attention", "no-flash-attention", NULL};
+  for (int i = 0; allowed[i] != NULL; i++) {
+    if (strcmp(name, allowed[i]) == 0) return 1;
   }
-  return -1;
+  return 0;
 }
 
 int sc_cli_ops(int argc, char **argv) {
-  const char *model = NULL, *hardware = NULL;
-  sc_parallel p;
-  uint32_t stage_only = 0, seq = 0, gb = 0;
+  sc_cli_job job;
+  uint32_t stage_only = 0;
   int have_stage = 0, schedule_given = 0;
   out_format fmt = FMT_TABLE;
-  sc_parallel_defaults(&p);
+  sc_error perr;
+  sc_cli_job_init(&job);
 
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = NULL;
-    char flag[64];
-    const char *eq = strchr(a, '=');
-    if (strncmp(a, "--", 2) == 0 && eq != NULL && (size_t)(eq - a) < sizeof flag) {
-      memcpy(flag, a, (size_t)(eq - a));
-      flag[eq - a] = '\0';
-      val = eq + 1;
-    } else {
-      snprintf(flag, sizeof flag, "%s", a);
-    }
-    /* Boolean flags. */
-    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+    const char *a = argv[i], *eq, *val = NULL;
+    char name[64];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       ops_usage(stdout);
       return 0;
     }
-    int is_bool = 1;
-    if (strcmp(flag, "--sequence-parallel") == 0) p.sequence_parallel = 1;
-    else if (strcmp(flag, "--distributed-optimizer") == 0) p.distributed_optimizer = 1;
-    else if (strcmp(flag, "--no-flash") == 0) p.flash_attention = 0;
-    else if (strcmp(flag, "--json") == 0) fmt = FMT_JSON;
-    else if (strcmp(flag, "--csv") == 0) fmt = FMT_CSV;
-    else is_bool = 0;
-    if (is_bool) {
-      if (val != NULL) return sc_cli_usage_error("ops", "option '%s' takes no value", flag);
-      continue;
-    }
-    /* Options with a value. */
-    static const char *const valued[] = {"--model", "--hardware", "--tp", "--pp", "--dp", "--cp",
-                                         "--micro-batch", "--global-batch", "--seq-len",
-                                         "--virtual-stages", "--schedule", "--recompute",
-                                         "--dtype", "--stage", NULL};
-    int known = 0;
-    for (int k = 0; valued[k] != NULL; k++) known |= strcmp(flag, valued[k]) == 0;
-    if (!known) return sc_cli_usage_error("ops", "unknown option '%s'", a);
-    if (val == NULL) {
-      if (i + 1 >= argc) return sc_cli_usage_error("ops", "option '%s' needs a value", flag);
+    if (strncmp(a, "--", 2) != 0) return sc_cli_usage_error("ops", "unknown option '%s'", a);
+    eq = strchr(a, '=');
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+    if (eq) val = eq + 1;
+    if (strcmp(name, "no-flash") == 0) snprintf(name, sizeof name, "no-flash-attention");
+    int is_bool = strcmp(name, "json") == 0 || strcmp(name, "csv") == 0 ||
+                  (ops_key(name) && sc_cli_job_is_bool(name));
+    if (is_bool && val != NULL)
+      return sc_cli_usage_error("ops", "option '--%s' takes no value", name);
+    if (strcmp(name, "json") == 0) { fmt = FMT_JSON; continue; }
+    if (strcmp(name, "csv") == 0) { fmt = FMT_CSV; continue; }
+    if (strcmp(name, "stage") != 0 && !ops_key(name))
+      return sc_cli_usage_error("ops", "unknown option '%s'", a);
+    if (!is_bool && val == NULL) {
+      if (i + 1 >= argc) return sc_cli_usage_error("ops", "option '--%s' needs a value", name);
       val = argv[++i];
     }
-    uint32_t u = 0;
-    int bad = 0;
-    if (strcmp(flag, "--model") == 0) model = val;
-    else if (strcmp(flag, "--hardware") == 0) hardware = val;
-    else if (strcmp(flag, "--tp") == 0) bad = parse_u32(flag, val, &p.tp);
-    else if (strcmp(flag, "--pp") == 0) bad = parse_u32(flag, val, &p.pp);
-    else if (strcmp(flag, "--dp") == 0) bad = parse_u32(flag, val, &p.dp);
-    else if (strcmp(flag, "--cp") == 0) bad = parse_u32(flag, val, &p.cp);
-    else if (strcmp(flag, "--micro-batch") == 0) bad = parse_u32(flag, val, &p.micro_batch);
-    else if (strcmp(flag, "--global-batch") == 0) bad = parse_u32(flag, val, &gb);
-    else if (strcmp(flag, "--seq-len") == 0) bad = parse_u32(flag, val, &seq);
-    else if (strcmp(flag, "--virtual-stages") == 0) bad = parse_u32(flag, val, &p.virtual_stages);
-    else if (strcmp(flag, "--stage") == 0) {
+    if (strcmp(name, "stage") == 0) {
       char *end = NULL;
       errno = 0;
       unsigned long v = strtoul(val, &end, 10);
-      bad = errno != 0 || *end != '\0' || *val == '\0' || *val == '-' || v > 0xffffffffUL;
-      u = (uint32_t)v;
-      stage_only = u;
+      if (errno != 0 || *end != '\0' || *val == '\0' || *val == '-' || v > 0xffffffffUL)
+        return sc_cli_usage_error("ops", "--stage: '%s' is not a non-negative integer", val);
+      stage_only = (uint32_t)v;
       have_stage = 1;
-    } else if (strcmp(flag, "--schedule") == 0) {
-      int s = lookup(schedule_names, 3, val);
-      if (s < 0) {
-        return sc_cli_usage_error("ops", "--schedule: '%s' is not gpipe, 1f1b or interleaved",
-                                  val);
-      }
-      p.schedule = (sc_schedule_kind)s;
-      schedule_given = 1;
-    } else if (strcmp(flag, "--recompute") == 0) {
-      int r = lookup(recompute_names, 3, val);
-      if (r < 0) {
-        return sc_cli_usage_error("ops", "--recompute: '%s' is not none, selective or full", val);
-      }
-      p.recompute = (sc_recompute)r;
-    } else if (strcmp(flag, "--dtype") == 0) {
-      int d = lookup(dtype_names, SC_DTYPE_COUNT, val);
-      if (d < 0) {
-        return sc_cli_usage_error("ops", "--dtype: '%s' is not fp32, tf32, bf16, fp16, fp8 or "
-                                  "int8", val);
-      }
-      p.dtype = (sc_dtype)d;
+      continue;
     }
-    if (bad) {
-      return sc_cli_usage_error("ops", "%s: '%s' is not a %s integer", flag, val,
-                                strcmp(flag, "--stage") == 0 ? "non-negative" : "positive");
-    }
+    schedule_given |= strcmp(name, "schedule") == 0;
+    if (sc_cli_job_set(&job, name, val, &perr) != SC_OK)
+      return sc_cli_usage_error("ops", "%s", perr.msg);
   }
-  if (model == NULL) return sc_cli_usage_error("ops", "--model is required");
-  if (hardware == NULL) return sc_cli_usage_error("ops", "--hardware is required");
+  if (job.model[0] == '\0') return sc_cli_usage_error("ops", "--model is required");
+  if (job.hardware[0] == '\0') return sc_cli_usage_error("ops", "--hardware is required");
+  sc_parallel p = job.par;
+  const char *model = job.model, *hardware = job.hardware;
   if (p.virtual_stages > 1 && !schedule_given) p.schedule = SC_SCHED_INTERLEAVED;
+  uint32_t seq = job.seq_given ? p.seq_len : 0, gb = p.global_batch;
 
   sc_error err;
   sc_error_clear(&err);
@@ -384,8 +328,8 @@ int sc_cli_ops(int argc, char **argv) {
            "(%u micro-batches), seq %u, %s, %s schedule%s, recompute %s, %s attention, "
            "sequence parallel %s, distributed optimizer %s\n",
            m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.tp * p.pp * p.dp * p.cp, p.micro_batch,
-           p.global_batch, mb, p.seq_len, dtype_names[p.dtype], schedule_names[p.schedule],
-           p.virtual_stages > 1 ? " (virtual stages)" : "", recompute_names[p.recompute],
+           p.global_batch, mb, p.seq_len, sc_dtype_name(p.dtype), sc_cli_schedule_name(p.schedule),
+           p.virtual_stages > 1 ? " (virtual stages)" : "", sc_recompute_name(p.recompute),
            p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
            p.distributed_optimizer ? "on" : "off");
   } else if (fmt == FMT_JSON) {
@@ -396,9 +340,9 @@ int sc_cli_ops(int argc, char **argv) {
            "\"distributed_optimizer\": %s, \"flash_attention\": %s, \"dtype\": \"%s\"}, "
            "\"stages\": [",
            m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.micro_batch, p.global_batch, mb,
-           p.seq_len, p.virtual_stages, schedule_names[p.schedule], recompute_names[p.recompute],
+           p.seq_len, p.virtual_stages, sc_cli_schedule_name(p.schedule), sc_recompute_name(p.recompute),
            p.sequence_parallel ? "true" : "false", p.distributed_optimizer ? "true" : "false",
-           p.flash_attention ? "true" : "false", dtype_names[p.dtype]);
+           p.flash_attention ? "true" : "false", sc_dtype_name(p.dtype));
   } else {
     printf("stage,chunk,phase,kind,label,family,variant,dtype,dims,repeat,flops,bytes,bound,"
            "time_s,total_time_s,group,nranks\n");

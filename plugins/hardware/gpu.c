@@ -14,9 +14,6 @@
 static const char *const gpu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
                                        "compute_units", "flops_efficiency", "mem_efficiency",
                                        "launch_s", "peak_flops_per_s", "tile", NULL};
-/* Indexed by sc_dtype. */
-static const char *const gpu_dtypes[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8",
-                                                       "int8"};
 static const char *const gpu_tile_keys[] = {"m", "n", "k", NULL};
 
 static int gpu_has_table_key(const sc_host *host) {
@@ -159,19 +156,19 @@ static int gpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if (rc != SC_OK) return rc;
   {
     const char *known[SC_DTYPE_COUNT + 1];
-    for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = gpu_dtypes[d];
+    for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
     known[SC_DTYPE_COUNT] = NULL;
     if ((rc = gpu_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
   }
   for (int d = 0; d < SC_DTYPE_COUNT; d++) {
-    rc = gpu_number(host, peak, "peak_flops_per_s.", gpu_dtypes[d], 0, &v, err);
+    rc = gpu_number(host, peak, "peak_flops_per_s.", sc_dtype_name((sc_dtype)d), 0, &v, err);
     if (rc == SC_ENOTFOUND) continue; /* unsupported dtype: 0 */
     if (rc != SC_OK) return rc;
     if (!(v > 0)) {
       return sc_plugin_fail(err, SC_ESPEC,
                             "%s: key 'peak_flops_per_s.%s': must be > 0 (leave it out when the "
                             "device lacks the type), is %g",
-                            host->table_where(peak, gpu_dtypes[d]), gpu_dtypes[d], v);
+                            host->table_where(peak, sc_dtype_name((sc_dtype)d)), sc_dtype_name((sc_dtype)d), v);
     }
     dev->peak_flops_per_s[d] = v;
     any = 1;

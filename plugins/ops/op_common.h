@@ -30,18 +30,6 @@ static inline double sc__op_dtype_bytes(sc_dtype d) {
   }
 }
 
-static inline const char *sc__op_dtype_name(sc_dtype d) {
-  switch (d) {
-  case SC_DTYPE_FP32: return "fp32";
-  case SC_DTYPE_TF32: return "tf32";
-  case SC_DTYPE_BF16: return "bf16";
-  case SC_DTYPE_FP16: return "fp16";
-  case SC_DTYPE_FP8: return "fp8";
-  case SC_DTYPE_INT8: return "int8";
-  default: return "?";
-  }
-}
-
 /* Check the arguments common to every family: non-NULL pointers, a sane device, the
  * family's ndims, every dim > 0 (dims named by names[]), variant < nvariants, a known
  * dtype that the device supports (peak > 0) unless need_peak is 0 (memcpy). */
@@ -87,8 +75,8 @@ static inline int sc__op_check(const sc_device *dev, const sc_op_desc *op, sc_es
   if (need_peak && !(dev->peak_flops_per_s[op->dtype] > 0.0)) {
     return sc_plugin_fail(err, SC_EUNSUPPORTED,
                           "%s: dtype %s not supported on device '%s' (peak_flops_per_s.%s = 0)",
-                          family, sc__op_dtype_name(op->dtype), dev->name,
-                          sc__op_dtype_name(op->dtype));
+                          family, sc_dtype_name(op->dtype), dev->name,
+                          sc_dtype_name(op->dtype));
   }
   return SC_OK;
 }

@@ -48,6 +48,15 @@ typedef struct sc_parallel {
   uint32_t stage_layers[256];
 } sc_parallel;
 
+/* Names as the CLI, job files, validation CSVs and reports spell them: recompute "none",
+ * "selective", "full" ("?" outside the enum). The parse functions accept exactly those,
+ * dtype names as sc_dtype_name spells them, and schedules "gpipe", "1f1b", "interleaved"
+ * (or sc_schedule_kind_name's "interleaved-1f1b"); SC_OK or SC_EINVAL. */
+const char *sc_recompute_name(sc_recompute r);
+int sc_recompute_parse(const char *s, sc_recompute *out);
+int sc_schedule_kind_parse(const char *s, sc_schedule_kind *out);
+int sc_dtype_parse(const char *s, sc_dtype *out);
+
 /* Fill p with the defaults: every degree 1, micro_batch 1, global_batch 1, seq_len 2048,
  * virtual_stages 1, 1F1B, no recomputation, flash attention on, bf16, order TP,CP,DP,PP,
  * no overlap, even split. */

@@ -86,6 +86,14 @@ typedef enum {
   SC_DTYPE_COUNT
 } sc_dtype;
 
+/* "fp32", "tf32", "bf16", "fp16", "fp8", "int8"; "?" outside the enum. Also the keys of
+ * peak_flops_per_s in hardware files and the spellings of --dtype. */
+static inline const char *sc_dtype_name(sc_dtype d) {
+  static const char *const names[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16",
+                                                    "fp16", "fp8",  "int8"};
+  return ((unsigned)d < (unsigned)SC_DTYPE_COUNT) ? names[d] : "?";
+}
+
 /* What limited an estimate. */
 typedef enum {
   SC_BOUND_COMPUTE = 0, /* flops / achievable flops dominated */

@@ -1,6 +1,8 @@
 /* Parallel configuration defaults. */
 #include <string.h>
 
+#include "stepcast/schedule.h"
+
 #include "stepcast/parallel.h"
 
 void sc_parallel_defaults(sc_parallel *p) {
@@ -18,4 +20,44 @@ void sc_parallel_defaults(sc_parallel *p) {
   p->order[1] = SC_GROUP_CP;
   p->order[2] = SC_GROUP_DP;
   p->order[3] = SC_GROUP_PP;
+}
+
+const char *sc_recompute_name(sc_recompute r) {
+  switch (r) {
+  case SC_RECOMPUTE_NONE: return "none";
+  case SC_RECOMPUTE_SELECTIVE: return "selective";
+  case SC_RECOMPUTE_FULL: return "full";
+  }
+  return "?";
+}
+
+int sc_recompute_parse(const char *s, sc_recompute *out) {
+  for (int i = SC_RECOMPUTE_NONE; s != NULL && i <= SC_RECOMPUTE_FULL; i++) {
+    if (strcmp(s, sc_recompute_name((sc_recompute)i)) == 0) {
+      *out = (sc_recompute)i;
+      return SC_OK;
+    }
+  }
+  return SC_EINVAL;
+}
+
+int sc_schedule_kind_parse(const char *s, sc_schedule_kind *out) {
+  static const char *const cli[] = {"gpipe", "1f1b", "interleaved"};
+  for (int i = SC_SCHED_GPIPE; s != NULL && i <= SC_SCHED_INTERLEAVED; i++) {
+    if (strcmp(s, cli[i]) == 0 || strcmp(s, sc_schedule_kind_name((sc_schedule_kind)i)) == 0) {
+      *out = (sc_schedule_kind)i;
+      return SC_OK;
+    }
+  }
+  return SC_EINVAL;
+}
+
+int sc_dtype_parse(const char *s, sc_dtype *out) {
+  for (int i = 0; s != NULL && i < SC_DTYPE_COUNT; i++) {
+    if (strcmp(s, sc_dtype_name((sc_dtype)i)) == 0) {
+      *out = (sc_dtype)i;
+      return SC_OK;
+    }
+  }
+  return SC_EINVAL;
 }

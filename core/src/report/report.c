@@ -10,20 +10,6 @@
 /* ------------------------------------------------------------------------- */
 /* Names                                                                     */
 
-const char *sc__dtype_name(sc_dtype d) {
-  static const char *const n[SC_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8"};
-  return (unsigned)d < SC_DTYPE_COUNT ? n[d] : "unknown";
-}
-
-const char *sc__recompute_name(sc_recompute r) {
-  switch (r) {
-  case SC_RECOMPUTE_NONE: return "none";
-  case SC_RECOMPUTE_SELECTIVE: return "selective";
-  case SC_RECOMPUTE_FULL: return "full";
-  }
-  return "unknown";
-}
-
 /* ------------------------------------------------------------------------- */
 /* Derived quantities                                                        */
 
@@ -154,7 +140,7 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",
           sc_schedule_kind_name(p->schedule), p->virtual_stages, r->microbatches, p->micro_batch);
   fprintf(out, "  %-26s global batch %u x seq %u, %s, recompute %s%s%s\n", "batch", p->global_batch,
-          p->seq_len, sc__dtype_name(p->dtype), sc__recompute_name(p->recompute),
+          p->seq_len, sc_dtype_name(p->dtype), sc_recompute_name(p->recompute),
           p->sequence_parallel ? ", sequence parallel" : "",
           p->distributed_optimizer ? ", distributed optimizer" : "");
   fprintf(out, "\n  %-26s %12.3f ms\n", "iteration time", r->iteration_s * 1e3);
@@ -276,11 +262,11 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jint(out, "seq_len", p->seq_len, &f);
   jstr(out, "schedule", sc_schedule_kind_name(p->schedule), &f);
   jint(out, "virtual_stages", p->virtual_stages, &f);
-  jstr(out, "recompute", sc__recompute_name(p->recompute), &f);
+  jstr(out, "recompute", sc_recompute_name(p->recompute), &f);
   jbool(out, "sequence_parallel", p->sequence_parallel, &f);
   jbool(out, "distributed_optimizer", p->distributed_optimizer, &f);
   jbool(out, "flash_attention", p->flash_attention, &f);
-  jstr(out, "dtype", sc__dtype_name(p->dtype), &f);
+  jstr(out, "dtype", sc_dtype_name(p->dtype), &f);
   jbool(out, "overlap_grad_reduce", p->overlap_grad_reduce, &f);
   jbool(out, "overlap_param_gather", p->overlap_param_gather, &f);
   jbool(out, "overlap_tp_comm", p->overlap_tp_comm, &f);
@@ -413,11 +399,11 @@ int sc_report_csv_row(FILE *out, const sc_result *r, sc_error *err) {
   C_U(p->seq_len);
   C_S(sc_schedule_kind_name(p->schedule));
   C_U(p->virtual_stages);
-  C_S(sc__recompute_name(p->recompute));
+  C_S(sc_recompute_name(p->recompute));
   C_U(p->sequence_parallel != 0);
   C_U(p->distributed_optimizer != 0);
   C_U(p->flash_attention != 0);
-  C_S(sc__dtype_name(p->dtype));
+  C_S(sc_dtype_name(p->dtype));
   C_U(p->overlap_grad_reduce != 0);
   C_U(p->overlap_param_gather != 0);
   C_U(p->overlap_tp_comm != 0);

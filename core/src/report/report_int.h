@@ -9,8 +9,6 @@
 /* Families + forward/recompute/backward + six communication/bubble/optimizer terms. */
 #define SC_REPORT_MAX_TERMS (SC_SCHED_MAX_FAMILIES + 9)
 
-const char *sc__dtype_name(sc_dtype d);
-const char *sc__recompute_name(sc_recompute r);
 
 /* JSON string with escaping (quotes, backslash, control characters as \uXXXX). */
 void sc__json_string(FILE *out, const char *s);
