@@ -71,68 +71,54 @@ static int sc__table_mistyped(const sc_toml_value *owner, const sc_toml_kv *kv,
                       sc__toml_type_name(kv->value->type));
 }
 
-int sc__table_number(const sc_table *t, const char *key, double *out, sc_error *err) {
+/* Walk to key and check that its value has type want (SC_TOML_FLOAT accepts integers too,
+ * for numbers); on SC_OK *v is the value. what names the expectation in the message. */
+static int sc__table_typed(const sc_table *t, const char *key, sc_toml_type want,
+                           const char *what, const sc_toml_value **v, sc_error *err) {
   const sc_toml_kv *kv = NULL;
   const sc_toml_value *owner = NULL;
   int rc = sc__table_walk(t, key, &kv, &owner, err);
   if (rc != SC_OK) return rc;
-  if (kv->value->type == SC_TOML_INTEGER) {
-    *out = (double)kv->value->u.integer;
+  if (kv->value->type == want || (want == SC_TOML_FLOAT && kv->value->type == SC_TOML_INTEGER)) {
+    *v = kv->value;
     return SC_OK;
   }
-  if (kv->value->type == SC_TOML_FLOAT) {
-    *out = kv->value->u.flt;
-    return SC_OK;
-  }
-  return sc__table_mistyped(owner, kv, key, "a number", err);
+  return sc__table_mistyped(owner, kv, key, what, err);
+}
+
+int sc__table_number(const sc_table *t, const char *key, double *out, sc_error *err) {
+  const sc_toml_value *v;
+  int rc = sc__table_typed(t, key, SC_TOML_FLOAT, "a number", &v, err);
+  if (rc == SC_OK) *out = (v->type == SC_TOML_INTEGER) ? (double)v->u.integer : v->u.flt;
+  return rc;
 }
 
 int sc__table_integer(const sc_table *t, const char *key, int64_t *out, sc_error *err) {
-  const sc_toml_kv *kv = NULL;
-  const sc_toml_value *owner = NULL;
-  int rc = sc__table_walk(t, key, &kv, &owner, err);
-  if (rc != SC_OK) return rc;
-  if (kv->value->type == SC_TOML_INTEGER) {
-    *out = kv->value->u.integer;
-    return SC_OK;
-  }
-  return sc__table_mistyped(owner, kv, key, "an integer", err);
+  const sc_toml_value *v;
+  int rc = sc__table_typed(t, key, SC_TOML_INTEGER, "an integer", &v, err);
+  if (rc == SC_OK) *out = v->u.integer;
+  return rc;
 }
 
 int sc__table_string(const sc_table *t, const char *key, const char **out, sc_error *err) {
-  const sc_toml_kv *kv = NULL;
-  const sc_toml_value *owner = NULL;
-  int rc = sc__table_walk(t, key, &kv, &owner, err);
-  if (rc != SC_OK) return rc;
-  if (kv->value->type == SC_TOML_STRING) {
-    *out = kv->value->u.str.ptr;
-    return SC_OK;
-  }
-  return sc__table_mistyped(owner, kv, key, "a string", err);
+  const sc_toml_value *v;
+  int rc = sc__table_typed(t, key, SC_TOML_STRING, "a string", &v, err);
+  if (rc == SC_OK) *out = v->u.str.ptr;
+  return rc;
 }
 
 int sc__table_bool(const sc_table *t, const char *key, int *out, sc_error *err) {
-  const sc_toml_kv *kv = NULL;
-  const sc_toml_value *owner = NULL;
-  int rc = sc__table_walk(t, key, &kv, &owner, err);
-  if (rc != SC_OK) return rc;
-  if (kv->value->type == SC_TOML_BOOL) {
-    *out = kv->value->u.boolean ? 1 : 0;
-    return SC_OK;
-  }
-  return sc__table_mistyped(owner, kv, key, "a boolean", err);
+  const sc_toml_value *v;
+  int rc = sc__table_typed(t, key, SC_TOML_BOOL, "a boolean", &v, err);
+  if (rc == SC_OK) *out = v->u.boolean ? 1 : 0;
+  return rc;
 }
 
 int sc__table_table(const sc_table *t, const char *key, const sc_table **out, sc_error *err) {
-  const sc_toml_kv *kv = NULL;
-  const sc_toml_value *owner = NULL;
-  int rc = sc__table_walk(t, key, &kv, &owner, err);
-  if (rc != SC_OK) return rc;
-  if (kv->value->type == SC_TOML_TABLE) {
-    *out = sc__table_of(kv->value);
-    return SC_OK;
-  }
-  return sc__table_mistyped(owner, kv, key, "a table", err);
+  const sc_toml_value *v;
+  int rc = sc__table_typed(t, key, SC_TOML_TABLE, "a table", &v, err);
+  if (rc == SC_OK) *out = sc__table_of(v);
+  return rc;
 }
 
 int sc__table_key(const sc_table *t, size_t i, const char **key) {
