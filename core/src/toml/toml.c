@@ -508,15 +508,48 @@ static int check_text(parser *p) {
 /* ------------------------------------------------------------------------- */
 /* Strings                                                                    */
 
-/* Basic string ("..." or multi-line """...""") at p->i, decoded into p->sb. */
-static int parse_basic(parser *p, int ml) {
-  char fbuf[16];
-  uint32_t sline = p->line, scol = col_of(p, p->i);
+/* Start a string at p->i: empty p->sb, step over the opening delimiter (3 characters when
+ * multi-line) and the newline that may follow a multi-line opener. */
+static int string_open(parser *p, int ml) {
   p->sb.len = 0;
   if (sb_reserve(&p->sb, 0) != 0) return oom(p);
   p->sb.p[0] = '\0';
   p->i += ml ? 3 : 1;
   if (ml && at_newline(p)) eat_newline(p);
+  return SC_OK;
+}
+
+/* At a quote character q of a string's own kind: a one-line string ends here; in a
+ * multi-line one a run of 1-2 quotes is content, 3-5 end it (the extra 1-2 are content) and
+ * more is an error naming what (e.g. "multi-line literal string"). *closed tells whether the
+ * string ended. */
+static int string_quote(parser *p, char q, int ml, const char *what, int *closed) {
+  static const char two[2][3] = {"\"\"", "''"};
+  const char *qq = two[q == '\''];
+  size_t n = 0;
+  *closed = 0;
+  if (!ml) {
+    p->i++;
+    *closed = 1;
+    return SC_OK;
+  }
+  while (p->i + n < p->n && p->s[p->i + n] == q) n++;
+  if (n > 5) {
+    p->i += 5;
+    return fail(p, "too many quotes at the end of a %s", what);
+  }
+  if (sb_putn(&p->sb, qq, n < 3 ? n : n - 3) != 0) return oom(p);
+  p->i += n;
+  *closed = n >= 3;
+  return SC_OK;
+}
+
+/* Basic string ("..." or multi-line """...""") at p->i, decoded into p->sb. */
+static int parse_basic(parser *p, int ml) {
+  char fbuf[16];
+  uint32_t sline = p->line, scol = col_of(p, p->i);
+  int rc = string_open(p, ml), closed;
+  if (rc != SC_OK) return rc;
   for (;;) {
     if (p->i >= p->n) {
       return fail_at(p, SC_EPARSE, sline, scol, "unterminated string (no closing %s)",
@@ -524,24 +557,9 @@ static int parse_basic(parser *p, int ml) {
     }
     char c = p->s[p->i];
     if (c == '"') {
-      if (!ml) {
-        p->i++;
-        return SC_OK;
-      }
-      size_t q = 0;
-      while (p->i + q < p->n && p->s[p->i + q] == '"') q++;
-      if (q < 3) {
-        if (sb_putn(&p->sb, "\"\"", q) != 0) return oom(p);
-        p->i += q;
-        continue;
-      }
-      if (q > 5) {
-        p->i += 5;
-        return fail(p, "too many quotes at the end of a multi-line string");
-      }
-      if (sb_putn(&p->sb, "\"\"", q - 3) != 0) return oom(p);
-      p->i += q;
-      return SC_OK;
+      rc = string_quote(p, '"', ml, "multi-line string", &closed);
+      if (rc != SC_OK || closed) return rc;
+      continue;
     }
     if (c == '\\') {
       size_t epos = p->i;
@@ -618,11 +636,8 @@ static int parse_basic(parser *p, int ml) {
 /* Literal string ('...' or multi-line '''...''') at p->i, copied into p->sb. */
 static int parse_literal(parser *p, int ml) {
   uint32_t sline = p->line, scol = col_of(p, p->i);
-  p->sb.len = 0;
-  if (sb_reserve(&p->sb, 0) != 0) return oom(p);
-  p->sb.p[0] = '\0';
-  p->i += ml ? 3 : 1;
-  if (ml && at_newline(p)) eat_newline(p);
+  int rc = string_open(p, ml), closed;
+  if (rc != SC_OK) return rc;
   for (;;) {
     if (p->i >= p->n) {
       return fail_at(p, SC_EPARSE, sline, scol, "unterminated literal string (no closing %s)",
@@ -630,24 +645,9 @@ static int parse_literal(parser *p, int ml) {
     }
     char c = p->s[p->i];
     if (c == '\'') {
-      if (!ml) {
-        p->i++;
-        return SC_OK;
-      }
-      size_t q = 0;
-      while (p->i + q < p->n && p->s[p->i + q] == '\'') q++;
-      if (q < 3) {
-        if (sb_putn(&p->sb, "''", q) != 0) return oom(p);
-        p->i += q;
-        continue;
-      }
-      if (q > 5) {
-        p->i += 5;
-        return fail(p, "too many quotes at the end of a multi-line literal string");
-      }
-      if (sb_putn(&p->sb, "''", q - 3) != 0) return oom(p);
-      p->i += q;
-      return SC_OK;
+      rc = string_quote(p, '\'', ml, "multi-line literal string", &closed);
+      if (rc != SC_OK || closed) return rc;
+      continue;
     }
     if (c == '\n' || c == '\r') {
       if (!ml) {
