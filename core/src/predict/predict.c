@@ -100,7 +100,7 @@ static size_t family_index(const char *fam) {
   for (size_t i = 0; i < SC__NFAM; i++) {
     if (fam == sc__families[i] || strcmp(fam, sc__families[i]) == 0) return i;
   }
-  return SC__NFAM; /* unknown: caller adds to the last (memcpy) slot? no: refused below */
+  return SC__NFAM; /* not a breakdown family: the caller refuses it */
 }
 
 /* The spans of the groups a configuration has, computed once per prediction. */
@@ -174,8 +174,9 @@ static int coll_time(sc_predictor *pr, const sc_topology *t, const spans *s,
   return SC_OK;
 }
 
+/* Pipeline send/recv between neighbouring stages (always the direct algorithm). */
 static int p2p_time(sc_predictor *pr, const sc_topology *t, const spans *s, double bytes,
-                    sc_dtype dt, const char *algo, double *time_s, sc_error *err) {
+                    sc_dtype dt, double *time_s, sc_error *err) {
   sc_work_coll wc;
   memset(&wc, 0, sizeof wc);
   wc.kind = SC_COLL_SENDRECV;
@@ -185,7 +186,6 @@ static int p2p_time(sc_predictor *pr, const sc_topology *t, const spans *s, doub
   wc.dtype = dt;
   wc.repeat = 1;
   snprintf(wc.label, sizeof wc.label, "pp.p2p");
-  (void)algo;
   return coll_time(pr, t, s, &wc, "direct", time_s, err);
 }
 
@@ -346,11 +346,11 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
         }
       }
       if (w->p2p_send_fwd_bytes > 0) {
-        rc = p2p_time(pr, t, &sp, w->p2p_send_fwd_bytes, w->p2p_dtype, algo, &ch->p2p_fwd_s, err);
+        rc = p2p_time(pr, t, &sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &ch->p2p_fwd_s, err);
         if (rc != SC_OK) return rc;
       }
       if (w->p2p_send_bwd_bytes > 0) {
-        rc = p2p_time(pr, t, &sp, w->p2p_send_bwd_bytes, w->p2p_dtype, algo, &ch->p2p_bwd_s, err);
+        rc = p2p_time(pr, t, &sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &ch->p2p_bwd_s, err);
         if (rc != SC_OK) return rc;
       }
       ch->fwd_family_s = ff;
