@@ -333,13 +333,17 @@ int sc_cli_ops(int argc, char **argv) {
            p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
            p.distributed_optimizer ? "on" : "off");
   } else if (fmt == FMT_JSON) {
-    printf("{\"schema_version\": 1, \"model\": \"%s\", \"hardware\": \"%s\", \"parallel\": "
+    printf("{\"schema_version\": 1, \"model\": ");
+    sc_json_string(stdout, m.name);
+    printf(", \"hardware\": ");
+    sc_json_string(stdout, dev.name);
+    printf(", \"parallel\": "
            "{\"tp\": %u, \"pp\": %u, \"dp\": %u, \"cp\": %u, \"micro_batch\": %u, "
            "\"global_batch\": %u, \"microbatches\": %u, \"seq_len\": %u, \"virtual_stages\": %u, "
            "\"schedule\": \"%s\", \"recompute\": \"%s\", \"sequence_parallel\": %s, "
            "\"distributed_optimizer\": %s, \"flash_attention\": %s, \"dtype\": \"%s\"}, "
            "\"stages\": [",
-           m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.micro_batch, p.global_batch, mb,
+           p.tp, p.pp, p.dp, p.cp, p.micro_batch, p.global_batch, mb,
            p.seq_len, p.virtual_stages, sc_cli_schedule_name(p.schedule), sc_recompute_name(p.recompute),
            p.sequence_parallel ? "true" : "false", p.distributed_optimizer ? "true" : "false",
            p.flash_attention ? "true" : "false", sc_dtype_name(p.dtype));

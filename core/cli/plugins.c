@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "stepcast/report.h"
 
 /* ------------------------------------------------------------------------- */
 /* The shared registry set-up                                                */
@@ -63,34 +64,10 @@ static const char *status_word(sc_plugin_status s) {
   }
 }
 
-/* A JSON string: quotes, backslash and control characters escaped (RFC 8259 section 7);
- * bytes >= 0x80 pass through (paths and names are UTF-8 or opaque bytes). */
-static void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
-    switch (*p) {
-    case '"': fputs("\\\"", out); break;
-    case '\\': fputs("\\\\", out); break;
-    case '\n': fputs("\\n", out); break;
-    case '\r': fputs("\\r", out); break;
-    case '\t': fputs("\\t", out); break;
-    case '\b': fputs("\\b", out); break;
-    case '\f': fputs("\\f", out); break;
-    default:
-      if (*p < 0x20) {
-        fprintf(out, "\\u%04x", (unsigned)*p);
-      } else {
-        fputc(*p, out);
-      }
-    }
-  }
-  fputc('"', out);
-}
-
 static void print_json(FILE *out, const sc_registry *reg) {
   size_t n = sc_registry_count(reg);
   fprintf(out, "{\n  \"schema_version\": 1,\n  \"stepcast_version\": ");
-  json_str(out, sc_version());
+  sc_json_string(out, sc_version());
   fprintf(out, ",\n  \"abi\": {\"major\": %d, \"minor\": %d},\n  \"plugins\": [",
           SC_PLUGIN_ABI_MAJOR, SC_PLUGIN_ABI_MINOR);
   for (size_t i = 0; i < n; i++) {
@@ -100,19 +77,19 @@ static void print_json(FILE *out, const sc_registry *reg) {
     if (p.kind == 0) {
       fputs("null", out);
     } else {
-      json_str(out, kind_word(p.kind));
+      sc_json_string(out, kind_word(p.kind));
     }
     fputs(", \"name\": ", out);
-    json_str(out, p.name);
+    sc_json_string(out, p.name);
     fputs(", \"version\": ", out);
-    json_str(out, p.version);
+    sc_json_string(out, p.version);
     fprintf(out, ", \"abi\": {\"major\": %u, \"minor\": %u}, \"priority\": %d, \"path\": ",
             (unsigned)p.abi_major, (unsigned)p.abi_minor, (int)p.priority);
-    json_str(out, p.path);
+    sc_json_string(out, p.path);
     fputs(", \"status\": ", out);
-    json_str(out, status_word(p.status));
+    sc_json_string(out, status_word(p.status));
     fputs(", \"reason\": ", out);
-    json_str(out, p.reason);
+    sc_json_string(out, p.reason);
     fputc('}', out);
   }
   fprintf(out, "%s]\n}\n", n ? "\n  " : "");

@@ -290,20 +290,6 @@ static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *o
   r->error_pct = 100.0 * (r->predicted_s - r->measured_s) / r->measured_s;
 }
 
-static void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
-    else if (ch == '\n') fputs("\\n", out);
-    else if (ch == '\r') fputs("\\r", out);
-    else if (ch == '\t') fputs("\\t", out);
-    else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
-    else fputc(ch, out);
-  }
-  fputc('"', out);
-}
-
 typedef struct group {
   char gpu[64];
   double sum_abs;
@@ -409,20 +395,20 @@ int sc_cli_validate(int argc, char **argv) {
 
   if (json) {
     printf("{\n  \"schema_version\": 1,\n  \"file\": ");
-    json_str(stdout, file);
+    sc_json_string(stdout, file);
     printf(",\n  \"estimator\": \"%s\",\n  \"algo\": ", sc_estimator_name(opts.opts.estimator));
-    json_str(stdout, opts.algo);
+    sc_json_string(stdout, opts.algo);
     printf(",\n  \"rows\": [");
     for (size_t k = 0; k < nrows; k++) {
       const vrow *r = &rows[k];
       const vtopo *t = &topos[r->topo];
       static const char *const st[] = {"ok", "skipped", "error"};
       printf("%s\n    {\"id\": ", k ? "," : "");
-      json_str(stdout, r->id);
+      sc_json_string(stdout, r->id);
       printf(", \"line\": %u, \"status\": \"%s\", \"topology\": ", r->line, st[r->status]);
-      json_str(stdout, t->topo.name);
+      sc_json_string(stdout, t->topo.name);
       printf(", \"gpu\": ");
-      if (t->dev_loaded) json_str(stdout, t->dev.name);
+      if (t->dev_loaded) sc_json_string(stdout, t->dev.name);
       else printf("null");
       printf(", \"measured_s\": ");
       if (r->measured_s > 0) printf("%.6g", r->measured_s);
@@ -440,14 +426,14 @@ int sc_cli_validate(int argc, char **argv) {
         char item[64];
         snprintf(item, sizeof item, "%.*s", (int)n, s);
         printf("%s", first ? "" : ", ");
-        json_str(stdout, item);
+        sc_json_string(stdout, item);
         first = 0;
         s += n;
         if (e) s += 2;
       }
       printf("], \"reason\": ");
       if (r->status == ROW_OK) printf("null");
-      else json_str(stdout, r->reason);
+      else sc_json_string(stdout, r->reason);
       printf("}");
     }
     printf("\n  ],\n  \"predicted\": %zu, \"skipped\": %zu, \"errors\": %zu,\n", n_ok, n_skip,
@@ -458,7 +444,7 @@ int sc_cli_validate(int argc, char **argv) {
     printf(",\n  \"by_gpu\": [");
     for (size_t g = 0; g < ngroups; g++) {
       printf("%s\n    {\"gpu\": ", g ? "," : "");
-      json_str(stdout, groups[g].gpu);
+      sc_json_string(stdout, groups[g].gpu);
       printf(", \"rows\": %zu, \"mape_pct\": %.4f}", groups[g].n,
              groups[g].sum_abs / (double)groups[g].n);
     }

@@ -84,6 +84,10 @@ typedef struct sc_report_term {
  * returns how many there are. */
 size_t sc_report_terms(const sc_sched_breakdown *b, sc_report_term *out, size_t cap);
 
+/* Write s (NULL reads as "") as a JSON string: quotes, backslash and control characters
+ * escaped (RFC 8259 section 7), other bytes as they are. Shared by every JSON writer. */
+void sc_json_string(FILE *out, const char *s);
+
 /* Human-readable aligned table with units (ms, TFLOP/s, GiB, days). */
 int sc_report_table(FILE *out, const sc_result *r, sc_error *err);
 

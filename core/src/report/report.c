@@ -181,9 +181,9 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
 /* ------------------------------------------------------------------------- */
 /* JSON                                                                      */
 
-void sc__json_string(FILE *out, const char *s) {
+void sc_json_string(FILE *out, const char *s) {
   fputc('"', out);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+  for (const unsigned char *c = (const unsigned char *)(s != NULL ? s : ""); *c; c++) {
     switch (*c) {
     case '"': fputs("\\\"", out); break;
     case '\\': fputs("\\\\", out); break;
@@ -213,7 +213,7 @@ static void jkey(FILE *out, const char *k, int *first) {
   if (!*first) fputc(',', out);
   *first = 0;
   fputs("\n    ", out);
-  sc__json_string(out, k);
+  sc_json_string(out, k);
   fputs(": ", out);
 }
 
@@ -229,7 +229,7 @@ static void jint(FILE *out, const char *k, unsigned long long v, int *first) {
 
 static void jstr(FILE *out, const char *k, const char *v, int *first) {
   jkey(out, k, first);
-  sc__json_string(out, v);
+  sc_json_string(out, v);
 }
 
 static void jbool(FILE *out, const char *k, int v, int *first) {
@@ -244,7 +244,7 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   const sc_sched_breakdown *b = &r->breakdown;
   int f;
   fprintf(out, "{\n  \"schema_version\": %d,\n  \"stepcast_version\": ", SC_REPORT_SCHEMA_VERSION);
-  sc__json_string(out, sc_version());
+  sc_json_string(out, sc_version());
   fputs(",\n  \"inputs\": {", out);
   f = 1;
   jstr(out, "model", r->model, &f);
@@ -282,7 +282,7 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   fputc('{', out);
   for (uint32_t i = 0; i < b->nfamilies && i < SC_SCHED_MAX_FAMILIES; i++) {
     if (i) fputs(", ", out);
-    sc__json_string(out, b->family_names[i]);
+    sc_json_string(out, b->family_names[i]);
     fputs(": ", out);
     sc__json_number(out, b->family_s[i]);
   }

@@ -11,7 +11,6 @@
 
 
 /* JSON string with escaping (quotes, backslash, control characters as \uXXXX). */
-void sc__json_string(FILE *out, const char *s);
 /* A JSON number (%.12g), or null when not finite. */
 void sc__json_number(FILE *out, double v);
 /* Flush and check the stream: SC_OK or SC_EIO naming who. */

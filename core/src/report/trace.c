@@ -57,13 +57,13 @@ int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_
           s->critical_stage, s->pp, s->vp, s->microbatches);
   if (r != NULL) {
     fputs(", \"model\": ", out);
-    sc__json_string(out, r->model);
+    sc_json_string(out, r->model);
     fputs(", \"topology\": ", out);
-    sc__json_string(out, r->topology);
+    sc_json_string(out, r->topology);
     fputs(", \"hardware\": ", out);
-    sc__json_string(out, r->hardware);
+    sc_json_string(out, r->hardware);
     fputs(", \"estimator\": ", out);
-    sc__json_string(out, r->estimator);
+    sc_json_string(out, r->estimator);
     fprintf(out, ", \"gpus\": %u, \"tp\": %u, \"pp_config\": %u, \"dp\": %u, \"cp\": %u",
             r->gpus, r->parallel.tp, r->parallel.pp, r->parallel.dp, r->parallel.cp);
   }
@@ -99,7 +99,7 @@ int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_
     interval_name(name, sizeof name, v, s->vp);
     ev_sep(out, &first);
     fprintf(out, "{\"ph\": \"X\", \"name\": ");
-    sc__json_string(out, name);
+    sc_json_string(out, name);
     fprintf(out, ", \"cat\": \"%s\", \"pid\": %u, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, "
                  "\"args\": {\"chunk\": %u, \"microbatch\": %d, \"bucket\": %d}}",
             sc_interval_kind_name((sc_interval_kind)v->kind), v->stage, (unsigned)v->lane,
