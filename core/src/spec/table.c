@@ -87,35 +87,35 @@ static int sc__table_typed(const sc_table *t, const char *key, sc_toml_type want
 }
 
 int sc__table_number(const sc_table *t, const char *key, double *out, sc_error *err) {
-  const sc_toml_value *v;
+  const sc_toml_value *v = NULL;
   int rc = sc__table_typed(t, key, SC_TOML_FLOAT, "a number", &v, err);
   if (rc == SC_OK) *out = (v->type == SC_TOML_INTEGER) ? (double)v->u.integer : v->u.flt;
   return rc;
 }
 
 int sc__table_integer(const sc_table *t, const char *key, int64_t *out, sc_error *err) {
-  const sc_toml_value *v;
+  const sc_toml_value *v = NULL;
   int rc = sc__table_typed(t, key, SC_TOML_INTEGER, "an integer", &v, err);
   if (rc == SC_OK) *out = v->u.integer;
   return rc;
 }
 
 int sc__table_string(const sc_table *t, const char *key, const char **out, sc_error *err) {
-  const sc_toml_value *v;
+  const sc_toml_value *v = NULL;
   int rc = sc__table_typed(t, key, SC_TOML_STRING, "a string", &v, err);
   if (rc == SC_OK) *out = v->u.str.ptr;
   return rc;
 }
 
 int sc__table_bool(const sc_table *t, const char *key, int *out, sc_error *err) {
-  const sc_toml_value *v;
+  const sc_toml_value *v = NULL;
   int rc = sc__table_typed(t, key, SC_TOML_BOOL, "a boolean", &v, err);
   if (rc == SC_OK) *out = v->u.boolean ? 1 : 0;
   return rc;
 }
 
 int sc__table_table(const sc_table *t, const char *key, const sc_table **out, sc_error *err) {
-  const sc_toml_value *v;
+  const sc_toml_value *v = NULL;
   int rc = sc__table_typed(t, key, SC_TOML_TABLE, "a table", &v, err);
   if (rc == SC_OK) *out = sc__table_of(v);
   return rc;
