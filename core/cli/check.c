@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "job.h"
 #include "toml/toml.h"
 
 static void check_usage(FILE *out) {
@@ -76,6 +77,37 @@ static void print_topology(const sc_topology *t) {
   }
 }
 
+/* A job file (predict --job), beside the three spec kinds. */
+#define CHECK_JOB 100
+
+/* A job file: its keys, the model and topology it names loading, the degrees derived. */
+static int check_job(const char *path, sc_error *err) {
+  sc_cli_job j;
+  sc_model m;
+  sc_topology t;
+  int rc;
+  sc_cli_job_init(&j);
+  if ((rc = sc_cli_job_load(&j, path, err)) != SC_OK) return rc;
+  if (j.model[0] == '\0' || j.topology[0] == '\0')
+    return sc_error_set(err, SC_ESPEC, "%s: [job] needs 'model' and 'topology'", path);
+  if ((rc = sc_model_load(j.model, &m, err)) != SC_OK) return rc;
+  if ((rc = sc_topology_load(j.topology, &t, err)) != SC_OK) return rc;
+  if ((rc = sc_cli_job_finish(&j, &m, err)) != SC_OK) {
+    char msg[SC_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return sc_error_set(err, rc, "%s: %s", path, msg);
+  }
+  printf("job (%s)\n  model            %s\n  topology         %s\n", path, m.name, t.name);
+  printf("  gpus             %u = tp %u x pp %u x dp %u x cp %u\n", j.gpus, j.par.tp, j.par.pp,
+         j.par.dp, j.par.cp);
+  printf("  batch            micro %u, global %u, seq %u, %s\n", j.par.micro_batch,
+         j.par.global_batch, j.par.seq_len, sc_dtype_name(j.par.dtype));
+  printf("  schedule         %s, virtual stages %u, recompute %s\n",
+         sc_cli_schedule_name(j.par.schedule), j.par.virtual_stages,
+         sc_recompute_name(j.par.recompute));
+  return SC_OK;
+}
+
 /* Which spec a file is, from its top-level table; -1 with err set when none. */
 static int detect_kind(const char *path, sc_error *err) {
   sc_toml_doc *doc = NULL;
@@ -84,7 +116,9 @@ static int detect_kind(const char *path, sc_error *err) {
   if (sc__toml_get(doc->root, "model") != NULL) kind = SC_SPEC_MODEL;
   else if (sc__toml_get(doc->root, "hardware") != NULL) kind = SC_SPEC_HARDWARE;
   else if (sc__toml_get(doc->root, "topology") != NULL) kind = SC_SPEC_TOPOLOGY;
-  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware] or [topology] table", path);
+  else if (sc__toml_get(doc->root, "job") != NULL) kind = CHECK_JOB;
+  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology] or [job] table",
+                    path);
   sc__toml_free(doc);
   return kind;
 }
@@ -117,6 +151,8 @@ int sc_cli_check(int argc, char **argv) {
       sc_topology t;
       rc = sc_topology_load(path, &t, &err);
       if (rc == SC_OK) print_topology(&t);
+    } else if (kind == CHECK_JOB) {
+      rc = check_job(path, &err);
     } else if (kind == SC_SPEC_HARDWARE) {
       sc_device d;
       if (reg == NULL) {

@@ -86,6 +86,11 @@ static const job_key *find_key(const char *name, int *negated) {
   return NULL;
 }
 
+int sc_cli_job_known(const char *name) {
+  int neg;
+  return find_key(name, &neg) != NULL;
+}
+
 int sc_cli_job_is_bool(const char *name) {
   int neg;
   const job_key *k = find_key(name, &neg);

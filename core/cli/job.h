@@ -27,6 +27,9 @@ void sc_cli_job_init(sc_cli_job *j);
  * for an unknown key, or SC_EINVAL with err naming the key and the bad value. */
 int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error *err);
 
+/* Is name (without dashes, either spelling, "no-" allowed before a boolean) a job key? */
+int sc_cli_job_known(const char *name);
+
 /* Is name (without dashes) a boolean job key ("sequence-parallel", "no-flash-attention")? */
 int sc_cli_job_is_bool(const char *name);
 

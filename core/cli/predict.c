@@ -83,6 +83,9 @@ int sc_cli_predict(int argc, char **argv) {
     if (strcmp(name, "json") == 0) { json = 1; continue; }
     if (strcmp(name, "csv") == 0) { csv = 1; continue; }
     if (strcmp(name, "allow-oom") == 0) { job.opts.allow_oom = 1; continue; }
+    if (strcmp(name, "job") != 0 && strcmp(name, "timeline") != 0 && strcmp(name, "plot") != 0 &&
+        !sc_cli_job_known(name))
+      return sc_cli_usage_error("predict", "unknown option '--%s'", name);
     if (!sc_cli_job_is_bool(name) && val == NULL) {
       if (i + 1 >= argc) return sc_cli_usage_error("predict", "option '--%s' needs a value", name);
       val = argv[++i];
