@@ -1,9 +1,9 @@
-/* bench_predict: how fast sc_predict answers. GPT-3 175B on the DGX A100 SuperPOD, 1024
- * GPUs (tp 8, pp 8, dp 16), global batch 1536, seq 2048, predicted in a loop for about
- * SECONDS seconds (argv[1], default 2). argv[2] names another topology: the placement
- * refuses 1024 GPUs on dgx-a100-superpod (its 160-GPU scalable units split the 128-GPU
- * pipeline stages unevenly) and dgx-h100-superpod holds 1016 GPUs; figures are
- * taken on perlmutter-gpu (A100 nodes of 4 GPUs, one all-to-all network tier above the node):
+/* bench_predict: how fast sc_predict answers. GPT-3 175B on 1024 A100s of Perlmutter
+ * (tp 8, pp 8, dp 16), global batch 1536, seq 2048, predicted in a loop for about
+ * SECONDS seconds (argv[1], default 2). argv[2] names another topology (default
+ * perlmutter-gpu; the placement refuses 1024 GPUs on dgx-a100-superpod, whose 160-GPU
+ * scalable units split the 128-GPU pipeline stages unevenly, and dgx-h100-superpod holds
+ * 1016 GPUs). Variants:
  *   same      the same configuration every time (operator and collective memo hits);
  *   vary-mb   the micro-batch cycles over 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96 (each
  *             divides 1536/16 = 96), so operator shapes change (memo misses until every
@@ -62,7 +62,7 @@ static int run(const char *name, sc_predictor *pr, const sc_model *m, const sc_t
 
 int main(int argc, char **argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 2.0;
-  const char *topo = argc > 2 ? argv[2] : "dgx-a100-superpod";
+  const char *topo = argc > 2 ? argv[2] : "perlmutter-gpu";
   sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
   sc_model m;
