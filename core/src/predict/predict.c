@@ -16,7 +16,7 @@
  * a term of its own (the schedule's optimizer lane), so it is not a compute family. */
 static const char *const sc__families[] = {
     SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_SOFTMAX, SC_OP_NORM, SC_OP_ELEMENTWISE,
-    SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY, SC_OP_OPTIMIZER};
+    SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
 #define SC__NFAM (sizeof sc__families / sizeof sc__families[0])
 
 struct sc_predictor {
@@ -199,7 +199,7 @@ static int ops_time(sc_predictor *pr, const sc_device *dev, const sc_work_list *
     size_t f = family_index(o->desc.family);
     int rc = sc_registry_estimate_op(pr->reg, dev, &o->desc, &e, err);
     if (rc != SC_OK) return rc;
-    if (f >= SC__NFAM) {
+    if (fam != NULL && f >= SC__NFAM) {
       return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
                           o->label, o->desc.family);
     }

@@ -3,6 +3,7 @@
  * with "nice" ticks (1, 2, 5 x 10^k), a title and a legend with time and share. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "report/report_int.h"
 #include "stepcast/report.h"
@@ -31,9 +32,23 @@ static double nice_step(double span, int want) {
   return step * p10;
 }
 
-/* Colour-blind-safe palette (Okabe & Ito, "Color Universal Design", 2008), then greys. */
-static const char *const palette[] = {"#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00",
-                                      "#CC79A7", "#F0E442", "#000000", "#999999", "#666666"};
+/* Colours by meaning, so that no two terms of one chart share a colour: compute families
+ * in cool colours (Okabe & Ito, "Color Universal Design", 2008, and Paul Tol's muted
+ * scheme), communication in warm ones, the bubble in grey, the optimizer in black. */
+static const char *const compute_palette[] = {"#0072B2", "#56B4E9", "#009E73", "#88CCEE",
+                                              "#44AA99", "#117733", "#332288", "#6699CC",
+                                              "#999933", "#AA4499", "#882255", "#DDCC77",
+                                              "#661100", "#6A3D9A", "#1F78B4", "#B2DF8A"};
+
+static const char *term_colour(const sc_report_term *t, size_t i) {
+  static const struct { const char *key, *colour; } fixed[] = {
+      {"tp_exposed", "#D55E00"}, {"cp_exposed", "#E69F00"}, {"dp_exposed", "#CC79A7"},
+      {"p2p_exposed", "#F0E442"}, {"bubble", "#BBBBBB"},    {"optimizer", "#000000"}};
+  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+    if (strcmp(t->key, fixed[k].key) == 0) return fixed[k].colour;
+  }
+  return compute_palette[i % (sizeof compute_palette / sizeof compute_palette[0])];
+}
 
 int sc_report_svg(FILE *out, const sc_result *r, sc_error *err) {
   if (out == NULL || r == NULL)
@@ -81,7 +96,7 @@ int sc_report_svg(FILE *out, const sc_result *r, sc_error *err) {
     fprintf(out,
             "<rect class=\"term\" data-term=\"%s\" x=\"%.3f\" y=\"%.1f\" width=\"%.3f\" "
             "height=\"%.1f\" fill=\"%s\"><title>",
-            t[i].key, x, bar_y, w, bar_h, palette[i % (sizeof palette / sizeof palette[0])]);
+            t[i].key, x, bar_y, w, bar_h, term_colour(&t[i], i));
     snprintf(line, sizeof line, "%s: %.3f ms (%.1f %%)", t[i].label, t[i].seconds * 1e3,
              100.0 * t[i].seconds / r->iteration_s);
     xml_text(out, line);
@@ -116,7 +131,7 @@ int sc_report_svg(FILE *out, const sc_result *r, sc_error *err) {
     fprintf(out,
             "<rect class=\"swatch\" x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
             "fill=\"%s\" stroke=\"#333333\" stroke-width=\"0.5\"/>\n",
-            left, ly, palette[i % (sizeof palette / sizeof palette[0])]);
+            left, ly, term_colour(&t[i], i));
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", left + 22, ly + 11.5);
     xml_text(out, t[i].label);
     fprintf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3f ms</text>\n",

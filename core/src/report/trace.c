@@ -3,6 +3,7 @@
  * "M" metadata events name processes and threads, "X" complete events carry ts and dur
  * in microseconds, "s"/"f" events with one id draw a flow arrow; "bp":"e" binds the
  * arrow's end to the slice enclosing its timestamp. */
+#include <math.h>
 #include <stdio.h>
 
 #include "report/report_int.h"
@@ -10,6 +11,9 @@
 #include "stepcast/stepcast.h"
 
 #define US(t) ((t) * 1e6)
+static double ns_dur_us(double start_s, double end_s) {
+  return round(end_s * 1e9) / 1e3 - round(start_s * 1e9) / 1e3;
+}
 
 static void ev_sep(FILE *out, int *first) {
   fputs(*first ? "\n  " : ",\n  ", out);
@@ -94,6 +98,8 @@ int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_
     }
   }
   char name[96];
+  /* ts and dur are printed to the nanosecond: take dur as the difference of the rounded
+   * ends so that back-to-back intervals of a lane never overlap after rounding. */
   for (size_t i = 0; i < s->nintervals; i++) {
     const sc_sched_interval *v = &s->intervals[i];
     interval_name(name, sizeof name, v, s->vp);
@@ -103,7 +109,7 @@ int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_
     fprintf(out, ", \"cat\": \"%s\", \"pid\": %u, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, "
                  "\"args\": {\"chunk\": %u, \"microbatch\": %d, \"bucket\": %d}}",
             sc_interval_kind_name((sc_interval_kind)v->kind), v->stage, (unsigned)v->lane,
-            US(v->start_s), US(v->end_s - v->start_s), v->chunk, v->microbatch, v->bucket);
+            US(v->start_s), ns_dur_us(v->start_s, v->end_s), v->chunk, v->microbatch, v->bucket);
   }
   for (size_t i = 0; i < s->nflows; i++) {
     const sc_sched_interval *a = &s->intervals[s->flows[i].send];
