@@ -560,6 +560,35 @@ START_TEST(test_invalid) {
 }
 END_TEST
 
+/* fp8 training (Transformer Engine's recipe): only the linear layers' GEMMs take the fp8
+ * dtype; attention, norms, element-wise work, collectives and pipeline messages stay bf16. */
+START_TEST(test_fp8_linear_only) {
+  sc_model m = gpt("tiny", 4, 64, 4);
+  sc_parallel p = par(2, 2, 1, 1, 1, 128);
+  p.dtype = SC_DTYPE_FP8;
+  sc_error err;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  const sc_work_list *f = &W.per_micro[SC_PHASE_FWD], *b = &W.per_micro[SC_PHASE_BWD];
+  static const char *const lin[] = {"qkv", "attn_proj", "mlp_fc1", "mlp_fc2"};
+  for (int i = 0; i < 4; i++) {
+    char dg[32], wg[32];
+    snprintf(dg, sizeof dg, "%s.dgrad", lin[i]);
+    snprintf(wg, sizeof wg, "%s.wgrad", lin[i]);
+    ck_assert_int_eq(find_op(f, lin[i])->desc.dtype, SC_DTYPE_FP8);
+    ck_assert_int_eq(find_op(b, dg)->desc.dtype, SC_DTYPE_FP8);
+    ck_assert_int_eq(find_op(b, wg)->desc.dtype, SC_DTYPE_FP8);
+  }
+  ck_assert_int_eq(find_op(f, "norm1")->desc.dtype, SC_DTYPE_BF16);
+  ck_assert_int_eq(find_op(f, "attn_core")->desc.dtype, SC_DTYPE_BF16);
+  const sc_work_coll *c = find_coll(f, "attn_proj.ar");
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->dtype, SC_DTYPE_BF16);
+  ck_assert_double_eq(c->bytes, 128.0 * 64 * 2); /* 2-byte elements */
+  ck_assert_int_eq(W.p2p_dtype, SC_DTYPE_BF16);
+  ck_assert_double_eq(W.p2p_send_fwd_bytes, 128.0 * 64 * 2 / 2);
+}
+END_TEST
+
 START_TEST(test_phase_names) {
   ck_assert_str_eq(sc_phase_name(SC_PHASE_FWD), "fwd");
   ck_assert_str_eq(sc_phase_name(SC_PHASE_RECOMPUTE), "recompute");
@@ -580,6 +609,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_dp_optimizer);
   tcase_add_test(tc, test_uneven_and_interleaved);
   tcase_add_test(tc, test_invalid);
+  tcase_add_test(tc, test_fp8_linear_only);
   tcase_add_test(tc, test_phase_names);
   suite_add_tcase(s, tc);
   return s;

@@ -75,7 +75,8 @@ void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d) {
   d->f1_t = m->activation == SC_ACT_SWIGLU ? 2 * d->f_t : d->f_t;
   d->vocab_padded = sc_workload_padded_vocab(m, p);
   d->V_t = d->vocab_padded / tp;
-  d->e = sc__dtype_bytes(p->dtype);
+  d->act = (p->dtype == SC_DTYPE_FP8) ? SC_DTYPE_BF16 : p->dtype;
+  d->e = sc__dtype_bytes(d->act);
 }
 
 int64_t sc__layer_params(const sc_model *m, const sc__dims *d) {
@@ -265,7 +266,7 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
   sc_work_op *o = &l->ops[l->nops++];
   o->desc.family = family;
   o->desc.variant = variant;
-  o->desc.dtype = B->p->dtype;
+  o->desc.dtype = B->d.act;
   o->desc.ndims = nd;
   for (uint32_t i = 0; i < SC_OP_MAX_DIMS; i++) o->desc.dims[i] = i < nd ? dims[i] : 0;
   copy_label(o->label, label);
@@ -287,6 +288,15 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
 }
 
 #define DIMS(...) (const int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+/* A linear layer's GEMM (QKV, attention projection, MLP fc1/fc2, forward, dgrad and wgrad):
+ * the one place the job's compute dtype applies as given (fp8 included). */
+static void linear(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                   const char *label, const int64_t *dims, uint32_t nd) {
+  uint32_t before = l->nops;
+  op(B, l, ph, rep, where, SC_OP_GEMM, SC_GEMM_PLAIN, label, dims, nd);
+  if (l->nops > before) l->ops[before].desc.dtype = B->p->dtype;
+}
 
 static void coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
                  sc_coll_kind kind, sc_group_kind group, uint32_t nranks, double bytes,
@@ -315,7 +325,7 @@ static void tp_coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_
                     sc_coll_kind kind, const char *label) {
   const sc__dims *d = &B->d;
   coll(B, l, ph, rep, where, kind, SC_GROUP_TP, B->p->tp, (double)d->T * d->h * d->e,
-       B->p->dtype, B->p->overlap_tp_comm, label);
+       B->d.act, B->p->overlap_tp_comm, label);
 }
 
 /* After a row-parallel linear (FWD) or a column-parallel dgrad (BWD). */
@@ -352,7 +362,7 @@ static void attn_core_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
     /* Megatron's ring attention passes K/V around the cp ranks in cp-1 P2P steps that
      * overlap the partial attention; modelled as one all-gather of equal volume. */
     coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B),
-         p->dtype, 1, "attn.cp_kv_ag");
+         B->d.act, 1, "attn.cp_kv_ag");
   }
   if (p->flash_attention) {
     op(B, l, ph, L, SC_WHERE_LAYER, SC_OP_ATTENTION, SC_ATTN_FLASH_FWD, "attn_core",
@@ -377,22 +387,22 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   sc_work_where W = SC_WHERE_LAYER;
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "qkv.ag");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv", DIMS(1, d->T, d->qkv_t, d->h));
+  linear(B, l, ph, L, W, "qkv", DIMS(1, d->T, d->qkv_t, d->h));
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_FWD, "rope",
        DIMS(d->T * (d->a_t + d->g_t) * d->d));
   }
   attn_core_fwd(B, l, ph, L);
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj", DIMS(1, d->T, d->h, d->q_t));
+  linear(B, l, ph, L, W, "attn_proj", DIMS(1, d->T, d->h, d->q_t));
   tp_reduce(B, l, ph, L, W, "attn_proj.ar", "attn_proj.rs");
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "attn_bda",
      DIMS(d->T_sp * d->h));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "mlp_fc1.ag");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1", DIMS(1, d->T, d->f1_t, d->h));
+  linear(B, l, ph, L, W, "mlp_fc1", DIMS(1, d->T, d->f1_t, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_FWD : SC_EW_GELU_FWD,
      swiglu ? "mlp_swiglu" : "mlp_gelu", DIMS(d->T * d->f_t));
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2", DIMS(1, d->T, d->h, d->f_t));
+  linear(B, l, ph, L, W, "mlp_fc2", DIMS(1, d->T, d->h, d->f_t));
   tp_reduce(B, l, ph, L, W, "mlp_fc2.ar", "mlp_fc2.rs");
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
      DIMS(d->T_sp * d->h));
@@ -411,14 +421,14 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "mlp_bda.bwd",
      DIMS(d->T_sp * d->h));
   sp_gather(B, l, ph, L, W, "mlp_fc2.ag");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2.dgrad", DIMS(1, d->T, d->f_t, d->h));
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc2.wgrad", DIMS(1, d->h, d->f_t, d->T));
+  linear(B, l, ph, L, W, "mlp_fc2.dgrad", DIMS(1, d->T, d->f_t, d->h));
+  linear(B, l, ph, L, W, "mlp_fc2.wgrad", DIMS(1, d->h, d->f_t, d->T));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_BWD : SC_EW_GELU_BWD,
      swiglu ? "mlp_swiglu.bwd" : "mlp_gelu.bwd", DIMS(d->T * d->f_t));
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1.dgrad", DIMS(1, d->T, d->h, d->f1_t));
+  linear(B, l, ph, L, W, "mlp_fc1.dgrad", DIMS(1, d->T, d->h, d->f1_t));
   sp_gather(B, l, ph, L, W, "mlp_fc1.wgrad_ag");
   tp_reduce(B, l, ph, L, W, "mlp_fc1.ar", "mlp_fc1.rs");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "mlp_fc1.wgrad", DIMS(1, d->f1_t, d->h, d->T));
+  linear(B, l, ph, L, W, "mlp_fc1.wgrad", DIMS(1, d->f1_t, d->h, d->T));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm2.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "mlp_residual.bwd", DIMS(d->T_sp * d->h));
 
@@ -426,11 +436,11 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "attn_bda.bwd",
      DIMS(d->T_sp * d->h));
   sp_gather(B, l, ph, L, W, "attn_proj.ag");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj.dgrad", DIMS(1, d->T, d->q_t, d->h));
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_proj.wgrad", DIMS(1, d->h, d->q_t, d->T));
+  linear(B, l, ph, L, W, "attn_proj.dgrad", DIMS(1, d->T, d->q_t, d->h));
+  linear(B, l, ph, L, W, "attn_proj.wgrad", DIMS(1, d->h, d->q_t, d->T));
   if (p->cp > 1) {
     /* The ring passes K/V again and returns dK/dV to their owners. */
-    coll(B, l, ph, L, W, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), p->dtype, 1,
+    coll(B, l, ph, L, W, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), B->d.act, 1,
          "attn.cp_kv_ag");
   }
   if (p->flash_attention) {
@@ -447,17 +457,17 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
     op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk.wgrad", DIMS(ba, d->s, d->d, d->s_c));
   }
   if (p->cp > 1) {
-    coll(B, l, ph, L, W, SC_COLL_REDUCESCATTER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), p->dtype, 1,
+    coll(B, l, ph, L, W, SC_COLL_REDUCESCATTER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), B->d.act, 1,
          "attn.cp_dkv_rs");
   }
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_BWD, "rope.bwd",
        DIMS(d->T * (d->a_t + d->g_t) * d->d));
   }
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv.dgrad", DIMS(1, d->T, d->h, d->qkv_t));
+  linear(B, l, ph, L, W, "qkv.dgrad", DIMS(1, d->T, d->h, d->qkv_t));
   sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
   tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
-  op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "qkv.wgrad", DIMS(1, d->qkv_t, d->h, d->T));
+  linear(B, l, ph, L, W, "qkv.wgrad", DIMS(1, d->qkv_t, d->h, d->T));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm1.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
 }
@@ -595,7 +605,7 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_GROUP_DP, dpc,
          (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_rs");
     coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_GROUP_DP, dpc,
-         (double)params * d->e, p->dtype, p->overlap_param_gather, "dp.param_ag");
+         (double)params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
   } else {
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_DP, dpc,
          (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_ar");
@@ -613,7 +623,7 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   out->p2p_send_bwd_bytes = k > 0 ? msg : 0.0;
   out->p2p_send_fwd_bytes = k + 1 < K ? msg : 0.0;
   out->p2p_recv_bwd_bytes = k + 1 < K ? msg : 0.0;
-  out->p2p_dtype = p->dtype;
+  out->p2p_dtype = d->act;
 
   if (B.overflow) {
     return sc_error_set(err, SC_ELIMIT,

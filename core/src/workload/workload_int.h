@@ -28,7 +28,11 @@ typedef struct sc__dims {
   int64_t V_t;      /* padded vocabulary per rank: vocab_padded / tp */
   int64_t vocab_padded;
   int sp;           /* sequence parallelism in effect (flag and tp > 1) */
-  double e;         /* bytes per element of the compute dtype */
+  sc_dtype act;     /* dtype of activations, communication and weights: p->dtype, except
+                       bf16 for fp8 training (Transformer Engine's recipe: only the linear
+                       layers' GEMMs run in fp8; attention, norms, element-wise work,
+                       activations, gradients in transit and weights stay bf16) */
+  double e;         /* bytes per element of act */
 } sc__dims;
 
 void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d);
