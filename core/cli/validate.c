@@ -25,9 +25,10 @@ static void validate_usage(FILE *out) {
           "  --algo NAME              collective algorithm (auto, ring, tree)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
-          "when virtual_stages>1), virtual_stages=1, recompute=none, sequence_parallel=false,\n"
-          "distributed_optimizer=false, flash_attention=true, cp=1, kv_heads=heads,\n"
-          "ffn_hidden=4*hidden, activation=gelu; dp is derived from gpus.\n");
+          "when virtual_stages>1), virtual_stages=1, sequence_parallel=false,\n"
+          "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
+          "dp is derived from gpus. Empty recompute and distributed_optimizer take the first\n"
+          "setting that fits in memory: none before selective before full, off before on.\n");
 }
 
 /* Columns, in the order of docs/validation/README.md. */
@@ -53,6 +54,8 @@ typedef struct vrow {
   double measured_s, predicted_s, error_pct;
   row_status status;
   char assumed[256];        /* "micro_batch=1, dtype=bf16, ..." */
+  int recompute_unknown;    /* empty cells that predict_row settles: the first setting */
+  int dopt_unknown;         /* that fits in memory, in the order none/off first */
   char reason[SC_ERROR_MSG_MAX];
 } vrow;
 
@@ -175,7 +178,7 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   if (buf[0] != '\0' && (rc = job_field(c, row, C_SCHED, r, buf, err)) != SC_OK) return rc;
   int sched_known = buf[0] != '\0';
   text_of(c, row, idx[C_RECOMP], buf, sizeof buf);
-  if (buf[0] == '\0') add_assumed(r, "recompute=none");
+  if (buf[0] == '\0') r->recompute_unknown = 1;
   else if ((rc = job_field(c, row, C_RECOMP, r, buf, err)) != SC_OK) return rc;
   text_of(c, row, idx[C_DTYPE], buf, sizeof buf);
   if (buf[0] == '\0') add_assumed(r, "dtype=bf16");
@@ -183,7 +186,10 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   for (size_t k = 0; k < sizeof bools / sizeof bools[0]; k++) {
     int col = bools[k];
     text_of(c, row, idx[col], buf, sizeof buf);
-    if (buf[0] == '\0') {
+    if (buf[0] == '\0' && col == C_DOPT) {
+      r->dopt_unknown = 1;
+      if ((rc = job_field(c, row, col, r, "false", err)) != SC_OK) return rc;
+    } else if (buf[0] == '\0') {
       char a[64];
       snprintf(a, sizeof a, "%s=%s", colnames[col], col == C_FA ? "true" : "false");
       add_assumed(r, a);
@@ -278,10 +284,37 @@ static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *o
     r->status = ROW_ERROR;
     return;
   }
-  if (sc_model_finish(&r->model, &e) != SC_OK ||
-      sc_cli_job_finish(&r->job, &r->model, &e) != SC_OK ||
-      sc_predict(pr, &r->model, &t->topo, &t->dev, &r->job.par, &r->job.opts, &res, NULL, &e) !=
-          SC_OK) {
+  /* Settings the source leaves empty that decide whether the run fits: the cheapest
+   * combination that fits, tried in order (no distributed optimizer before one; no
+   * recomputation before selective before full), as a practitioner would configure it. */
+  static const struct { int dopt; sc_recompute rc; } tries[] = {
+      {0, SC_RECOMPUTE_NONE}, {1, SC_RECOMPUTE_NONE}, {0, SC_RECOMPUTE_SELECTIVE},
+      {1, SC_RECOMPUTE_SELECTIVE}, {0, SC_RECOMPUTE_FULL}, {1, SC_RECOMPUTE_FULL}};
+  int st = sc_model_finish(&r->model, &e);
+  if (st == SC_OK) st = sc_cli_job_finish(&r->job, &r->model, &e);
+  if (st == SC_OK) {
+    sc_parallel given = r->job.par;
+    for (size_t k = 0; k < sizeof tries / sizeof tries[0]; k++) {
+      if (!r->dopt_unknown && tries[k].dopt) continue;
+      if (!r->recompute_unknown && tries[k].rc != SC_RECOMPUTE_NONE) continue;
+      r->job.par = given;
+      if (r->dopt_unknown) r->job.par.distributed_optimizer = tries[k].dopt;
+      if (r->recompute_unknown) r->job.par.recompute = tries[k].rc;
+      sc_error_clear(&e);
+      st = sc_predict(pr, &r->model, &t->topo, &t->dev, &r->job.par, &r->job.opts, &res, NULL,
+                      &e);
+      if (st != SC_ENOFIT) break;
+    }
+    if (r->recompute_unknown) {
+      char a[64];
+      snprintf(a, sizeof a, "recompute=%s", sc_recompute_name(r->job.par.recompute));
+      add_assumed(r, a);
+    }
+    if (r->dopt_unknown)
+      add_assumed(r, r->job.par.distributed_optimizer ? "distributed_optimizer=true"
+                                                      : "distributed_optimizer=false");
+  }
+  if (st != SC_OK) {
     snprintf(r->reason, sizeof r->reason, "%s", e.msg[0] ? e.msg : sc_strerror(e.code));
     r->status = ROW_ERROR;
     return;
