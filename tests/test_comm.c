@@ -290,69 +290,174 @@ END_TEST
 
 START_TEST(hierarchical_composition) {
   /* 16 GPUs = 2 nodes x 8, tree, S = 1e9 B, NVLink 300 GB/s 1 us, net 25 GB/s 5 us.
-   *   RS in node: 7/8 S = 0.875e9 B at 300e9 -> 2.9167e-3 s, 7 hops of 1 us.
+   * Bandwidth term (the plugins' arithmetic, unchanged):
+   *   RS in node: 7/8 S = 0.875e9 B at 300e9 -> 2.9167e-3 s; AG in node: the same.
    *   Tree AR across 2 nodes of the shard S/8 = 1.25e8: two subtrees -> S/8 out of each
-   *     member, / 0.92 (NCCL's tree derating) at 25e9 -> 5.4348e-3 s; 2*ceil(log2 2) = 2
-   *     hops of 5 us.
-   *   AG in node: as RS.
-   *   T = (7 + 7) us + 10 us + max(2.9167e-3, 5.4348e-3) = 24e-6 + 1.25e8/0.92/25e9. */
+   *     member, / 0.92 (NCCL's tree derating) at 25e9 -> 5.4348e-3 s (the max).
+   *   Hops: 7 (RS) + 7 (AG) on tier 0, 2*ceil(log2 2) = 2 on tier 1.
+   * Protocols (NCCL 2.20.3 tuning.cc; rederived when the protocol model was added, the
+   * expectation used to be 24 us + bandwidth term): per step the tier's latency plus NCCL's
+   * surcharge hwLat[hw][Tree][p] - hwLat[hw][Ring][LL]:
+   *   Simple: base 0 + 14 * (1 + 28 - 0.6) us + 2 * (5 + 28 - 2.7) us = 397.6 + 60.6
+   *           = 458.2 us; bandwidth x1 (tree correction 1 at 2^23 <= S/64).
+   *   LL128:  14 + 14 * (1 + 0.65) + 2 * (5 + 5.8) = 58.7 us; bandwidth / (120/128).
+   *   LL:     6.8 + 14 * 1 + 2 * (5 + 2.3) = 35.4 us; bandwidth * 3.8.
+   * The tuner prices the tree's bandwidth at 0.5 * 0.92 * ring busBw, ring busBw =
+   * S * 1.875 / 9.375e-3 = 200 GB/s -> 1e9 / 92e9 = 10.870e-3 s: Simple 11.328e-3 s beats
+   * LL128 (1e9 / (92e9 * 0.9375) + 58.7 us = 11.653e-3 s). Time reported: Simple's latency
+   * + the plugin's bandwidth term. */
   sc_registry *reg = new_reg();
   sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
   sc_coll_desc c;
   sc_estimate e;
   const sc_coll_plugin *chosen = NULL;
+  const char *proto = NULL;
   sc_error err = {0};
-  double want = 24e-6 + 1.25e8 / 0.92 / 25e9;
+  double want = 458.2e-6 + 1.25e8 / 0.92 / 25e9;
   memset(&c, 0, sizeof c);
   ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
   c.kind = SC_COLL_ALLREDUCE;
   c.bytes = 1e9;
-  ck_assert_msg(sc_comm_estimate(reg, &t, &c, "tree", &e, &chosen, &err) == SC_OK, "%s",
-                err.msg);
+  ck_assert_msg(sc_comm_estimate_proto(reg, &t, &c, "tree", &e, &chosen, &proto, &err) == SC_OK,
+                "%s", err.msg);
   close_to(e.time_s, want, "composed tree");
   ck_assert_str_eq(chosen->algorithm, "tree");
+  ck_assert_str_eq(proto, "Simple");
   ck_assert_int_eq(e.bound_tier, 1);
   close_to(e.busbw_Bps, 1e9 / want * 2.0 * 15.0 / 16.0, "composed busbw");
   /* Flat ring over the same 16: 2(n-1)/n S / 8 = 2.34375e8 B per NIC at 25e9 -> 9.375e-3 s;
-   * hops 2(7*2) = 28 at 1 us + 2*1 = 2 at 5 us -> 38 us. */
-  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &e, &chosen, &err), SC_OK);
-  close_to(e.time_s, 38e-6 + 2.0 * 15.0 / 16.0 * 1e9 / 8.0 / 25e9, "flat ring");
-  /* A group inside one node uses tier 0 only: ring over 8 at 300 GB/s. */
+   * hops 2(7*2) = 28 on tier 0, 2*1 = 2 on tier 1. Simple: (8.4 + 28 * (1 + 2.8) +
+   * 2 * (5 + 11.3)) us = 147.4 us, x1.4 (NCCL's ring plateau: S / (8 channels * 16 ranks)
+   * >= 64) = 206.36 us. (Rederived: was 38 us before the protocol model.) LL128 loses:
+   * 91 us + 9.375e-3 / 0.92. */
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "ring", &e, &chosen, &proto, &err),
+                   SC_OK);
+  close_to(e.time_s, 206.36e-6 + 2.0 * 15.0 / 16.0 * 1e9 / 8.0 / 25e9, "flat ring");
+  ck_assert_str_eq(proto, "Simple");
+  /* A group inside one node uses tier 0 only: ring over 8 at 300 GB/s, Simple:
+   * 8.4 + 14 * (1 + 2.8) = 61.6 us (no plateau inside a node); was 14 us. */
   ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &e, &chosen, &err), SC_OK);
-  close_to(e.time_s, 14e-6 + 1.75e9 / 300e9, "single node ring");
+  close_to(e.time_s, 61.6e-6 + 1.75e9 / 300e9, "single node ring");
   ck_assert_int_eq(e.bound_tier, 0);
   sc_registry_free(reg);
 }
 END_TEST
 
-START_TEST(auto_choice) {
-  /* 8 GPUs x 16 nodes (n = 128), NVLink 300 GB/s 1 us, net 25 GB/s 5 us.
-   * Ring latency 2(7*16*1 + 15*5) us = 374 us; composed tree 7*1 + 2*4*5 + 7*1 = 54 us.
-   * Bandwidth: ring 2(127/128) S/8 / 25e9 = 9.922e-12 S; tree (S/8)*2/0.92/25e9 =
-   * 1.087e-11 S. Tree wins while 320e-6 > 9.5e-13 S, i.e. S < ~3.4e8 B. */
+START_TEST(protocol_latency_terms) {
+  /* NCCL's own per-step latencies in the topology (NVLink 0.6 us, network 2.7 us, the
+   * ring/LL figures of NCCL 2.20.3 hwLat), S = 8 B. */
   sc_registry *reg = new_reg();
-  sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  sc_topology t = two_tier(8, 300e9, 0.6e-6, 25e9, 2.7e-6);
+  sc_coll_desc c;
+  sc_estimate e;
+  const sc_coll_plugin *chosen = NULL;
+  const char *proto = NULL;
+  sc_error err = {0};
+  memset(&c, 0, sizeof c);
+  /* One node of 8: ring LL = baseLat 6.6 us + 14 steps * 0.6 us = 15.0 us, plus the
+   * bandwidth term 2*7/8 * 8 B / 300e9 at LL's quarter bandwidth: 14 / 300e9 * 4 s.
+   * Tree LL would cost 6.8 + 14 * 0.6 = 15.2 us; LL128 14 + 14 * 1.9 = 40.6 us; Simple
+   * 8.4 + 14 * 3.4 = 56 us. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  ck_assert_str_eq(proto, "LL");
+  close_to(e.time_s, 15.0e-6 + 14.0 / 300e9 * 4.0, "single-node ring LL");
+  ck_assert_int_eq(e.bound, SC_BOUND_LATENCY);
+  /* One GPU per node (as Vista): tier 0 is the network, 16 nodes. NCCL's tree: 6.8 +
+   * 2(0 * intra + log2(16) * (2.7 + 2.3)) = 46.8 us; ring LL: 6.6 + 2 * 15 * 2.7 = 87.6 us.
+   * The tree must not be chained as if the 16 GPUs shared a node. */
+  {
+    sc_topology v;
+    sc_estimate er;
+    memset(&v, 0, sizeof v);
+    snprintf(v.name, sizeof v.name, "one-gpu-nodes");
+    v.gpus_per_node = 1;
+    v.nics_per_node = 1;
+    v.ntiers = 1;
+    snprintf(v.tiers[0].name, sizeof v.tiers[0].name, "net");
+    v.tiers[0].scope_gpus = 0;
+    v.tiers[0].bw_Bps = 50e9;
+    v.tiers[0].latency_s = 2.7e-6;
+    v.tiers[0].oversubscription = 1.0;
+    ck_assert_int_eq(sc_comm_group_flat(&v, 16, &c, &err), SC_OK);
+    c.kind = SC_COLL_ALLREDUCE;
+    c.bytes = 8;
+    ck_assert_int_eq(sc_comm_estimate_proto(reg, &v, &c, "auto", &e, &chosen, &proto, &err),
+                     SC_OK);
+    ck_assert_str_eq(chosen->algorithm, "tree");
+    ck_assert_str_eq(proto, "LL");
+    ck_assert_msg(fabs(e.time_s - 46.8e-6) <= 1e-3 * 46.8e-6, "1-GPU nodes tree: %g", e.time_s);
+    ck_assert_int_eq(e.bound_tier, 0);
+    ck_assert_int_eq(sc_comm_estimate(reg, &v, &c, "ring", &er, NULL, &err), SC_OK);
+    ck_assert_msg(fabs(er.time_s - 87.6e-6) <= 1e-3 * 87.6e-6, "1-GPU nodes ring: %g",
+                  er.time_s);
+    ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+    c.kind = SC_COLL_ALLREDUCE;
+    c.bytes = 8;
+  }
+  /* Ring forced, Simple cannot win at 8 B: still LL. */
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "ring", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(proto, "LL");
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(auto_choice) {
+  /* NCCL 2.20.3's tuner on 8-GPU nodes, NVLink 300 GB/s 0.6 us, network 25 GB/s 2.7 us
+   * (tuning.cc: latency = baseLat + 2((ppn-1) intraLat + log2i(nNodes) interLat) for the
+   * tree, with interLat(Tree, LL) = 5.0 us = 2.7 + NCCL's 2.3 us surcharge).
+   * 2 nodes, 8 B: tree LL = 6.8 + 2(7 * 0.6 + 1 * 5.0) = 25.2 us; ring LL = 6.6 + 28 * 0.6
+   *   + 2 * 2.7 = 28.8 us -> tree. (The bandwidth terms are below 1e-9 s.)
+   * 2 nodes, 1e9 B: NCCL prices the tree at algbw 0.5 * 0.92 * busBw while the ring gets
+   *   busBw * n / (2(n-1)) > 0.5 busBw: ring, Simple, (8.4 + 28 * 3.4 + 2 * 14) * 1.4 us
+   *   = 184.24 us + 9.375e-3 s.
+   * 16 nodes (128 ranks), 8 B: tree LL = 6.8 + 2(7 * 0.6 + 4 * 5.0) = 55.2 us; ring LL =
+   *   6.6 + 224 * 0.6 + 30 * 2.7 = 222 us -> tree; 8 GiB -> ring. */
+  sc_registry *reg = new_reg();
+  sc_topology t = two_tier(8, 300e9, 0.6e-6, 25e9, 2.7e-6);
   sc_coll_desc c;
   sc_estimate e, er, et;
   const sc_coll_plugin *chosen = NULL;
+  const char *proto = NULL;
   sc_error err = {0};
   memset(&c, 0, sizeof c);
-  ck_assert_int_eq(sc_comm_group_flat(&t, 128, &c, &err), SC_OK);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
   c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "tree");
+  ck_assert_str_eq(proto, "LL");
+  ck_assert_msg(fabs(e.time_s - 25.2e-6) <= 1e-3 * 25.2e-6, "2-node tree LL: %g", e.time_s);
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &er, NULL, &err), SC_OK);
+  ck_assert_msg(fabs(er.time_s - 28.8e-6) <= 1e-3 * 28.8e-6, "2-node ring LL: %g", er.time_s);
+  c.bytes = 1e9;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  ck_assert_str_eq(proto, "Simple");
+  close_to(e.time_s, 184.24e-6 + 9.375e-3, "2-node ring Simple");
+  /* Forced, the tree's own (faster, physical) time is reported: NCCL's tuner did not pick
+   * it, nccl-tests with NCCL_ALGO=TREE would see it. */
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &et, NULL, &err), SC_OK);
+  ck_assert(et.time_s < e.time_s);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 128, &c, &err), SC_OK);
   c.bytes = 8;
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
   ck_assert_str_eq(chosen->algorithm, "tree");
+  ck_assert_msg(fabs(e.time_s - 55.2e-6) <= 1e-3 * 55.2e-6, "16-node tree LL: %g", e.time_s);
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "ring", &er, NULL, &err), SC_OK);
-  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &et, NULL, &err), SC_OK);
-  ck_assert(et.time_s < er.time_s);
-  close_to(e.time_s, et.time_s, "auto = cheapest");
-  c.bytes = 16e9;
+  ck_assert_msg(fabs(er.time_s - 222e-6) <= 1e-3 * 222e-6, "16-node ring LL: %g", er.time_s);
+  c.bytes = 8.0 * 1024 * 1024 * 1024;
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
   ck_assert_str_eq(chosen->algorithm, "ring");
-  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &et, NULL, &err), SC_OK);
-  ck_assert(e.time_s < et.time_s);
-  /* Inside one node the ring always wins (the tree's chain moves 2S, the ring 2(n-1)/n S). */
+  /* Inside one node the ring wins at every size here. */
   ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
   ck_assert_str_eq(chosen->algorithm, "ring");
@@ -361,6 +466,16 @@ START_TEST(auto_choice) {
   ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "tree", &e, &chosen, &err), SC_ENOTFOUND);
   ck_assert_msg(strstr(err.msg, "tree") != NULL && strstr(err.msg, "allgather") != NULL, "%s",
                 err.msg);
+  /* Malformed input to the protocol-aware entry point: a clear error, not a number. */
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = NAN;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_EINVAL);
+  ck_assert_msg(strstr(err.msg, "bytes") != NULL, "%s", err.msg);
+  c.bytes = 8;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, NULL, "auto", &e, &chosen, &proto, &err),
+                   SC_EINVAL);
+  ck_assert_msg(strstr(err.msg, "NULL") != NULL, "%s", err.msg);
   sc_registry_free(reg);
 }
 END_TEST
@@ -537,6 +652,7 @@ static Suite *comm_suite(void) {
   tcase_add_test(tc, allgather_reducescatter_broadcast_sendrecv_formulas);
   tcase_add_test(tc, bus_factors);
   tcase_add_test(tc, tree_latency_log2);
+  tcase_add_test(tc, protocol_latency_terms);
   tcase_add_test(tc, placement_megatron_order);
   tcase_add_test(tc, placement_three_tiers);
   tcase_add_test(tc, resolve_sharing_nics);

@@ -154,6 +154,8 @@ static int run_validate(const char *file) {
     sc_coll_desc c;
     sc_estimate e;
     const sc_coll_plugin *chosen = NULL;
+    const char *proto = NULL;
+    char pick[48];
     double e_pct;
     size_t k;
     rc = setup(r->topology, r->gpus, &t, &c, &err);
@@ -161,7 +163,7 @@ static int run_validate(const char *file) {
       c.kind = r->op;
       c.bytes = r->bytes;
       c.dtype = SC_DTYPE_FP32;
-      rc = sc_comm_estimate(reg, &t, &c, r->algo, &e, &chosen, &err);
+      rc = sc_comm_estimate_proto(reg, &t, &c, r->algo, &e, &chosen, &proto, &err);
     }
     if (rc != SC_OK) {
       fprintf(stderr, "stepcast: %s:%u (row '%s'): %s\n", file, (unsigned)r->line, r->id,
@@ -172,9 +174,10 @@ static int run_validate(const char *file) {
       return 1;
     }
     e_pct = (e.busbw_Bps - r->busbw_Bps) / r->busbw_Bps * 100.0;
-    printf("  %-10s %-24s %-20s %5u %-13s %-5s %12.0f %9.2f %9.2f %+8.1f %-6s\n", r->id,
+    snprintf(pick, sizeof pick, "%s/%s", chosen ? chosen->algorithm : "?", proto ? proto : "?");
+    printf("  %-10s %-24s %-20s %5u %-13s %-5s %12.0f %9.2f %9.2f %+8.1f %s\n", r->id,
            r->system, t.name, (unsigned)r->gpus, sc_comm_kind_name(r->op), r->algo, r->bytes,
-           r->busbw_Bps / 1e9, e.busbw_Bps / 1e9, e_pct, chosen ? chosen->algorithm : "?");
+           r->busbw_Bps / 1e9, e.busbw_Bps / 1e9, e_pct, pick);
     sum += fabs(e_pct);
     if (r->bytes >= 64.0 * 1024 * 1024) {
       sumbig += fabs(e_pct);
@@ -363,12 +366,13 @@ int sc_cli_comm(int argc, char **argv) {
     double bytes = count * unit;
     sc_estimate e;
     const sc_coll_plugin *chosen = NULL;
+    const char *proto = NULL;
     double algbw, busbw;
     const char *tier;
     c.kind = op;
     c.bytes = bytes;
     c.dtype = dt->dt;
-    rc = sc_comm_estimate(reg, &t, &c, algo, &e, &chosen, &err);
+    rc = sc_comm_estimate_proto(reg, &t, &c, algo, &e, &chosen, &proto, &err);
     if (rc != SC_OK) {
       if (json) printf("]}\n");
       sc_registry_free(reg);
@@ -382,10 +386,10 @@ int sc_cli_comm(int argc, char **argv) {
     nrows++;
     if (json) {
       printf("%s{\"bytes\":%.0f,\"count\":%.0f,\"time_s\":%.9g,\"algbw_Bps\":%.6g,"
-             "\"busbw_Bps\":%.6g,\"algorithm\":\"%s\",\"plugin\":\"%s\",\"bound\":\"%s\","
-             "\"bound_tier\":\"%s\"}",
+             "\"busbw_Bps\":%.6g,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"plugin\":\"%s\","
+             "\"bound\":\"%s\",\"bound_tier\":\"%s\"}",
              first ? "" : ",", bytes, count, e.time_s, algbw, busbw,
-             chosen ? chosen->algorithm : "", chosen ? chosen->hdr.name : "",
+             chosen ? chosen->algorithm : "", proto ? proto : "", chosen ? chosen->hdr.name : "",
              bound_name(e.bound), tier);
     } else if (csv) {
       printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s,%s\n", bytes, count, dt->name, e.time_s * 1e6,
@@ -400,8 +404,8 @@ int sc_cli_comm(int argc, char **argv) {
       if (us >= 10000.0) printf("%7.0f", us);
       else if (us >= 100.0) printf("%7.1f", us);
       else printf("%7.2f", us);
-      printf("  %6.2f  %6.2f  %-6s %s@%s\n", algbw / 1e9, busbw / 1e9,
-             chosen ? chosen->algorithm : "?", bound_name(e.bound), tier);
+      printf("  %6.2f  %6.2f  %s/%-6s %s@%s\n", algbw / 1e9, busbw / 1e9,
+             chosen ? chosen->algorithm : "?", proto ? proto : "?", bound_name(e.bound), tier);
     }
     first = 0;
   }

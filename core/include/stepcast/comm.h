@@ -77,8 +77,9 @@ int sc_comm_resolve(const sc_topology *t, const sc_coll_desc *in, sc_coll_desc *
 double sc_comm_bus_factor(sc_coll_kind kind, uint32_t nranks);
 
 /* Estimate collective c (a span as sc_comm_group fills it, with kind and bytes set) on t.
- * algo: "auto" (or NULL) tries every active plugin of reg serving c->kind and keeps the
- * fastest, as NCCL's tuner does per call; otherwise the algorithm name ("ring", "tree",
+ * algo: "auto" (or NULL) tries every active plugin of reg serving c->kind, with NCCL's
+ * protocols (LL, LL128, Simple), and keeps the pair NCCL 2.20.3's tuner would choose
+ * (sc_comm_estimate_proto, docs/comm.md "Protocols and algorithm choice"); otherwise the algorithm name ("ring", "tree",
  * "direct") selects the plugin (SC_ENOTFOUND naming kind and algorithm when none).
  * The span is first resolved (sc_comm_resolve). The ring algorithm is NCCL's flat ring
  * over all ranks (channels on the NIC rails) and goes to its plugin whole. With any other
@@ -95,6 +96,18 @@ double sc_comm_bus_factor(sc_coll_kind kind, uint32_t nranks);
 int sc_comm_estimate(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
                      const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
                      sc_error *err);
+
+/* As sc_comm_estimate, choosing the protocol too, as NCCL's tuner does (docs/comm.md,
+ * "Protocols and algorithm choice"): every (algorithm, protocol) pair of LL, LL128 and
+ * Simple is priced with NCCL 2.20.3's tuning model (base latency, per-step surcharge per
+ * hardware class on top of the tier's latency_s, protocol bandwidth fraction, the tree's
+ * bandwidth price and correction factors) and the cheapest is kept; the time reported is
+ * that pair's latency term plus its bandwidth term as the plugin states it. *protocol
+ * (may be NULL) receives "LL", "LL128" or "Simple" (static strings). Errors: as
+ * sc_comm_estimate. */
+int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
+                           const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
+                           const char **protocol, sc_error *err);
 
 /* Names of the collective kinds as nccl-tests and the CLI spell them ("allreduce",
  * "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"); NULL for an

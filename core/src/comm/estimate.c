@@ -1,6 +1,7 @@
 /*
- * Collective estimates over a topology: algorithm choice and hierarchical composition
- * (docs/comm.md, "Hierarchical composition").
+ * Collective estimates over a topology: hierarchical composition, NCCL's protocols and
+ * NCCL's algorithm/protocol choice (docs/comm.md, "Protocols and algorithm choice" and
+ * "Hierarchical composition"; constants of NVIDIA/nccl src/graph/tuning.cc, NCCL 2.20.3).
  */
 #include <math.h>
 #include <string.h>
@@ -175,16 +176,227 @@ static int sc__one(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin
   return sc__call(reg, p, r, out, err);
 }
 
-int sc_comm_estimate(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
-                     const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
-                     sc_error *err) {
+/* ------------------------------------------------------------------------- */
+/* NCCL's tuner (docs/comm.md, "Protocols and algorithm choice").             */
+/* Constants of NVIDIA/nccl src/graph/tuning.cc, NCCL 2.20.3 (commit            */
+/* b6475625fbcaa2c3c0e50eed2fa1255d7514d4a2), ncclTopoTuneModel and             */
+/* ncclTopoGetAlgoTime. Index order of the protocols: LL, LL128, Simple.        */
+
+enum { SC__P_LL = 0, SC__P_LL128, SC__P_SIMPLE, SC__P_COUNT };
+enum { SC__A_TREE = 0, SC__A_RING, SC__A_COUNT };
+enum { SC__HW_NVLINK = 0, SC__HW_NET, SC__HW_COUNT };
+
+static const char *const sc__proto_names[SC__P_COUNT] = {"LL", "LL128", "Simple"};
+
+/* baseLat[algo][proto] in us: Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4}. */
+static const double sc__base_lat_us[SC__A_COUNT][SC__P_COUNT] = {{6.8, 14.0, 0.0},
+                                                                 {6.6, 14.0, 8.4}};
+/* hwLat[hw][algo][proto] in us, per step: NVLINK Tree {.6, 1.25, 28}, Ring {.6, 1.9, 3.4};
+ * NET Tree {5.0, 8.5, 28}, Ring {2.7, 4.0, 14.0}. */
+static const double sc__hw_lat_us[SC__HW_COUNT][SC__A_COUNT][SC__P_COUNT] = {
+    {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}}, {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}};
+/* treeCorrectionFactor[proto][log2(bytes >> 6)], powers of two from 64 B to 256 MiB. */
+static const double sc__tree_corr[SC__P_COUNT][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
+     1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
+     1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+/* perChMaxTreeBws[arch][N1, N2, N4+] in GB/s: Ampere {24.0, 23.6, 17.8},
+ * Hopper {38.7, 41.4, 36.0}. */
+static const double sc__tree_ch_max_GBps[2][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+
+/* log2i of NCCL (floor of log2, 0 for v < 2). */
+static int sc__log2i(double v) {
+  int l = 0;
+  while (v >= 2.0) {
+    v /= 2.0;
+    l++;
+  }
+  return l;
+}
+
+/* The GPU generation index of perChMaxTreeBws from the topology's hardware file name:
+ * 0 Ampere (a100), 1 Hopper (h100, h200, gh200), -1 unknown (no per-channel cap). */
+static int sc__arch_index(const sc_topology *t) {
+  const char *h = strrchr(t->hardware, '/');
+  h = h != NULL ? h + 1 : t->hardware;
+  if (strstr(h, "a100") != NULL) return 0;
+  if (strstr(h, "h100") != NULL || strstr(h, "h200") != NULL || strstr(h, "gh200") != NULL) {
+    return 1;
+  }
+  return -1;
+}
+
+/* A tier is priced as NCCL's NET hardware when its hops leave the node: every tier above
+ * tier 0, and tier 0 itself on a topology of one GPU per node (Vista). */
+static int sc__tier_hw(const sc_topology *t, uint32_t tier) {
+  return (tier >= 1 || t->gpus_per_node <= 1) ? SC__HW_NET : SC__HW_NVLINK;
+}
+
+/* What the tuner needs of one candidate algorithm on the resolved span. */
+typedef struct sc__cand {
+  const sc_coll_plugin *p;
+  int algo;                     /* SC__A_TREE for "tree", SC__A_RING otherwise */
+  sc_estimate full;             /* the plugin's own answer (tier latencies as stated) */
+  double bw_s;                  /* bandwidth term: time with every tier latency 0 */
+  int bw_tier;                  /* tier bounding the bandwidth term */
+  double hops[SC_MAX_TIERS];    /* steps whose slowest hop is tier t */
+} sc__cand;
+
+static int sc__probe_span(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin *p,
+                          sc__cand *cd, sc_error *err);
+
+/* The plugin's answers on the resolved span r: its own estimate, its bandwidth term and
+ * its hops per tier (indices of t's tiers). */
+static int sc__probe(sc_registry *reg, const sc_topology *t, const sc_coll_desc *r,
+                     const sc_coll_plugin *p, sc__cand *cd, sc_error *err) {
+  sc_coll_desc z = *r;
+  int rc, shift = 0;
+  memset(cd, 0, sizeof *cd);
+  /* One GPU per node (Vista): tier 0 is the network, not a node. The plugins read tier 0
+   * as the inside of a node (the tree chains its members there), so any algorithm but the
+   * flat ring is shown the span with an empty node tier in front (fan-out 1), and the
+   * answers are mapped back to the topology's tiers. */
+  if (t->gpus_per_node <= 1 && r->ntiers < SC_MAX_TIERS && strcmp(p->algorithm, "ring") != 0) {
+    shift = 1;
+    for (uint32_t i = r->ntiers; i > 0; i--) z.tiers[i] = r->tiers[i - 1];
+    z.tiers[0] = r->tiers[0];
+    z.tiers[0].ranks = 1;
+    z.tiers[0].sharing = 1;
+    z.ntiers = r->ntiers + 1;
+  }
+  {
+    const sc_coll_desc base = z;
+    rc = sc__probe_span(reg, &base, p, cd, err);
+    if (rc != SC_OK) return rc;
+  }
+  if (shift) {
+    for (uint32_t i = 0; i < r->ntiers; i++) cd->hops[i] = cd->hops[i + 1];
+    cd->hops[r->ntiers] = 0.0;
+    if (cd->bw_tier >= 1) cd->bw_tier--;
+    if (cd->full.bound_tier >= 1) cd->full.bound_tier--;
+  }
+  return SC_OK;
+}
+
+static int sc__probe_span(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin *p,
+                          sc__cand *cd, sc_error *err) {
+  sc_coll_desc z = *r;
+  sc_estimate e;
+  int rc;
+  cd->p = p;
+  cd->algo = strcmp(p->algorithm, "tree") == 0 ? SC__A_TREE : SC__A_RING;
+  rc = sc__one(reg, r, p, &cd->full, err);
+  if (rc != SC_OK) return rc;
+  for (uint32_t t = 0; t < z.ntiers; t++) z.tiers[t].latency_s = 0.0;
+  rc = sc__one(reg, &z, p, &e, err);
+  if (rc != SC_OK) return rc;
+  cd->bw_s = e.time_s;
+  cd->bw_tier = e.bound_tier;
+  /* Hops per tier: the time at 0 bytes with a latency of 1 s on that tier alone. */
+  z.bytes = 0.0;
+  for (uint32_t t = 0; t < z.ntiers; t++) {
+    for (uint32_t u = 0; u < z.ntiers; u++) z.tiers[u].latency_s = u == t ? 1.0 : 0.0;
+    rc = sc__one(reg, &z, p, &e, err);
+    if (rc != SC_OK) return rc;
+    cd->hops[t] = e.time_s;
+  }
+  return SC_OK;
+}
+
+/* Latency term of candidate cd with protocol p (seconds), and its bandwidth term as the
+ * protocol runs it (phys, seconds) and as NCCL's tuner prices it (tuner, seconds). */
+static void sc__proto_time(const sc_topology *t, const sc_coll_desc *r, const sc__cand *cd,
+                           int p, double *lat_s, double *phys_s, double *tuner_s) {
+  double lat = sc__base_lat_us[cd->algo][p] * 1e-6, frac = 1.0, corr = 1.0;
+  uint32_t nodes, ppn;
+  if (t->gpus_per_node <= 1) {
+    nodes = r->nranks;
+    ppn = 1;
+  } else {
+    ppn = r->tiers[0].ranks;
+    nodes = r->nranks / (ppn ? ppn : 1);
+  }
+  /* Per step: the tier's stated latency (NCCL's ring/LL step, see the topology files) plus
+   * the surcharge NCCL prices for this algorithm and protocol on that hardware. */
+  for (uint32_t i = 0; i < r->ntiers; i++) {
+    int hw = sc__tier_hw(t, i);
+    double extra = (sc__hw_lat_us[hw][cd->algo][p] - sc__hw_lat_us[hw][SC__A_RING][SC__P_LL]) *
+                   1e-6;
+    if (cd->hops[i] > 0.0) lat += cd->hops[i] * (r->tiers[i].latency_s + extra);
+  }
+  /* Ring Simple all-reduce across nodes: NCCL's "plateau effect of ring", latency x1.4
+   * (Ampere and later) once bytes / (nChannels * nRanks) >= 64; channels taken as one per
+   * GPU of a node (the NIC rails). */
+  if (cd->algo == SC__A_RING && p == SC__P_SIMPLE && nodes > 1 &&
+      r->kind == SC_COLL_ALLREDUCE &&
+      r->bytes / ((double)t->gpus_per_node * (double)r->nranks) >= 64.0) {
+    lat *= 1.4;
+  }
+  /* Protocol bandwidth (fraction of Simple's). */
+  if (cd->algo == SC__A_RING) {
+    if (p == SC__P_LL) {
+      frac = (nodes > 1 || r->kind == SC_COLL_ALLREDUCE) ? 1.0 / 4.0 : 1.0 / 3.0;
+    } else if (p == SC__P_LL128) {
+      frac = ppn < 2 ? 0.7 : 0.92;
+    }
+  } else {
+    if (p == SC__P_LL) frac = 1.0 / 3.8;
+    else if (p == SC__P_LL128) frac = nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+    {
+      double sz = r->bytes / 64.0;
+      int ls = sz >= 1.0 ? sc__log2i(sz) : 0;
+      if (ls < 23) corr = sc__tree_corr[p][ls];
+    }
+  }
+  *lat_s = lat;
+  *phys_s = cd->bw_s / (frac * corr);
+  /* The ring (and any non-tree algorithm) is priced by the tuner as it runs; the caller
+   * replaces the tree's price (sc__tree_tuner_bw). */
+  *tuner_s = *phys_s;
+}
+
+/* NCCL's tuner price of the tree's bandwidth term: it prices the tree at
+ * algbw = 0.5 * min(0.92 * busBw, nChannels * perChMaxTreeBw) with busBw the ring's (same
+ * channels, same link speed) whatever the node count, so that at large sizes the ring
+ * always wins; given the ring's bandwidth term on the
+ * same span (ring_bw_s, 0 when no ring plugin exists: the tree's own term is used). */
+static double sc__tree_tuner_bw(const sc_topology *t, const sc_coll_desc *r, const sc__cand *cd,
+                                int p, double ring_bw_s) {
+  double F = sc_comm_bus_factor(SC_COLL_ALLREDUCE, r->nranks), busbw, tree_bus, frac = 1.0,
+         corr = 1.0, cap = INFINITY;
+  uint32_t nodes = t->gpus_per_node <= 1 ? r->nranks : r->nranks / r->tiers[0].ranks;
+  int arch = sc__arch_index(t);
+  if (!(ring_bw_s > 0.0)) return cd->bw_s;
+  busbw = r->bytes * F / ring_bw_s;
+  if (arch >= 0 && nodes > 1 && r->ntiers > 1) {
+    /* nChannels * perChMax with nChannels = ring busBw / one NIC's bandwidth. */
+    uint32_t nt = t->gpus_per_node <= 1 ? 0 : 1;
+    double ch_bw = r->tiers[nt].bw_Bps / r->tiers[nt].oversubscription;
+    int n2 = nodes <= 2 ? (int)nodes - 1 : 2;
+    if (ch_bw > 0.0) cap = busbw / ch_bw * sc__tree_ch_max_GBps[arch][n2] * 1e9;
+  }
+  tree_bus = 0.92 * busbw < cap ? 0.92 * busbw : cap;
+  if (p == SC__P_LL) frac = 1.0 / 3.8;
+  else if (p == SC__P_LL128) frac = nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+  {
+    double sz = r->bytes / 64.0;
+    int ls = sz >= 1.0 ? sc__log2i(sz) : 0;
+    if (ls < 23) corr = sc__tree_corr[p][ls];
+  }
+  return r->bytes / (0.5 * tree_bus * frac * corr);
+}
+
+int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
+                           const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
+                           const char **protocol, sc_error *err) {
   sc_coll_desc r;
   const sc_coll_plugin *cand[SC__COMM_MAX_CANDIDATES];
+  sc__cand cd[SC__COMM_MAX_CANDIDATES];
   size_t n;
-  int rc;
-  double best_t = INFINITY;
-  const sc_coll_plugin *best = NULL;
-  sc_estimate best_e;
+  int rc, best = -1, best_p = SC__P_SIMPLE, ring_i = -1;
+  double best_tuner = INFINITY, best_lat = 0.0, best_phys = 0.0, ring_bw = 0.0;
   if (reg == NULL || t == NULL || c == NULL || out == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc_comm_estimate: %s is NULL",
                         reg == NULL ? "reg" : t == NULL ? "t" : c == NULL ? "c" : "out");
@@ -215,16 +427,62 @@ int sc_comm_estimate(sc_registry *reg, const sc_topology *t, const sc_coll_desc 
     n = 1;
   }
   for (size_t i = 0; i < n; i++) {
-    sc_estimate e;
-    rc = sc__one(reg, &r, cand[i], &e, err);
+    rc = sc__probe(reg, t, &r, cand[i], &cd[i], err);
     if (rc != SC_OK) return rc;
-    if (best == NULL || e.time_s < best_t) {
-      best_t = e.time_s;
-      best = cand[i];
-      best_e = e;
+    if (cd[i].algo == SC__A_RING && strcmp(cand[i]->algorithm, "ring") == 0) ring_i = (int)i;
+  }
+  /* The tuner prices the tree against the ring's bandwidth: find it even when the tree is
+   * forced. */
+  if (ring_i >= 0) {
+    ring_bw = cd[ring_i].bw_s;
+  } else if (c->kind == SC_COLL_ALLREDUCE) {
+    const sc_coll_plugin *rp = sc_registry_coll(reg, c->kind, "ring");
+    if (rp != NULL) {
+      sc__cand rc_cd;
+      rc = sc__probe(reg, t, &r, rp, &rc_cd, err);
+      if (rc != SC_OK) return rc;
+      ring_bw = rc_cd.bw_s;
     }
   }
-  *out = best_e;
-  if (chosen != NULL) *chosen = best;
+  for (size_t i = 0; i < n; i++) {
+    for (int p = 0; p < SC__P_COUNT; p++) {
+      double lat, phys, tuner;
+      sc__proto_time(t, &r, &cd[i], p, &lat, &phys, &tuner);
+      if (cd[i].algo == SC__A_TREE) tuner = sc__tree_tuner_bw(t, &r, &cd[i], p, ring_bw);
+      tuner += lat;
+      if (best < 0 || tuner < best_tuner) {
+        best = (int)i;
+        best_p = p;
+        best_tuner = tuner;
+        best_lat = lat;
+        best_phys = phys;
+      }
+    }
+  }
+  *out = cd[best].full;
+  out->time_s = best_lat + best_phys;
+  if (r.nranks <= 1 || (best_lat == 0.0 && best_phys == 0.0)) {
+    out->time_s = cd[best].full.time_s;
+  } else if (best_lat >= best_phys) {
+    int top = -1;
+    for (uint32_t i = 0; i < r.ntiers; i++) {
+      if (cd[best].hops[i] > 0.0) top = (int)i;
+    }
+    out->bound = SC_BOUND_LATENCY;
+    out->bound_tier = top;
+  } else {
+    out->bound = SC_BOUND_BANDWIDTH;
+    out->bound_tier = cd[best].bw_tier;
+  }
+  out->busbw_Bps =
+      out->time_s > 0.0 ? r.bytes / out->time_s * sc_comm_bus_factor(r.kind, r.nranks) : 0.0;
+  if (chosen != NULL) *chosen = cd[best].p;
+  if (protocol != NULL) *protocol = sc__proto_names[best_p];
   return SC_OK;
+}
+
+int sc_comm_estimate(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
+                     const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
+                     sc_error *err) {
+  return sc_comm_estimate_proto(reg, t, c, algo, out, chosen, NULL, err);
 }
