@@ -1,0 +1,322 @@
+/*
+ * stepcast trace: replay PyTorch profiler (Kineto) traces as a dependency graph, and
+ * what-if edits of them (docs/trace.md).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "stepcast/comm.h"
+#include "stepcast/trace.h"
+
+static const char *const CMD = "trace";
+
+static void trace_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast trace replay FILE... [--timeline OUT.json] [--quiet]\n"
+          "       stepcast trace whatif FILE... --set KEY=VALUE... [--topology T]\n"
+          "                                     [--timeline OUT.json] [--quiet]\n\n"
+          "FILE is a PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, one per\n"
+          "rank of one job. replay rebuilds the dependency graph (CPU threads, launches,\n"
+          "streams, event waits, synchronisation, collectives across ranks) and replays it\n"
+          "with the measured durations: per ProfilerStep#N span measured, replayed, error\n"
+          "and the breakdown of the GPU's time (compute, exposed communication, memory\n"
+          "copies, idle). whatif replays with edits:\n"
+          "  --set dp=N            data-parallel degree N (collectives re-timed on --topology;\n"
+          "                        the measured degree is the trace's world_size, or\n"
+          "                        --set dp_from=M)\n"
+          "  --set hardware=H      another GPU (hardware/ name or file); the measured one is\n"
+          "                        --set hardware_from=H0 (required with hardware)\n"
+          "  --set dtype=D         dtype of GEMM/attention kernels whose name states none\n"
+          "                        (default bf16)\n"
+          "  --set overlap=none    communication serialised onto the compute stream\n"
+          "  --topology T          topology of the dp edit (topologies/ name or file)\n"
+          "  --timeline OUT.json   write the replayed timeline as a Chrome trace\n"
+          "  --quiet               no per-file summary\n"
+          "Changing the number of layers is not supported (see docs/trace.md).\n");
+}
+
+static int parse_u32(const char *s, uint32_t *out) {
+  char *end;
+  if (s[0] < '0' || s[0] > '9') return -1;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (*end != '\0' || errno != 0 || v == 0 || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static void print_info(const sc_trace *t, const char *path) {
+  sc_trace_info in;
+  sc_trace_get_info(t, &in);
+  printf("%s: rank %d of %d, %s, %.1f MB of JSON, %llu events: kept %llu (", path, in.rank,
+         in.world_size, in.device_name[0] ? in.device_name : "device unknown",
+         (double)in.json_bytes / 1e6, (unsigned long long)in.events,
+         (unsigned long long)in.kept);
+  for (int k = 0; k < SC_TRACE_KIND_COUNT; k++) {
+    printf("%s%s %llu", k ? ", " : "", sc_trace_kind_name((sc_trace_kind)k),
+           (unsigned long long)in.by_kind[k]);
+  }
+  printf("), skipped %llu", (unsigned long long)in.skipped);
+  const char *kind;
+  uint64_t count;
+  for (size_t i = 0; sc_trace_skipped_kind(t, i, &kind, &count) == SC_OK; i++) {
+    printf("%s%s %llu", i ? ", " : " (", kind, (unsigned long long)count);
+    if (sc_trace_skipped_kind(t, i + 1, NULL, NULL) != SC_OK) printf(")");
+  }
+  printf("\n");
+}
+
+static void print_graph(const sc_trace_result *r) {
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  printf("graph: %llu nodes, %llu edges (launch %llu, stream %llu, event wait %llu, "
+         "inferred wait %llu, sync %llu), %llu collectives matched across ranks, %llu waits "
+         "unmatched\n",
+         (unsigned long long)g.nodes, (unsigned long long)g.edges,
+         (unsigned long long)g.launch_edges, (unsigned long long)g.stream_edges,
+         (unsigned long long)g.event_edges, (unsigned long long)g.inferred_edges,
+         (unsigned long long)g.sync_edges,
+         (unsigned long long)g.collectives, (unsigned long long)g.unmatched_waits);
+}
+
+static int write_timeline(const char *path, const sc_trace_result *r) {
+  sc_error err = {0};
+  FILE *f = fopen(path, "w");
+  if (f == NULL) {
+    fprintf(stderr, "stepcast: %s: cannot write: %s\n", path, strerror(errno));
+    return 1;
+  }
+  int rc = sc_trace_timeline(f, r, &err);
+  if (fclose(f) != 0 && rc == SC_OK) rc = sc_error_set(&err, SC_EIO, "%s: write failed", path);
+  if (rc != SC_OK) return sc_cli_fail(&err);
+  return 0;
+}
+
+int sc_cli_trace(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    trace_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  int whatif;
+  if (strcmp(argv[1], "replay") == 0) whatif = 0;
+  else if (strcmp(argv[1], "whatif") == 0) whatif = 1;
+  else return sc_cli_usage_error(CMD, "unknown action '%s' (replay or whatif)", argv[1]);
+
+  const char **files = calloc((size_t)argc, sizeof *files);
+  sc_trace **tr = calloc((size_t)argc, sizeof *tr);
+  size_t nf = 0;
+  const char *timeline = NULL, *topo_name = NULL, *hw_name = NULL, *hw_from_name = NULL;
+  int quiet = 0, rc = 0, nset = 0;
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.default_dtype = SC_DTYPE_BF16;
+  sc_registry *reg = NULL;
+  sc_topology topo;
+  sc_device hw_from, hw_to;
+  sc_trace_result *base = NULL, *res = NULL;
+  sc_error err = {0};
+  if (files == NULL || tr == NULL) {
+    fprintf(stderr, "stepcast: out of memory\n");
+    rc = 1;
+    goto out;
+  }
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      trace_usage(stdout);
+      goto out;
+    } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--topology") == 0 ||
+               strcmp(a, "--set") == 0) {
+      if (i + 1 >= argc) {
+        rc = sc_cli_usage_error(CMD, "%s needs a value", a);
+        goto out;
+      }
+      const char *v = argv[++i];
+      if (a[2] == 't' && a[3] == 'i') timeline = v;
+      else if (a[2] == 't') topo_name = v;
+      else {
+        const char *eq = strchr(v, '=');
+        if (!whatif) {
+          rc = sc_cli_usage_error(CMD, "--set is for 'trace whatif'");
+          goto out;
+        }
+        if (eq == NULL) {
+          rc = sc_cli_usage_error(CMD, "--set '%s': expected KEY=VALUE", v);
+          goto out;
+        }
+        size_t kl = (size_t)(eq - v);
+        const char *val = eq + 1;
+        nset++;
+        if (kl == 2 && strncmp(v, "dp", 2) == 0) {
+          if (parse_u32(val, &ed.dp_to) != 0) {
+            rc = sc_cli_usage_error(CMD, "--set dp=%s: expected a positive integer", val);
+            goto out;
+          }
+        } else if (kl == 7 && strncmp(v, "dp_from", 7) == 0) {
+          if (parse_u32(val, &ed.dp_from) != 0) {
+            rc = sc_cli_usage_error(CMD, "--set dp_from=%s: expected a positive integer", val);
+            goto out;
+          }
+        } else if (kl == 8 && strncmp(v, "hardware", 8) == 0) {
+          hw_name = val;
+        } else if (kl == 13 && strncmp(v, "hardware_from", 13) == 0) {
+          hw_from_name = val;
+        } else if (kl == 5 && strncmp(v, "dtype", 5) == 0) {
+          int found = 0;
+          for (int d = 0; d < SC_DTYPE_COUNT; d++) {
+            if (strcmp(val, sc_dtype_name((sc_dtype)d)) == 0) {
+              ed.default_dtype = (sc_dtype)d;
+              found = 1;
+            }
+          }
+          if (!found) {
+            rc = sc_cli_usage_error(CMD, "--set dtype=%s: expected fp32, tf32, bf16, fp16, "
+                                    "fp8 or int8", val);
+            goto out;
+          }
+        } else if (kl == 7 && strncmp(v, "overlap", 7) == 0) {
+          if (strcmp(val, "none") == 0) ed.serialize_comm = 1;
+          else if (strcmp(val, "measured") == 0) ed.serialize_comm = 0;
+          else {
+            rc = sc_cli_usage_error(CMD, "--set overlap=%s: expected none or measured", val);
+            goto out;
+          }
+        } else if (kl == 6 && strncmp(v, "layers", 6) == 0) {
+          fprintf(stderr, "stepcast: --set layers: changing the number of layers is not "
+                          "supported by the trace-driven mode (see docs/trace.md)\n");
+          rc = 1;
+          goto out;
+        } else {
+          rc = sc_cli_usage_error(CMD, "--set '%.*s': unknown key (dp, dp_from, hardware, "
+                                  "hardware_from, dtype, overlap)", (int)kl, v);
+          goto out;
+        }
+      }
+    } else if (strcmp(a, "--quiet") == 0) {
+      quiet = 1;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      rc = sc_cli_usage_error(CMD, "unknown option '%s'", a);
+      goto out;
+    } else {
+      files[nf++] = a;
+    }
+  }
+  if (nf == 0) {
+    rc = sc_cli_usage_error(CMD, "no trace file given");
+    goto out;
+  }
+  if (whatif && nset == 0) {
+    rc = sc_cli_usage_error(CMD, "whatif needs at least one --set KEY=VALUE");
+    goto out;
+  }
+  if (whatif && ed.dp_to > 0 && topo_name == NULL) {
+    rc = sc_cli_usage_error(CMD, "--set dp needs --topology");
+    goto out;
+  }
+  if (whatif && (hw_name != NULL) != (hw_from_name != NULL)) {
+    rc = sc_cli_usage_error(CMD, "--set hardware and --set hardware_from go together");
+    goto out;
+  }
+  for (size_t i = 0; i < nf; i++) {
+    if (sc_trace_load(files[i], &tr[i], &err) != SC_OK) {
+      rc = sc_cli_fail(&err);
+      goto out;
+    }
+    if (!quiet) print_info(tr[i], files[i]);
+  }
+  if (whatif && (ed.dp_to > 0 || hw_name != NULL)) {
+    if (sc_cli_registry_open(&reg, &err) != SC_OK) {
+      rc = sc_cli_fail(&err);
+      goto out;
+    }
+    ed.reg = reg;
+  }
+  if (whatif && ed.dp_to > 0) {
+    if (sc_topology_load(topo_name, &topo, &err) != SC_OK ||
+        sc_comm_check_topology(&topo, &err) != SC_OK) {
+      rc = sc_cli_fail(&err);
+      goto out;
+    }
+    ed.topology = &topo;
+  }
+  if (hw_name != NULL) {
+    if (sc_hardware_load(reg, hw_from_name, &hw_from, &err) != SC_OK ||
+        sc_hardware_load(reg, hw_name, &hw_to, &err) != SC_OK) {
+      rc = sc_cli_fail(&err);
+      goto out;
+    }
+    ed.hw_from = &hw_from;
+    ed.hw_to = &hw_to;
+  }
+  if (sc_trace_replay(tr, nf, NULL, &base, &err) != SC_OK) {
+    rc = sc_cli_fail(&err);
+    goto out;
+  }
+  if (whatif && sc_trace_replay(tr, nf, &ed, &res, &err) != SC_OK) {
+    rc = sc_cli_fail(&err);
+    goto out;
+  }
+  print_graph(base);
+  size_t ni, nw = 0;
+  const sc_trace_iter *it = sc_trace_result_iters(base, &ni);
+  const sc_trace_iter *wi = whatif ? sc_trace_result_iters(res, &nw) : NULL;
+  if (!whatif) {
+    double maxerr = 0;
+    printf("%-22s %4s %12s %12s %8s %12s %12s %12s %12s\n", "iteration", "rank",
+           "measured ms", "replayed ms", "error %", "compute ms", "comm exp ms", "memcpy ms",
+           "idle ms");
+    for (size_t i = 0; i < ni; i++) {
+      double e = it[i].measured_s > 0
+                     ? 100.0 * (it[i].replayed_s - it[i].measured_s) / it[i].measured_s
+                     : 0;
+      if (fabs(e) > maxerr) maxerr = fabs(e);
+      printf("%-22s %4d %12.3f %12.3f %8.3f %12.3f %12.3f %12.3f %12.3f\n", it[i].name,
+             it[i].rank, it[i].measured_s * 1e3, it[i].replayed_s * 1e3, e,
+             it[i].compute_s * 1e3, it[i].comm_exposed_s * 1e3, it[i].memory_s * 1e3,
+             it[i].idle_s * 1e3);
+    }
+    printf("max |error| %.3f %% over %zu spans\n", maxerr, ni);
+  } else {
+    printf("edits:");
+    if (ed.dp_to) {
+      sc_trace_info in;
+      sc_trace_get_info(tr[0], &in);
+      printf(" dp %d -> %u on %s;", ed.dp_from ? (int)ed.dp_from : in.world_size, ed.dp_to,
+             topo.name);
+    }
+    if (hw_name) printf(" hardware %s -> %s (default dtype %s);", hw_from.name, hw_to.name,
+                        sc_dtype_name(ed.default_dtype));
+    if (ed.serialize_comm) printf(" communication serialised on the compute stream;");
+    printf("\n%-22s %4s %12s %12s %12s %8s %12s %12s %12s %12s\n", "iteration", "rank",
+           "measured ms", "replayed ms", "predicted ms", "change %", "compute ms",
+           "comm exp ms", "memcpy ms", "idle ms");
+    double sm = 0, sp = 0;
+    for (size_t i = 0; i < ni && i < nw; i++) {
+      double ch = it[i].replayed_s > 0
+                      ? 100.0 * (wi[i].replayed_s - it[i].replayed_s) / it[i].replayed_s
+                      : 0;
+      sm += it[i].replayed_s;
+      sp += wi[i].replayed_s;
+      printf("%-22s %4d %12.3f %12.3f %12.3f %8.2f %12.3f %12.3f %12.3f %12.3f\n", it[i].name,
+             it[i].rank, it[i].measured_s * 1e3, it[i].replayed_s * 1e3,
+             wi[i].replayed_s * 1e3, ch, wi[i].compute_s * 1e3, wi[i].comm_exposed_s * 1e3,
+             wi[i].memory_s * 1e3, wi[i].idle_s * 1e3);
+    }
+    if (ni > 0)
+      printf("mean iteration: replayed %.3f ms, predicted %.3f ms (%+.2f %%)\n", sm / ni * 1e3,
+             sp / ni * 1e3, sm > 0 ? 100.0 * (sp - sm) / sm : 0);
+  }
+  if (timeline != NULL) rc = write_timeline(timeline, whatif ? res : base);
+out:
+  sc_trace_result_free(res);
+  sc_trace_result_free(base);
+  for (size_t i = 0; tr != NULL && i < nf; i++) sc_trace_free(tr[i]);
+  free(tr);
+  free(files);
+  sc_registry_free(reg);
+  return rc;
+}

@@ -1,0 +1,170 @@
+/*
+ * Trace-driven mode (after Lumos, MLSys 2025): a PyTorch profiler (Kineto) Chrome-trace
+ * JSON file per rank becomes a dependency graph whose nodes carry measured durations;
+ * replay is an event simulation of that graph; what-if edits change node durations or
+ * edges before replaying. Formats, rules and the kernel classification table:
+ * docs/trace.md.
+ *
+ * Times are SI seconds in the public structs. A loaded trace owns its events and strings;
+ * a replay result borrows the traces it was made from (free the result first).
+ */
+#ifndef STEPCAST_TRACE_H
+#define STEPCAST_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stepcast/plugin.h"
+#include "stepcast/registry.h"
+#include "stepcast/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kinds of event kept from a trace ("ph": "X" with these "cat"s). */
+typedef enum {
+  SC_TRACE_CPU_OP = 0,    /* cat cpu_op: an aten/torch operator on a CPU thread */
+  SC_TRACE_ANNOTATION,    /* cat user_annotation: ProfilerStep#N, nn.Module, record_function */
+  SC_TRACE_RUNTIME,       /* cat cuda_runtime / cuda_driver: cudaLaunchKernel, sync, ... */
+  SC_TRACE_KERNEL,        /* cat kernel: a GPU kernel on a stream */
+  SC_TRACE_MEMCPY,        /* cat gpu_memcpy */
+  SC_TRACE_MEMSET,        /* cat gpu_memset */
+  SC_TRACE_SYNC,          /* cat cuda_sync: what a sync or stream-wait call waited on */
+  SC_TRACE_KIND_COUNT
+} sc_trace_kind;
+
+/* Name of a kind ("cpu_op", "user_annotation", "cuda_runtime", "kernel", "gpu_memcpy",
+ * "gpu_memset", "cuda_sync"); "?" outside the enum. */
+const char *sc_trace_kind_name(sc_trace_kind k);
+
+typedef struct sc_trace sc_trace;
+
+/* What a loaded trace holds. */
+typedef struct sc_trace_info {
+  uint64_t events;                       /* elements of traceEvents */
+  uint64_t kept;                         /* events kept (sum of by_kind) */
+  uint64_t by_kind[SC_TRACE_KIND_COUNT];
+  uint64_t skipped;                      /* events of other phases or categories */
+  uint64_t skipped_kinds;                /* distinct "ph/cat" pairs among the skipped */
+  uint64_t json_bytes;                   /* uncompressed JSON bytes read */
+  int32_t rank;                          /* distributedInfo.rank (-1 when absent) */
+  int32_t world_size;                    /* distributedInfo.world_size (0 when absent) */
+  char device_name[64];                  /* deviceProperties[0].name ("" when absent) */
+} sc_trace_info;
+
+/* Read one rank's trace: Chrome-trace JSON, plain or gzip-compressed (read through
+ * zlib's gzread in chunks and parsed streaming with yajl: memory grows with the events
+ * kept, not with the file). Keeps the kinds above, counts and skips everything else.
+ * Errors (one line, naming path and the byte offset in the uncompressed JSON):
+ * SC_EIO (cannot open; gzip stream truncated or corrupt), SC_EPARSE (malformed or
+ * truncated JSON, a key with the wrong type, no "traceEvents" array), SC_ENOMEM.
+ * *out is NULL on failure; free with sc_trace_free. */
+int sc_trace_load(const char *path, sc_trace **out, sc_error *err);
+
+/* Same, from a buffer of JSON (not gzip); name is used in messages. For tests and fuzzing. */
+int sc_trace_load_mem(const char *name, const void *json, size_t len, sc_trace **out,
+                      sc_error *err);
+
+void sc_trace_free(sc_trace *t);
+
+/* Counts of t (never fails on a loaded trace). */
+void sc_trace_get_info(const sc_trace *t, sc_trace_info *out);
+
+/* The i-th distinct skipped "ph/cat" pair (e.g. "f/ac2g") and how many events had it;
+ * SC_ENOTFOUND past the last. *kind is owned by t. */
+int sc_trace_skipped_kind(const sc_trace *t, size_t i, const char **kind, uint64_t *count);
+
+/* Families of GPU work, by kernel name (table in docs/trace.md). */
+typedef enum {
+  SC_KFAM_GEMM = 0,       /* matrix multiply and convolution (compute-bound) */
+  SC_KFAM_ATTENTION,      /* fused attention (compute-bound) */
+  SC_KFAM_NORM,           /* layer/batch/RMS norm, softmax (memory-bound) */
+  SC_KFAM_ELEMENTWISE,    /* element-wise, reductions, copies, indexing (memory-bound) */
+  SC_KFAM_OPTIMIZER,      /* fused optimizer updates (memory-bound) */
+  SC_KFAM_COMM,           /* NCCL/RCCL collectives and send/recv */
+  SC_KFAM_MEMCPY,         /* gpu_memcpy (device-to-device: memory-bound; host: unchanged) */
+  SC_KFAM_MEMSET,         /* gpu_memset (memory-bound) */
+  SC_KFAM_COUNT
+} sc_kernel_family;
+
+/* Family of a GPU event by its kind and name; "gemm", "attention", ... for the name. */
+sc_kernel_family sc_trace_classify(sc_trace_kind kind, const char *name);
+const char *sc_trace_family_name(sc_kernel_family f);
+
+/* What-if edits. Zero-initialise, then set what changes. */
+typedef struct sc_trace_edits {
+  /* Data-parallel degree: collective kernels whose group had dp_from ranks are re-timed
+   * for dp_to ranks: measured * predicted(dp_to) / predicted(dp_from), both predictions
+   * by sc_comm_estimate over sc_comm_group_flat on topology with registry reg. 0 = no
+   * change. dp_from 0 = the trace's world_size. */
+  uint32_t dp_from, dp_to;
+  const sc_topology *topology;
+  sc_registry *reg;
+  /* Hardware: GPU kernels are rescaled by family, compute-bound ones by the ratio of
+   * achievable peak FLOP/s (peak * flops_efficiency) of hw_from to hw_to at the kernel's
+   * dtype (from its name, else default_dtype), memory-bound ones by the ratio of
+   * achievable bandwidth (mem_bw_Bps * mem_efficiency). NULL = no change (both or none). */
+  const sc_device *hw_from, *hw_to;
+  sc_dtype default_dtype;
+  /* Overlap: 1 = every communication kernel runs on its rank's compute stream (the
+   * stream with the most kernel time), in measured start order: no overlap. */
+  int serialize_comm;
+} sc_trace_edits;
+
+/* One ProfilerStep#N span of one rank. */
+typedef struct sc_trace_iter {
+  char name[48];          /* "ProfilerStep#1009" */
+  int32_t rank;           /* index of the trace in the list given to sc_trace_replay */
+  double measured_s;      /* the span's measured duration */
+  double replayed_s;      /* the span's duration in the replay */
+  /* Replayed GPU time of the span, by what the rank's GPU did (they sum to replayed_s):
+   * compute kernels active; only communication active (exposed); only memcpy/memset;
+   * nothing (idle). As Holistic Trace Analysis's temporal breakdown. */
+  double compute_s, comm_exposed_s, memory_s, idle_s;
+} sc_trace_iter;
+
+/* Counts of the dependency graph. */
+typedef struct sc_trace_graph_info {
+  uint64_t nodes;          /* events replayed (CPU and GPU) */
+  uint64_t edges;          /* dependency edges in all */
+  uint64_t launch_edges;   /* runtime call -> GPU op, by correlation id */
+  uint64_t stream_edges;   /* consecutive ops of one stream */
+  uint64_t event_edges;    /* cudaEventRecord -> cudaStreamWaitEvent across streams */
+  uint64_t sync_edges;     /* GPU op -> end of a blocking CPU call */
+  uint64_t inferred_edges; /* GPU op -> GPU op of another stream, inferred from timing
+                              where the trace records no cuda_sync (docs/trace.md) */
+  uint64_t collectives;    /* collectives matched across ranks (0 with one rank) */
+  uint64_t unmatched_waits;/* stream waits or event syncs whose record was not found */
+} sc_trace_graph_info;
+
+typedef struct sc_trace_result sc_trace_result;
+
+/* Build the graph of traces[0..ntraces) (one per rank; ranks are matched by the order of
+ * their NCCL kernels within each stream, after aligning their clocks on collective ends)
+ * and replay it: every node starts when its predecessors have finished (plus, on a CPU
+ * thread, the measured gap before it), lasting its measured duration, or the edited one
+ * when edits is not NULL. The traces are borrowed and must outlive *out.
+ * Errors: SC_EINVAL (no traces, NULL), SC_ECONFIG (an edit that cannot apply: dp edit
+ * without topology or registry; collectives of different kinds matched across ranks),
+ * SC_EPARSE (a dependency cycle: inconsistent timestamps), SC_ENOMEM, and those of
+ * sc_comm_estimate. Free with sc_trace_result_free. */
+int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edits *edits,
+                    sc_trace_result **out, sc_error *err);
+
+void sc_trace_result_free(sc_trace_result *r);
+
+/* The ProfilerStep#N spans, in rank then time order (borrowed from r). */
+const sc_trace_iter *sc_trace_result_iters(const sc_trace_result *r, size_t *n);
+void sc_trace_result_graph(const sc_trace_result *r, sc_trace_graph_info *out);
+
+/* Write the replayed timeline as Chrome trace JSON: pid = rank, tid = CPU thread or
+ * "stream N", "X" events in microseconds from the earliest replayed event. SC_EIO when
+ * writing fails. */
+int sc_trace_timeline(FILE *out, const sc_trace_result *r, sc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_TRACE_H */

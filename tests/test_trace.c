@@ -1,0 +1,552 @@
+/*
+ * Trace-driven mode (docs/trace.md): parsing Kineto traces (counts, correlation, cross-
+ * stream event edges), replay against the measured ProfilerStep spans, what-if edits on
+ * hand-built traces whose replayed times are derived by hand, and malformed input.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sc_config.h"
+#include "stepcast/comm.h"
+#include "stepcast/stepcast.h"
+#include "stepcast/trace.h"
+
+static char data_path[1024];
+
+static const char *data(const char *name) {
+  const char *d = getenv("SC_TEST_DATA");
+  static char buf[1200];
+  if (d == NULL) {
+    snprintf(data_path, sizeof data_path, "%s/tests/data", SC_SOURCE_DIR);
+    d = data_path;
+  }
+  snprintf(buf, sizeof buf, "%s/trace/%s", d, name);
+  return buf;
+}
+
+static sc_trace *load(const char *name) {
+  sc_trace *t = NULL;
+  sc_error err = {0};
+  int rc = sc_trace_load(data(name), &t, &err);
+  ck_assert_msg(rc == SC_OK, "%s: %s", name, err.msg);
+  return t;
+}
+
+static sc_trace *load_mem(const char *json) {
+  sc_trace *t = NULL;
+  sc_error err = {0};
+  int rc = sc_trace_load_mem("mem.json", json, strlen(json), &t, &err);
+  ck_assert_msg(rc == SC_OK, "%s", err.msg);
+  return t;
+}
+
+/* Replay and return the result; the iteration named `name` of rank `rank` in *it. */
+static sc_trace_result *replay(sc_trace **t, size_t n, const sc_trace_edits *ed) {
+  sc_trace_result *r = NULL;
+  sc_error err = {0};
+  int rc = sc_trace_replay(t, n, ed, &r, &err);
+  ck_assert_msg(rc == SC_OK, "%s", err.msg);
+  return r;
+}
+
+static const sc_trace_iter *iter(const sc_trace_result *r, const char *name, int rank) {
+  size_t n;
+  const sc_trace_iter *it = sc_trace_result_iters(r, &n);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(it[i].name, name) == 0 && it[i].rank == rank) return &it[i];
+  }
+  ck_abort_msg("no iteration %s of rank %d", name, rank);
+  return NULL;
+}
+
+/* ---- parsing real fixtures ---- */
+
+START_TEST(parse_event_sync_counts) {
+  /* Counted with Python's json module on the same file: 92 traceEvents; X events:
+   * cpu_op 10, user_annotation 1, cuda_runtime 12, kernel 4, gpu_memcpy 1, cuda_sync 4;
+   * the rest (14 f, 7 s, 36 M, 2 i, 1 X/Trace) skipped = 60. */
+  sc_trace *t = load("event_sync.json.gz");
+  sc_trace_info in;
+  sc_trace_get_info(t, &in);
+  ck_assert_uint_eq(in.events, 92);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_CPU_OP], 10);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_ANNOTATION], 1);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_RUNTIME], 12);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_KERNEL], 4);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_MEMCPY], 1);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_MEMSET], 0);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_SYNC], 4);
+  ck_assert_uint_eq(in.kept, 32);
+  ck_assert_uint_eq(in.skipped, 60);
+  ck_assert_int_eq(in.rank, 0);
+  ck_assert_str_eq(in.device_name, "NVIDIA A100-PG509-200");
+  const char *kind;
+  uint64_t count, sum = 0;
+  for (size_t i = 0; sc_trace_skipped_kind(t, i, &kind, &count) == SC_OK; i++) sum += count;
+  ck_assert_uint_eq(sum, 60);
+  ck_assert_int_eq(sc_trace_skipped_kind(t, in.skipped_kinds, &kind, &count), SC_ENOTFOUND);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(parse_plain_equals_gzip) {
+  sc_trace *a = load("event_sync.json.gz"), *b = load("event_sync.json");
+  sc_trace_info ia, ib;
+  sc_trace_get_info(a, &ia);
+  sc_trace_get_info(b, &ib);
+  ck_assert_uint_eq(ia.events, ib.events);
+  ck_assert_uint_eq(ia.kept, ib.kept);
+  ck_assert_uint_eq(ia.json_bytes, ib.json_bytes);
+  for (int k = 0; k < SC_TRACE_KIND_COUNT; k++) ck_assert_uint_eq(ia.by_kind[k], ib.by_kind[k]);
+  sc_trace_free(a);
+  sc_trace_free(b);
+}
+END_TEST
+
+START_TEST(graph_correlation_and_syncs) {
+  /* event_sync: 4 kernels + 1 memcpy, each launched by a runtime call of the same
+   * correlation id (1482, 1495, 1505, 1511, 1526): 5 launch edges; one stream (7): 4
+   * stream edges. Blocking calls: the synchronous DtoH (pageable) memcpy, the
+   * cudaStreamSynchronize (on the memcpy), the cudaEventSynchronize on record 1533 (the
+   * spin kernel), and cudaDeviceSynchronize (one stream): 4 sync edges, plus the
+   * cudaEventQuery's "Event Sync" record which does not block (not an edge). */
+  sc_trace *t = load("event_sync.json.gz");
+  sc_trace_result *r = replay(&t, 1, NULL);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.launch_edges, 5);
+  ck_assert_uint_eq(g.stream_edges, 4);
+  ck_assert_uint_eq(g.event_edges, 0);
+  ck_assert_uint_eq(g.nodes, 28);
+  ck_assert_msg(g.sync_edges == 4 || g.sync_edges == 5, "sync edges %llu",
+                (unsigned long long)g.sync_edges);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(graph_cross_stream_event) {
+  /* event_sync_multi_stream: cudaStreamWaitEvent (correlation 1389) makes stream 24 wait
+   * on record 1385 of stream 20 (its "Stream Wait Event" cuda_sync record): the gemm of
+   * correlation 1413 on stream 24 depends on the gemm of correlation 27 on stream 20. One
+   * cross-stream edge, as HTA's critical-path analysis finds. Three kernels, each on its
+   * own stream, each launched: 3 launch edges (+ 3 memsets' launches). */
+  sc_trace *t = load("event_sync_multi_stream.json.gz");
+  sc_trace_result *r = replay(&t, 1, NULL);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.event_edges, 1);
+  ck_assert_uint_eq(g.launch_edges, 6);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+/* Replay with measured durations reproduces every span within 2 %. */
+static void replay_within(sc_trace **t, size_t n, size_t min_iters) {
+  sc_trace_result *r = replay(t, n, NULL);
+  size_t ni;
+  const sc_trace_iter *it = sc_trace_result_iters(r, &ni);
+  ck_assert_uint_ge(ni, min_iters);
+  for (size_t i = 0; i < ni; i++) {
+    double e = fabs(it[i].replayed_s - it[i].measured_s) / it[i].measured_s;
+    ck_assert_msg(e <= 0.02, "%s rank %d: measured %.6f s replayed %.6f s", it[i].name,
+                  it[i].rank, it[i].measured_s, it[i].replayed_s);
+    double sum = it[i].compute_s + it[i].comm_exposed_s + it[i].memory_s + it[i].idle_s;
+    ck_assert_msg(fabs(sum - it[i].replayed_s) <= 1e-9 + 1e-9 * it[i].replayed_s,
+                  "breakdown %.9f != %.9f", sum, it[i].replayed_s);
+  }
+  sc_trace_result_free(r);
+}
+
+START_TEST(replay_fixtures) {
+  const char *files[] = {"event_sync.json.gz", "event_sync.json",
+                         "event_sync_multi_stream.json.gz", "simple_add.json.gz"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    sc_trace *t = load(files[i]);
+    replay_within(&t, 1, 1);
+    sc_trace_free(t);
+  }
+  /* ProfilerStep#100 of event_sync: 3154 us measured */
+  sc_trace *t = load("event_sync.json.gz");
+  sc_trace_result *r = replay(&t, 1, NULL);
+  const sc_trace_iter *it = iter(r, "ProfilerStep#100", 0);
+  ck_assert_msg(fabs(it->measured_s - 3.154e-3) < 1e-12, "%.9f", it->measured_s);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(replay_real_traces) {
+  /* The larger HTA traces, when ../shared/data is present (not copied into the tree). */
+  const char *dirs[] = {SC_SOURCE_DIR "/../shared/data/traces/hta/trace_diff/control/"
+                                      "control.json.gz",
+                        SC_SOURCE_DIR "/../shared/data/traces/hta/trace_diff/test/test.json.gz",
+                        SC_SOURCE_DIR "/../shared/data/traces/hta/nccl_parser_config/"
+                                      "nccl_data.json.gz"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    sc_trace *t = NULL;
+    sc_error err = {0};
+    if (sc_trace_load(dirs[i], &t, &err) != SC_OK) continue; /* not here: skipped */
+    replay_within(&t, 1, 3);
+    sc_trace_free(t);
+  }
+  sc_trace *two[2] = {NULL, NULL};
+  sc_error err = {0};
+  if (sc_trace_load(SC_SOURCE_DIR "/../shared/data/traces/hta/trace_filter/sampled_rank-0.json.gz",
+                    &two[0], &err) == SC_OK &&
+      sc_trace_load(SC_SOURCE_DIR "/../shared/data/traces/hta/trace_filter/sampled_rank-1.json.gz",
+                    &two[1], &err) == SC_OK) {
+    replay_within(two, 2, 4);
+  }
+  sc_trace_free(two[0]);
+  sc_trace_free(two[1]);
+}
+END_TEST
+
+/* ---- hand-built traces: replayed times derived by hand ---- */
+
+#define HEAD "{\"traceEvents\": ["
+#define TAIL "]}"
+#define CPU(cat, name, ts, dur) \
+  "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
+  ",\"dur\":" #dur "}"
+#define RT(name, ts, dur, corr) \
+  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
+  ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}}"
+#define KER(name, ts, dur, stream, corr) \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,\"tid\":" #stream \
+  ",\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,\"stream\":" #stream \
+  ",\"correlation\":" #corr "}}"
+
+/* Devices whose only difference is a bf16 peak twice as high in `to`. */
+static void two_devices(sc_device *from, sc_device *to) {
+  memset(from, 0, sizeof *from);
+  snprintf(from->name, sizeof from->name, "slow");
+  from->peak_flops_per_s[SC_DTYPE_BF16] = 1e14;
+  from->mem_bw_Bps = 1e12;
+  from->flops_efficiency = from->mem_efficiency = 1.0;
+  *to = *from;
+  snprintf(to->name, sizeof to->name, "fast");
+  to->peak_flops_per_s[SC_DTYPE_BF16] = 2e14;
+}
+
+START_TEST(whatif_sync_hardware) {
+  /* Step [0,120]: launch [0,5] of a bf16 GEMM that runs [10,110] on stream 7, then
+   * cudaStreamSynchronize [10,115] waiting for it (tail 115 - 110 = 5 us).
+   * Hardware twice as fast in bf16: the GEMM lasts 50 us: start = launch 0 + 10 = 10,
+   * end 60; the sync ends at 60 + 5 = 65; the step ends 5 us later: 70 us. */
+  const char *j = HEAD CPU("user_annotation", "ProfilerStep#1", 0, 120) ","
+      RT("cudaLaunchKernel", 0, 5, 1) ","
+      KER("ampere_bf16_s16816gemm_bf16_128x128", 10, 100, 7, 1) ","
+      RT("cudaStreamSynchronize", 10, 105, 2) TAIL;
+  sc_trace *t = load_mem(j);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  const sc_trace_iter *it = iter(r, "ProfilerStep#1", 0);
+  ck_assert_msg(fabs(it->replayed_s - 120e-6) < 1e-12, "%.9g", it->replayed_s);
+  /* GPU busy [10,110] inside [0,120]: compute 100 us, idle 20 us */
+  ck_assert_msg(fabs(it->compute_s - 100e-6) < 1e-12, "%.9g", it->compute_s);
+  ck_assert_msg(fabs(it->idle_s - 20e-6) < 1e-12, "%.9g", it->idle_s);
+  sc_trace_result_free(r);
+  sc_device a, b;
+  two_devices(&a, &b);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.hw_from = &a;
+  ed.hw_to = &b;
+  ed.default_dtype = SC_DTYPE_BF16;
+  r = replay(&t, 1, &ed);
+  it = iter(r, "ProfilerStep#1", 0);
+  ck_assert_msg(fabs(it->replayed_s - 70e-6) < 1e-12, "%.9g", it->replayed_s);
+  ck_assert_msg(fabs(it->compute_s - 50e-6) < 1e-12, "%.9g", it->compute_s);
+  sc_trace_result_free(r);
+  /* the same device both sides: unchanged */
+  ed.hw_to = &a;
+  r = replay(&t, 1, &ed);
+  ck_assert_msg(fabs(iter(r, "ProfilerStep#1", 0)->replayed_s - 120e-6) < 1e-12, "same hw");
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(whatif_inferred_wait) {
+  /* No cuda_sync records. Stream 7: bf16 GEMM [10,210] launched at 0; stream 11: a
+   * kernel [12,14] launched at 2 (launch-to-start 10 us for both: the rank's median of
+   * {10, 10, 206}). Stream 9: kernel B [212,232] launched at 6: 206 us after
+   * its launch, unexplained; GEMM ended 2 us before it on another stream (<= 10 us): an
+   * inferred edge GEMM -> B with lag 2 us. cudaDeviceSynchronize [15,240] waits for both
+   * (tail 8 us); the step [0,300] ends 60 us after it. GEMM twice as fast: [10,110];
+   * B starts 112, ends 132; the sync ends 140; the step 200 us. */
+  const char *j = HEAD CPU("user_annotation", "ProfilerStep#1", 0, 300) ","
+      RT("cudaLaunchKernel", 0, 5, 1) "," RT("cudaLaunchKernel", 6, 4, 2) ","
+      RT("cudaLaunchKernel", 2, 1, 4) "," RT("cudaDeviceSynchronize", 15, 225, 3) ","
+      KER("ampere_bf16_s16816gemm_bf16_128x128", 10, 200, 7, 1) ","
+      KER("void at::native::vectorized_elementwise_kernel<4>", 12, 2, 11, 4) ","
+      KER("void at::native::vectorized_elementwise_kernel<4>", 212, 20, 9, 2) TAIL;
+  sc_trace *t = load_mem(j);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.inferred_edges, 1);
+  ck_assert_msg(fabs(iter(r, "ProfilerStep#1", 0)->replayed_s - 300e-6) < 1e-12, "measured");
+  sc_trace_result_free(r);
+  sc_device a, b;
+  two_devices(&a, &b);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.hw_from = &a;
+  ed.hw_to = &b;
+  r = replay(&t, 1, &ed);
+  double got = iter(r, "ProfilerStep#1", 0)->replayed_s;
+  ck_assert_msg(fabs(got - 200e-6) < 1e-12, "%.9g", got);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(whatif_collective_last_arrival) {
+  /* Rank 0: launch [90,95], NCCL all-reduce [100,300]. Rank 1: launch [0,5] of a bf16
+   * GEMM [10,200], launch [20,25], the all-reduce [200,300] after it on stream 7.
+   * One collective; ranks' clocks agree (ends equal: offset 0). Last arrival 200, so the
+   * all-reduce itself lasts 100 us. GEMM twice as fast: it ends at 10 + 95 = 105; rank 1
+   * arrives at 105 (stream order, lag 0), rank 0 at 100: both end at 105 + 100 = 205.
+   * Rank 0's span (no ProfilerStep: first to last event) 90..300 = 210 us becomes
+   * 90..205 = 115 us; rank 1's 0..300 becomes 0..205. */
+  const char *r0 = HEAD RT("cudaLaunchKernel", 90, 5, 11) ","
+      KER("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 100, 200, 9, 11) TAIL;
+  const char *r1 = HEAD RT("cudaLaunchKernel", 0, 5, 1) ","
+      KER("ampere_bf16_s16816gemm_bf16_128x128", 10, 190, 7, 1) ","
+      RT("cudaLaunchKernel", 20, 5, 2) ","
+      KER("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 200, 100, 7, 2) TAIL;
+  sc_trace *t[2] = {load_mem(r0), load_mem(r1)};
+  sc_trace_result *r = replay(t, 2, NULL);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.collectives, 1);
+  ck_assert_msg(fabs(iter(r, "trace", 0)->replayed_s - 210e-6) < 1e-12, "rank 0 measured");
+  sc_trace_result_free(r);
+  sc_device a, b;
+  two_devices(&a, &b);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.hw_from = &a;
+  ed.hw_to = &b;
+  r = replay(t, 2, &ed);
+  ck_assert_msg(fabs(iter(r, "trace", 0)->replayed_s - 115e-6) < 1e-12, "%.9g",
+                iter(r, "trace", 0)->replayed_s);
+  ck_assert_msg(fabs(iter(r, "trace", 1)->replayed_s - 205e-6) < 1e-12, "%.9g",
+                iter(r, "trace", 1)->replayed_s);
+  sc_trace_result_free(r);
+  sc_trace_free(t[0]);
+  sc_trace_free(t[1]);
+}
+END_TEST
+
+START_TEST(whatif_collective_mismatch) {
+  const char *r0 = HEAD KER("ncclKernel_AllReduce_RING_LL_Sum_float(x)", 100, 200, 9, 11) TAIL;
+  const char *r1 = HEAD KER("ncclKernel_AllGather_RING_LL_Sum_float(x)", 100, 200, 9, 11) TAIL;
+  sc_trace *t[2] = {load_mem(r0), load_mem(r1)};
+  sc_trace_result *r = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_trace_replay(t, 2, NULL, &r, &err), SC_ECONFIG);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err.msg, "not of one job") != NULL, "%s", err.msg);
+  sc_trace_free(t[0]);
+  sc_trace_free(t[1]);
+}
+END_TEST
+
+START_TEST(whatif_overlap) {
+  /* Step [0,300]. Stream 7: GEMM [10,110] then a GEMM [110,210]; stream 9: all-reduce
+   * [20,120] overlapping them; cudaDeviceSynchronize [5,215] waits for both streams
+   * (tail 215 - 210 = 5). Serialised on stream 7 in measured start order: GEMM 10..110,
+   * all-reduce 110..210 (its stream predecessor is binding, lag 0), GEMM 210..310; the
+   * sync ends at 315 and the step (85 us after it) at 400 us. */
+  const char *j = HEAD CPU("user_annotation", "ProfilerStep#1", 0, 300) ","
+      RT("cudaLaunchKernel", 0, 2, 1) "," RT("cudaLaunchKernel", 2, 1, 2) ","
+      RT("cudaLaunchKernel", 3, 1, 3) "," RT("cudaDeviceSynchronize", 5, 210, 4) ","
+      KER("sm80_xmma_gemm_bf16bf16", 10, 100, 7, 1) ","
+      KER("ncclKernel_AllReduce_RING_LL_Sum_float(x)", 20, 100, 9, 2) ","
+      KER("sm80_xmma_gemm_bf16bf16", 110, 100, 7, 3) TAIL;
+  sc_trace *t = load_mem(j);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  const sc_trace_iter *it = iter(r, "ProfilerStep#1", 0);
+  ck_assert_msg(fabs(it->replayed_s - 300e-6) < 1e-12, "%.9g", it->replayed_s);
+  ck_assert_msg(fabs(it->comm_exposed_s) < 1e-12, "all-reduce hidden: %.9g",
+                it->comm_exposed_s);
+  sc_trace_result_free(r);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.serialize_comm = 1;
+  r = replay(&t, 1, &ed);
+  it = iter(r, "ProfilerStep#1", 0);
+  ck_assert_msg(fabs(it->replayed_s - 400e-6) < 1e-12, "%.9g", it->replayed_s);
+  ck_assert_msg(fabs(it->comm_exposed_s - 100e-6) < 1e-12, "%.9g", it->comm_exposed_s);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(whatif_dp) {
+  /* An all-reduce of 64 MiB (In msg nelems 16777216 floats) measured 1000 us on 8 GPUs;
+   * dp 8 -> 16 on dgx-a100-superpod: 1000 us * predicted(16) / predicted(8), the
+   * predictions taken from sc_comm_estimate here. */
+  const char *j = HEAD CPU("user_annotation", "ProfilerStep#1", 0, 2000) ","
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float\","
+      "\"pid\":0,\"tid\":9,\"ts\":100,\"dur\":1000,\"args\":{\"stream\":9,\"device\":0,"
+      "\"In msg nelems\":16777216,\"Out msg nelems\":16777216,\"dtype\":\"Float\","
+      "\"Group size\":8,\"correlation\":1}},"
+      RT("cudaLaunchKernel", 50, 5, 1) "," RT("cudaDeviceSynchronize", 60, 1045, 2) TAIL;
+  sc_trace *t = load_mem(j);
+  sc_registry *reg = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_registry_new(&reg, &err), SC_OK);
+  ck_assert_msg(sc_registry_add_builtins(reg, &err) == SC_OK, "%s", err.msg);
+  sc_topology topo;
+  ck_assert_msg(sc_topology_load(SC_SOURCE_DIR "/topologies/dgx-a100-superpod.toml", &topo,
+                                 &err) == SC_OK, "%s", err.msg);
+  double p[2];
+  uint32_t n[2] = {8, 16};
+  for (int i = 0; i < 2; i++) {
+    sc_coll_desc c;
+    sc_estimate e;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(sc_comm_group_flat(&topo, n[i], &c, &err), SC_OK);
+    c.kind = SC_COLL_ALLREDUCE;
+    c.bytes = 16777216.0 * 4;
+    c.dtype = SC_DTYPE_BF16;
+    ck_assert_msg(sc_comm_estimate(reg, &topo, &c, "auto", &e, NULL, &err) == SC_OK, "%s",
+                  err.msg);
+    p[i] = e.time_s;
+  }
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.dp_from = 8;
+  ed.dp_to = 16;
+  ed.topology = &topo;
+  ed.reg = reg;
+  sc_trace_result *r = replay(&t, 1, &ed);
+  /* the sync (tail 5 us after the all-reduce's end at 1100) ends at 100 + 1000 * ratio
+   * + 5; the step ends 895 us after the sync: 2000 + 1000 * (ratio - 1) us. */
+  double want = 2000e-6 + 1000e-6 * (p[1] / p[0] - 1);
+  double got = iter(r, "ProfilerStep#1", 0)->replayed_s;
+  ck_assert_msg(fabs(got - want) < 1e-9 * want + 1e-12, "got %.9g want %.9g", got, want);
+  ck_assert_msg(p[1] > p[0], "a larger group costs more: %.9g %.9g", p[0], p[1]);
+  sc_trace_result_free(r);
+  /* missing topology: a clear error */
+  ed.topology = NULL;
+  r = NULL;
+  ck_assert_int_eq(sc_trace_replay(&t, 1, &ed, &r, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "topology") != NULL, "%s", err.msg);
+  sc_registry_free(reg);
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(classify_table) {
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "ampere_sgemm_128x64_nn"), SC_KFAM_GEMM);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "flash_fwd_kernel<...>"),
+                   SC_KFAM_ATTENTION);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "void at::native::(anonymous "
+                                                      "namespace)::vectorized_layer_norm_kernel"),
+                   SC_KFAM_NORM);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "multi_tensor_apply_kernel<Adam>"),
+                   SC_KFAM_OPTIMIZER);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "ncclKernel_AllReduce_RING_LL_Sum_float"),
+                   SC_KFAM_COMM);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "void at::native::vectorized_elementwise"
+                                                      "_kernel<4, FillFunctor>"),
+                   SC_KFAM_ELEMENTWISE);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_MEMCPY, "Memcpy DtoH"), SC_KFAM_MEMCPY);
+  ck_assert_str_eq(sc_trace_family_name(SC_KFAM_ATTENTION), "attention");
+}
+END_TEST
+
+/* ---- malformed input: one-line errors ---- */
+
+static void fails_mem(const char *json, int code, const char *needle) {
+  sc_trace *t = (sc_trace *)1;
+  sc_error err = {0};
+  int rc = sc_trace_load_mem("bad.json", json, strlen(json), &t, &err);
+  ck_assert_msg(rc == code, "rc %d (%s) for %s", rc, err.msg, json);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' lacks '%s'", err.msg, needle);
+  ck_assert_msg(strchr(err.msg, '\n') == NULL, "not one line: %s", err.msg);
+  ck_assert_msg(strncmp(err.msg, "bad.json: byte ", 15) == 0, "no offset: %s", err.msg);
+}
+
+START_TEST(malformed_inputs) {
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":\"abc\","
+            "\"dur\":1}]}", SC_EPARSE, "key 'ts': expected a number");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":7,\"ts\":1,"
+            "\"dur\":1}]}", SC_EPARSE, "key 'name': expected a string");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,"
+            "\"dur\":1,\"args\":[1]}]}", SC_EPARSE, "key 'args': expected an object");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,"
+            "\"dur\":1,\"args\":{\"correlation\":\"x\"}}]}", SC_EPARSE,
+            "key 'correlation': expected an integer");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1}]}",
+            SC_EPARSE, "missing key 'dur'");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,"
+            "\"dur\":-3}]}", SC_EPARSE, "negative duration");
+  fails_mem("{\"traceEvents\": {}}", SC_EPARSE, "key 'traceEvents': expected an array");
+  fails_mem("{\"traceEvents\": [3]}", SC_EPARSE, "traceEvents[0]: expected an object");
+  fails_mem("{\"schemaVersion\": 1}", SC_EPARSE, "no 'traceEvents' array");
+  fails_mem("[1, 2]", SC_EPARSE, "not a JSON object");
+  fails_mem("", SC_EPARSE, "empty input");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",}]}", SC_EPARSE, "malformed JSON");
+  /* truncated in the middle: the offset is the end of the data, 22 bytes */
+  fails_mem("{\"traceEvents\": [{\"ph\"", SC_EPARSE, "byte 22: truncated JSON");
+}
+END_TEST
+
+START_TEST(malformed_files) {
+  sc_trace *t = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_trace_load(data("truncated.json.gz"), &t, &err), SC_EIO);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(err.msg, "gzip stream truncated") != NULL, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, ": byte ") != NULL, "%s", err.msg);
+  ck_assert_msg(strchr(err.msg, '\n') == NULL, "%s", err.msg);
+  /* truncated.json is the first 5000 bytes of event_sync.json */
+  ck_assert_int_eq(sc_trace_load(data("truncated.json"), &t, &err), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, "byte 5000: truncated JSON") != NULL, "%s", err.msg);
+  ck_assert_int_eq(sc_trace_load(data("no-such-file.json"), &t, &err), SC_EIO);
+  ck_assert_msg(strstr(err.msg, "cannot open") != NULL, "%s", err.msg);
+  ck_assert_int_eq(sc_trace_replay(NULL, 0, NULL, NULL, &err), SC_EINVAL);
+}
+END_TEST
+
+static Suite *trace_suite(void) {
+  Suite *s = suite_create("trace");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, parse_event_sync_counts);
+  tcase_add_test(tc, parse_plain_equals_gzip);
+  tcase_add_test(tc, graph_correlation_and_syncs);
+  tcase_add_test(tc, graph_cross_stream_event);
+  tcase_add_test(tc, replay_fixtures);
+  tcase_add_test(tc, replay_real_traces);
+  tcase_add_test(tc, whatif_sync_hardware);
+  tcase_add_test(tc, whatif_inferred_wait);
+  tcase_add_test(tc, whatif_collective_last_arrival);
+  tcase_add_test(tc, whatif_collective_mismatch);
+  tcase_add_test(tc, whatif_overlap);
+  tcase_add_test(tc, whatif_dp);
+  tcase_add_test(tc, classify_table);
+  tcase_add_test(tc, malformed_inputs);
+  tcase_add_test(tc, malformed_files);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(trace_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
