@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "job.h"
+#include "stepcast/estimate.h"
 #include "stepcast/predict.h"
 #include "stepcast/report.h"
 
@@ -53,6 +54,7 @@ int sc_cli_predict(int argc, char **argv) {
   sc_error err;
   sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
+  sc_residuals *resid = NULL;
   sc_model model;
   sc_topology topo;
   sc_device dev;
@@ -107,6 +109,12 @@ int sc_cli_predict(int argc, char **argv) {
   if (sc_cli_registry_open(&reg, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK)
     goto fail;
+  if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hardware/<device>/residuals/ */
+    if (sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware, dev.name,
+                                  job.opts.estimator, &resid, &err) != SC_OK)
+      goto fail;
+    job.opts.residuals = resid;
+  }
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);
   if (sc_predict(pr, &model, &topo, &dev, &job.par, &job.opts, &res, &sched, &err) != SC_OK)
@@ -123,6 +131,7 @@ fail:
   rc = sc_cli_fail(&err);
 done:
   sc_predictor_free(pr);
+  sc_residuals_free(resid);
   sc_registry_free(reg);
   return rc;
 }

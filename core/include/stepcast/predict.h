@@ -47,6 +47,9 @@ typedef struct sc_predict_opts {
   double token_budget;        /* tokens to train on, for time to train (0 = not asked) */
   int record_timeline;        /* keep the simulated intervals (for --timeline) */
   int allow_oom;              /* 1: predict even when memory exceeds the device */
+  /* Fitted residual models of the device (stepcast/estimate.h, borrowed) for the hybrid and
+   * learned estimators; NULL = none (then only 'analytical' is accepted). */
+  const struct sc_residuals *residuals;
 } sc_predict_opts;
 
 void sc_predict_opts_defaults(sc_predict_opts *o);

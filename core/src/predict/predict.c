@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stepcast/comm.h"
+#include "stepcast/estimate.h"
 #include "stepcast/ops.h"
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
@@ -27,6 +28,7 @@ struct sc_predictor {
   sc_sched_chunk *chunks;
   double *fam;                      /* cap * 3 * SC__NFAM: fwd, bwd, recompute splits */
   double *opt_s;                    /* optimizer time per pipeline rank (cap entries) */
+  const sc_predict_opts *opts;      /* of the sc_predict call in progress */
 };
 
 const char *sc_estimator_name(sc_estimator e) {
@@ -203,7 +205,13 @@ static int ops_time(sc_predictor *pr, const sc_device *dev, const sc_work_list *
       return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
                           o->label, o->desc.family);
     }
-    double ts = e.time_s * (double)o->repeat;
+    double t1 = e.time_s; /* analytical; hybrid/learned through the fitted residuals */
+    if (pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL) {
+      rc = sc_residuals_apply(pr->opts->residuals, pr->opts->estimator, o->desc.family, &e, &t1,
+                              err);
+      if (rc != SC_OK) return rc;
+    }
+    double ts = t1 * (double)o->repeat;
     sum += ts;
     if (fam != NULL) fam[f] += ts;
   }
@@ -279,12 +287,13 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
     sc_predict_opts_defaults(&defaults);
     o = &defaults;
   }
-  if (o->estimator != SC_ESTIMATOR_ANALYTICAL) {
+  if (o->estimator != SC_ESTIMATOR_ANALYTICAL && o->residuals == NULL) {
     return sc_error_set(err, SC_EUNSUPPORTED,
                         "estimator '%s': no fitted residual models for device '%s' "
                         "(only 'analytical' is available)",
                         sc_estimator_name(o->estimator), dev->name);
   }
+  pr->opts = o;
   if ((int)p->dtype < 0 || p->dtype >= SC_DTYPE_COUNT || !(dev->peak_flops_per_s[p->dtype] > 0))
     return sc_error_set(err, SC_EUNSUPPORTED, "dtype: device '%s' has no peak for this dtype",
                         dev->name);

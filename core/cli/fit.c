@@ -1,0 +1,449 @@
+/* stepcast fit: fit, per operator family, residual regressors on a samples CSV (stepcast
+ * sample), report k-fold cross-validated and held-out MAPE of the analytical, hybrid and
+ * learned estimators side by side, and write the models and the report into a folder
+ * (hardware/<device>/residuals/). docs/learned.md explains the method. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "stepcast/estimate.h"
+
+static void fit_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast fit --samples FILE --out DIR [options]\n\n"
+          "For every operator family of the samples, fits residual models on the operator\n"
+          "plugin's features: target hybrid = log(measured / analytical) and target learned =\n"
+          "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
+          "Reports MAPE of the analytical, hybrid and learned estimators by k-fold cross-\n"
+          "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
+          "marks per family and target the kind with the lower held-out error active, and\n"
+          "writes DIR/residuals.toml, the gbdt JSON files and DIR/report.md.\n\n"
+          "options:\n"
+          "  --samples FILE     samples CSV (stepcast sample)\n"
+          "  --out DIR          output folder (must exist), e.g. hardware/host-cpu/residuals\n"
+          "  --hardware H       device description for the analytical estimate (default: the\n"
+          "                     hardware file beside the samples' folder, X/<name>.toml for\n"
+          "                     X/<name>/samples.csv)\n"
+          "  --folds K          cross-validation folds (default 5)\n"
+          "  --heldout F        fraction of each family, the largest by analytical time,\n"
+          "                     held out (default 0.25)\n"
+          "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
+          "  --rounds N         boosting rounds (default 100, trees of depth 3)\n\n"
+          "Exit status: 0 ok, 1 failure, 2 usage error.\n");
+}
+
+#define NEST 4 /* hybrid-linear, hybrid-gbdt, learned-linear, learned-gbdt */
+static const sc_resid_target est_target[NEST] = {SC_TARGET_HYBRID, SC_TARGET_HYBRID,
+                                                 SC_TARGET_LEARNED, SC_TARGET_LEARNED};
+static const sc_resid_kind est_kind[NEST] = {SC_RESID_LINEAR, SC_RESID_GBDT, SC_RESID_LINEAR,
+                                             SC_RESID_GBDT};
+
+typedef struct fam_data {
+  const char *family;
+  size_t n;
+  uint32_t p;
+  double *X;      /* n x p */
+  double *an;     /* analytical time */
+  double *meas;   /* measured median */
+  size_t *order;  /* indices by analytical time, ascending */
+  /* results */
+  double cv[NEST + 1], ho[NEST + 1]; /* [0] analytical, then the four */
+  size_t ntrain;
+  char names[SC_MAX_FEATURES * 40];
+} fam_data;
+
+static double target_of(sc_resid_target t, double an, double meas) {
+  return t == SC_TARGET_HYBRID ? log(meas / an) : log(meas);
+}
+
+static double time_of(sc_resid_target t, double an, double y) {
+  return t == SC_TARGET_HYBRID ? an * exp(y) : exp(y);
+}
+
+/* Fit estimator e on rows train[0..nt) and add |pred - meas| / meas over rows test[0..ns)
+ * into *sum. */
+static int eval_split(const fam_data *fd, int e, const size_t *train, size_t nt,
+                      const size_t *test, size_t ns, const sc_fit_opts *o, double *sum,
+                      sc_error *err) {
+  sc_resid_model m;
+  double *X = malloc(nt * (fd->p ? fd->p : 1) * sizeof *X), *y = malloc(nt * sizeof *y);
+  int rc;
+  if (X == NULL || y == NULL) {
+    free(X);
+    free(y);
+    return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+  }
+  for (size_t i = 0; i < nt; i++) {
+    memcpy(&X[i * fd->p], &fd->X[train[i] * fd->p], fd->p * sizeof *X);
+    y[i] = target_of(est_target[e], fd->an[train[i]], fd->meas[train[i]]);
+  }
+  memset(&m, 0, sizeof m);
+  snprintf(m.family, sizeof m.family, "%s", fd->family);
+  m.kind = est_kind[e];
+  m.target = est_target[e];
+  m.nfeatures = fd->p;
+  rc = sc_resid_fit(&m, X, y, nt, o, err);
+  for (size_t i = 0; i < ns && rc == SC_OK; i++) {
+    double yy;
+    size_t r = test[i];
+    rc = sc_resid_predict(&m, &fd->X[r * fd->p], &yy, err);
+    if (rc == SC_OK) *sum += fabs(time_of(est_target[e], fd->an[r], yy) - fd->meas[r]) / fd->meas[r];
+  }
+  sc_resid_model_free(&m);
+  free(X);
+  free(y);
+  return rc;
+}
+
+static const fam_data *sort_ctx;
+static int by_analytical(const void *a, const void *b) {
+  double x = sort_ctx->an[*(const size_t *)a], y = sort_ctx->an[*(const size_t *)b];
+  return (x > y) - (x < y);
+}
+
+/* Cross-validation, held-out split, and the final models (fitted on every row). */
+static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit_opts *o,
+                      sc_resid_model *final, sc_error *err) {
+  size_t n = fd->n, *train = malloc(n * sizeof *train), *test = malloc(n * sizeof *test);
+  size_t *fold = malloc(n * sizeof *fold);
+  int rc = SC_OK;
+  if (train == NULL || test == NULL || fold == NULL) {
+    rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+    goto done;
+  }
+  /* folds: deal the rows, sorted by size, round-robin (every fold spans every size) */
+  for (size_t i = 0; i < n; i++) fold[fd->order[i]] = i % folds;
+  memset(fd->cv, 0, sizeof fd->cv);
+  memset(fd->ho, 0, sizeof fd->ho);
+  for (size_t i = 0; i < n; i++) fd->cv[0] += fabs(fd->an[i] - fd->meas[i]) / fd->meas[i];
+  for (int e = 0; e < NEST && rc == SC_OK; e++) {
+    for (uint32_t k = 0; k < folds && rc == SC_OK; k++) {
+      size_t nt = 0, ns = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (fold[i] == k) test[ns++] = i;
+        else train[nt++] = i;
+      }
+      rc = eval_split(fd, e, train, nt, test, ns, o, &fd->cv[1 + e], err);
+    }
+  }
+  for (int e = 0; e <= NEST; e++) fd->cv[e] /= (double)n;
+  /* held out: the largest shapes by analytical time */
+  fd->ntrain = (size_t)ceil((double)n * (1.0 - heldout));
+  if (fd->ntrain < 2) fd->ntrain = 2;
+  if (fd->ntrain >= n) fd->ntrain = n - 1;
+  for (size_t i = fd->ntrain; i < n; i++)
+    fd->ho[0] += fabs(fd->an[fd->order[i]] - fd->meas[fd->order[i]]) / fd->meas[fd->order[i]];
+  for (int e = 0; e < NEST && rc == SC_OK; e++)
+    rc = eval_split(fd, e, fd->order, fd->ntrain, fd->order + fd->ntrain, n - fd->ntrain, o,
+                    &fd->ho[1 + e], err);
+  for (int e = 0; e <= NEST; e++) fd->ho[e] /= (double)(n - fd->ntrain);
+  /* final models on all rows */
+  for (int e = 0; e < NEST && rc == SC_OK; e++) {
+    double *y = malloc(n * sizeof *y);
+    sc_resid_model *m = &final[e];
+    if (y == NULL) {
+      rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+      break;
+    }
+    for (size_t i = 0; i < n; i++) y[i] = target_of(est_target[e], fd->an[i], fd->meas[i]);
+    memset(m, 0, sizeof *m);
+    snprintf(m->family, sizeof m->family, "%s", fd->family);
+    m->kind = est_kind[e];
+    m->target = est_target[e];
+    m->nfeatures = fd->p;
+    m->cv_mape = fd->cv[1 + e];
+    m->heldout_mape = fd->ho[1 + e];
+    rc = sc_resid_fit(m, fd->X, y, n, o, err);
+    free(y);
+  }
+  if (rc == SC_OK) { /* the active kind per target: lower held-out error (linear on ties),
+                       * and none when the roofline alone extrapolates better */
+    for (int t = 0; t < 2; t++) {
+      sc_resid_model *lin = &final[2 * t], *tree = &final[2 * t + 1];
+      sc_resid_model *best = tree->heldout_mape < lin->heldout_mape ? tree : lin;
+      if (best->heldout_mape < fd->ho[0]) best->active = 1;
+    }
+  }
+done:
+  free(train);
+  free(test);
+  free(fold);
+  return rc;
+}
+
+static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout) {
+  fprintf(out, "## %u-fold cross-validated MAPE (%%)\n\n", folds);
+  fprintf(out, "| family | n | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
+  fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < nf; i++) {
+    fprintf(out, "| %s | %zu", fds[i].family, fds[i].n);
+    for (int e = 0; e <= NEST; e++) fprintf(out, " | %.1f", 100.0 * fds[i].cv[e]);
+    fprintf(out, " |\n");
+  }
+  fprintf(out, "\n## Held out: fit on the smallest %.0f%%, predict the largest %.0f%% (by analytical time) (MAPE %%)\n\n",
+          100.0 * (1.0 - heldout), 100.0 * heldout);
+  fprintf(out, "| family | train | test | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
+  fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < nf; i++) {
+    fprintf(out, "| %s | %zu | %zu", fds[i].family, fds[i].ntrain, fds[i].n - fds[i].ntrain);
+    for (int e = 0; e <= NEST; e++) fprintf(out, " | %.1f", 100.0 * fds[i].ho[e]);
+    fprintf(out, " |\n");
+  }
+}
+
+int sc_cli_fit(int argc, char **argv) {
+  const char *samples = NULL, *outdir = NULL, *hardware = NULL;
+  char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024] = "stepcast";
+  uint32_t folds = 5;
+  double heldout = 0.25;
+  sc_fit_opts o;
+  sc_error err;
+  sc_sample_set set;
+  sc_registry *reg = NULL;
+  sc_device dev;
+  fam_data fds[32];
+  size_t nf = 0, cl = strlen(cmd);
+  sc_resid_model *models = NULL;
+  const char **names = NULL;
+  int rc = 1;
+  FILE *rep = NULL;
+
+  sc_fit_opts_defaults(&o);
+  sc_error_clear(&err);
+  memset(&set, 0, sizeof set);
+  memset(fds, 0, sizeof fds);
+  for (int i = 0; i < argc && cl + 2 < sizeof cmd; i++) {
+    int w = snprintf(cmd + cl, sizeof cmd - cl, " %s", argv[i]);
+    if (w < 0) break;
+    cl += (size_t)w;
+    if (cl >= sizeof cmd) cl = sizeof cmd - 1;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+    char *end;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fit_usage(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
+        strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
+        strcmp(a, "--rounds") != 0)
+      return sc_cli_usage_error("fit", "unknown option '%s'", a);
+    if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
+    i++;
+    errno = 0;
+    if (strcmp(a, "--samples") == 0) samples = v;
+    else if (strcmp(a, "--out") == 0) outdir = v;
+    else if (strcmp(a, "--hardware") == 0) hardware = v;
+    else if (strcmp(a, "--folds") == 0) {
+      long k = strtol(v, &end, 10);
+      if (errno || *end || k < 2 || k > 20)
+        return sc_cli_usage_error("fit", "--folds: '%s' is not a whole number in [2, 20]", v);
+      folds = (uint32_t)k;
+    } else if (strcmp(a, "--rounds") == 0) {
+      long k = strtol(v, &end, 10);
+      if (errno || *end || k < 1 || k > 10000)
+        return sc_cli_usage_error("fit", "--rounds: '%s' is not a whole number in [1, 10000]", v);
+      o.gbdt_rounds = (uint32_t)k;
+    } else {
+      double x = strtod(v, &end);
+      int bad = errno || *end || !isfinite(x);
+      if (strcmp(a, "--heldout") == 0) {
+        if (bad || !(x > 0 && x < 1))
+          return sc_cli_usage_error("fit", "--heldout: '%s' is not a fraction in (0, 1)", v);
+        heldout = x;
+      } else {
+        if (bad || x < 0) return sc_cli_usage_error("fit", "--lambda: '%s' is not a number >= 0", v);
+        o.lambda = x;
+      }
+    }
+  }
+  if (samples == NULL) return sc_cli_usage_error("fit", "--samples is required");
+  if (outdir == NULL) return sc_cli_usage_error("fit", "--out is required");
+  if (hardware == NULL) { /* X/<name>/samples.csv -> X/<name>.toml */
+    const char *s = strrchr(samples, '/');
+    size_t dl = s ? (size_t)(s - samples) : 0;
+    if (s == NULL || dl == 0)
+      return sc_cli_usage_error("fit", "--hardware is required when the samples file is not "
+                                "in a folder named after its device");
+    snprintf(hwbuf, sizeof hwbuf, "%.*s.toml", (int)dl, samples);
+    hardware = hwbuf;
+  }
+
+  if (sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
+  if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
+  if (sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
+  /* group rows by family (family pointers are interned by the reader) */
+  for (size_t i = 0; i < set.n; i++) {
+    size_t f;
+    for (f = 0; f < nf && fds[f].family != set.rows[i].op.family; f++) {}
+    if (f == nf) {
+      if (nf == sizeof fds / sizeof fds[0]) {
+        sc_error_set(&err, SC_ELIMIT, "%s: more than 32 families", samples);
+        goto fail;
+      }
+      fds[nf++].family = set.rows[i].op.family;
+    }
+    fds[f].n++;
+  }
+  for (size_t f = 0; f < nf; f++) {
+    fam_data *fd = &fds[f];
+    const sc_op_plugin *op = sc_registry_op(reg, fd->family);
+    size_t k = 0;
+    if (op == NULL) {
+      sc_error_set(&err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
+                   fd->family);
+      goto fail;
+    }
+    fd->p = op->nfeatures + SC_RESID_EXTRA_FEATURES;
+    if (fd->p > SC_MAX_FEATURES) fd->p = SC_MAX_FEATURES;
+    {
+      size_t nl = 0;
+      for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
+        const char *nm = j < op->nfeatures ? op->feature_names[j]
+                                           : sc_resid_extra_name(j - op->nfeatures);
+        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "", nm);
+        if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
+        nl += (size_t)w;
+      }
+    }
+    if (fd->n < (size_t)folds + 2 || fd->n < 8) {
+      sc_error_set(&err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at least "
+                   "max(8, folds + 2)", samples, fd->family, fd->n);
+      goto fail;
+    }
+    fd->X = malloc(fd->n * (fd->p ? fd->p : 1) * sizeof *fd->X);
+    fd->an = malloc(fd->n * sizeof *fd->an);
+    fd->meas = malloc(fd->n * sizeof *fd->meas);
+    fd->order = malloc(fd->n * sizeof *fd->order);
+    if (!fd->X || !fd->an || !fd->meas || !fd->order) {
+      sc_error_set(&err, SC_ENOMEM, "fit: out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < set.n; i++) {
+      sc_estimate e;
+      sc_error e2;
+      if (set.rows[i].op.family != fd->family) continue;
+      if (sc_registry_estimate_op(reg, &dev, &set.rows[i].op, &e, &e2) != SC_OK) {
+        sc_error_set(&err, e2.code, "%s:%u: %s", samples, set.rows[i].line, e2.msg);
+        goto fail;
+      }
+      {
+        double x[SC_MAX_FEATURES];
+        uint32_t nx = sc_resid_features(&e, x);
+        if (nx != fd->p || !(e.time_s > 0)) {
+          sc_error_set(&err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares %u) "
+                       "or a time <= 0", samples, set.rows[i].line, fd->family, e.nfeatures,
+                       op->nfeatures);
+          goto fail;
+        }
+        memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
+      }
+      fd->an[k] = e.time_s;
+      fd->meas[k] = set.rows[i].m.median_s;
+      fd->order[k] = k;
+      k++;
+    }
+    sort_ctx = fd;
+    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+  }
+  models = calloc(nf * NEST, sizeof *models);
+  names = calloc(nf * NEST, sizeof *names);
+  if (models == NULL || names == NULL) {
+    sc_error_set(&err, SC_ENOMEM, "fit: out of memory");
+    goto fail;
+  }
+  for (size_t f = 0; f < nf; f++) {
+    if (fit_family(&fds[f], folds, heldout, &o, &models[f * NEST], &err) != SC_OK) goto fail;
+    for (int e = 0; e < NEST; e++) names[f * NEST + (size_t)e] = fds[f].names;
+  }
+  {
+    time_t wall = time(NULL);
+    struct tm tmv;
+    char stamp[64];
+    gmtime_r(&wall, &tmv);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    /* A header longer than the buffer is cut; it is a comment block, nothing parses it. */
+    int hn = snprintf(header, sizeof header,
+             "Residual models of device '%s', written by stepcast fit (docs/learned.md).\n"
+             "command: %s\ndate: %s\nsamples: %s (%zu rows); hardware: %s\n"
+             "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
+             "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
+             "active: the kind the estimator uses, the one with the lower held-out error, if lower than "
+             "the analytical one (else the family stays analytical); inactive gbdt models are not "
+             "kept (report.md has their errors).",
+             dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout));
+    (void)hn;
+  }
+  snprintf(path, sizeof path, "%s/report.md", outdir);
+  rep = fopen(path, "w");
+  if (rep == NULL) {
+    sc_error_set(&err, SC_EIO, "%s: %s", path, strerror(errno));
+    goto fail;
+  }
+  fprintf(rep, "# Residual fit of %s\n\nCommand: `%s`\n\nSamples: `%s` (%zu rows), hardware: "
+          "`%s`. MAPE of the analytical roofline, hybrid (analytical x exp(residual)) and "
+          "learned (exp(regressor on features alone)) estimators.\n\n",
+          dev.name, cmd, samples, set.n, hardware);
+  print_tables(rep, fds, nf, folds, heldout);
+  fprintf(rep, "\nActive models (used by --estimator hybrid / learned; a family with none "
+               "stays analytical because no model beat the roofline on the held-out shapes):\n\n");
+  for (size_t f = 0; f < nf; f++) {
+    for (int t = 0; t < 2; t++) {
+      const char *kind = "none (analytical)";
+      for (int e = 0; e < NEST; e++) {
+        const sc_resid_model *mm = &models[f * NEST + (size_t)e];
+        if (mm->active && (int)mm->target == t) kind = sc_resid_kind_name(mm->kind);
+      }
+      fprintf(rep, "- %s %s: %s\n", fds[f].family, sc_resid_target_name((sc_resid_target)t),
+              kind);
+    }
+  }
+  if (fclose(rep) != 0) {
+    rep = NULL;
+    sc_error_set(&err, SC_EIO, "%s: write error", path);
+    goto fail;
+  }
+  rep = NULL;
+  { /* the manifest keeps every linear model (a few numbers) and the active gbdt ones */
+    size_t nk = 0;
+    for (size_t i = 0; i < nf * NEST; i++) {
+      if (models[i].kind == SC_RESID_GBDT && !models[i].active) continue;
+      if (nk != i) {
+        sc_resid_model tmp = models[nk];
+        const char *tn = names[nk];
+        models[nk] = models[i];
+        names[nk] = names[i];
+        models[i] = tmp;
+        names[i] = tn;
+      }
+      nk++;
+    }
+    if (sc_residuals_save(outdir, dev.name, models, nk, names, header, &err) != SC_OK) goto fail;
+  }
+  printf("device %s, %zu samples from %s\n\n", dev.name, set.n, samples);
+  print_tables(stdout, fds, nf, folds, heldout);
+  printf("\nwrote %s/residuals.toml and %s\n", outdir, path);
+  rc = 0;
+  goto done;
+fail:
+  rc = sc_cli_fail(&err);
+done:
+  if (rep != NULL) fclose(rep);
+  for (size_t i = 0; models != NULL && i < nf * NEST; i++) sc_resid_model_free(&models[i]);
+  free(models);
+  free((void *)names);
+  for (size_t f = 0; f < nf; f++) {
+    free(fds[f].X);
+    free(fds[f].an);
+    free(fds[f].meas);
+    free(fds[f].order);
+  }
+  sc_samples_free(&set);
+  sc_registry_free(reg);
+  return rc;
+}

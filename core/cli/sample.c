@@ -1,0 +1,409 @@
+/* stepcast sample: measure the operator families on the live device (the host CPU through
+ * the cpu hardware plugin's measure()) over a space-filling plan of shapes, and write the
+ * samples CSV that stepcast fit reads. docs/learned.md describes the plan and the file. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "stepcast/estimate.h"
+#include "stepcast/ops.h"
+
+/* OpenBLAS's controls (libstepcast links OpenBLAS; its cblas.h declares them too). */
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+char *openblas_get_config(void);
+
+static void sample_usage(FILE *out) {
+  fprintf(out,
+          "usage: stepcast sample --device KIND --out FILE [options]\n\n"
+          "Measures, on this machine, the operator families gemm (cblas_sgemm, plain and\n"
+          "batched), attention, norm, softmax, elementwise, optimizer, embedding and\n"
+          "cross_entropy over a space-filling\n"
+          "plan of shapes (Halton points over the log-ranges of real transformer layers,\n"
+          "scaled to what a CPU runs in reasonable time), after three microbenchmarks that\n"
+          "describe the device for the analytical estimate: a 2048^3 sgemm (achievable\n"
+          "FLOP/s), STREAM Add over 3 x 64 MiB (memory bandwidth) and a one-element kernel\n"
+          "call (launch overhead). Each row holds repetitions, median and spread.\n\n"
+          "options:\n"
+          "  --device KIND      hardware plugin that measures (cpu)\n"
+          "  --out FILE         samples CSV to write (e.g. hardware/host-cpu/samples.csv)\n"
+          "  --seconds S        time budget for the whole plan (default 240); the plan stops\n"
+          "                     early, saying so in the file, when it is spent (the\n"
+          "                     microbenchmarks, about 6 s, run before it)\n"
+          "  --threads N        BLAS threads (default 1; OPENBLAS_NUM_THREADS is recorded)\n"
+          "  --min-reps N       timed repetitions per shape at least (default 5)\n"
+          "  --families LIST    comma-separated subset of the families (default all)\n"
+          "  --quick            a plan of 1/4 the points (for tests)\n\n"
+          "A progress bar goes to stderr when it is a terminal. Exit status: 0 ok, 1 failure,\n"
+          "2 usage error.\n");
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Radical inverse of i in base b (Halton sequence), in [0, 1). */
+static double halton(uint32_t i, uint32_t b) {
+  double f = 1.0, r = 0.0;
+  while (i > 0) {
+    f /= b;
+    r += f * (double)(i % b);
+    i /= b;
+  }
+  return r;
+}
+
+/* exp-uniform between lo and hi at u in [0,1), rounded to a multiple of q (>= q). */
+static int64_t logpick(double u, double lo, double hi, int64_t q) {
+  double v = exp(log(lo) + u * (log(hi) - log(lo)));
+  int64_t r = (int64_t)llround(v / (double)q) * q;
+  return r < q ? q : r;
+}
+
+typedef struct plan {
+  sc_op_desc *ops;
+  size_t n, cap;
+} plan;
+
+static int plan_add(plan *p, const char *family, uint32_t variant, uint32_t ndims,
+                    const int64_t *dims) {
+  if (p->n == p->cap) {
+    size_t nc = p->cap ? 2 * p->cap : 256;
+    sc_op_desc *o = realloc(p->ops, nc * sizeof *o);
+    if (o == NULL) return SC_ENOMEM;
+    p->ops = o;
+    p->cap = nc;
+  }
+  memset(&p->ops[p->n], 0, sizeof p->ops[p->n]);
+  p->ops[p->n].family = family;
+  p->ops[p->n].variant = variant;
+  p->ops[p->n].dtype = SC_DTYPE_FP32;
+  p->ops[p->n].ndims = ndims;
+  memcpy(p->ops[p->n].dims, dims, ndims * sizeof *dims);
+  p->n++;
+  return SC_OK;
+}
+
+static int want(const char *families, const char *f) {
+  size_t n = strlen(f);
+  const char *p = families;
+  if (families == NULL) return 1;
+  while ((p = strstr(p, f)) != NULL) {
+    if ((p == families || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    p += n;
+  }
+  return 0;
+}
+
+/* The plan of one family: count Halton points kept under a work cap. */
+static int plan_family(plan *p, const char *fam, uint32_t count) {
+  uint32_t kept = 0;
+  for (uint32_t i = 1; kept < count && i < 100000; i++) {
+    double u[6] = {halton(i, 2), halton(i, 3), halton(i, 5), halton(i, 7), halton(i, 11),
+                   halton(i, 13)};
+    int64_t d[8] = {0};
+    int rc;
+    if (strcmp(fam, "gemm") == 0) { /* plain: m, n, k in [32, 4096] */
+      d[0] = 1;
+      d[1] = logpick(u[0], 32, 4096, 16);
+      d[2] = logpick(u[1], 32, 4096, 16);
+      d[3] = logpick(u[2], 32, 4096, 16);
+      if (2.0 * d[1] * d[2] * d[3] > 6e9) continue;
+      rc = plan_add(p, SC_OP_GEMM, SC_GEMM_PLAIN, 4, d);
+    } else if (strcmp(fam, "gemm.batched") == 0) { /* attention-shaped batched GEMMs */
+      d[0] = logpick(u[0], 2, 64, 1);
+      d[1] = logpick(u[1], 32, 1024, 16);
+      d[2] = logpick(u[2], 32, 1024, 16);
+      d[3] = logpick(u[3], 32, 256, 16);
+      if (2.0 * d[0] * d[1] * d[2] * d[3] > 3e9) continue;
+      rc = plan_add(p, SC_OP_GEMM, SC_GEMM_PLAIN, 4, d);
+    } else if (strcmp(fam, "attention") == 0) {
+      static const int64_t hd[3] = {32, 64, 128};
+      d[0] = u[0] < 0.5 ? 1 : 2;
+      d[1] = logpick(u[1], 1, 16, 1);
+      d[2] = (u[4] < 0.5 && d[1] % 2 == 0) ? d[1] / 2 : d[1]; /* some grouped-query */
+      d[3] = logpick(u[2], 64, 1024, 64);
+      d[4] = d[3];
+      d[5] = hd[(int)(u[3] * 3) % 3];
+      d[6] = u[5] < 0.5 ? 1 : 0;
+      if (4.0 * d[0] * d[1] * d[3] * d[4] * d[5] * (d[6] ? 0.5 : 1.0) > 2e9) continue;
+      rc = plan_add(p, SC_OP_ATTENTION, i % 2 ? SC_ATTN_FLASH_FWD : SC_ATTN_FLASH_BWD, 7, d);
+    } else if (strcmp(fam, "norm") == 0) {
+      d[0] = logpick(u[0], 16, 16384, 16);
+      d[1] = logpick(u[1], 64, 8192, 64);
+      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      rc = plan_add(p, SC_OP_NORM, i % SC_NORM_OP_VARIANT_COUNT, 2, d);
+    } else if (strcmp(fam, "softmax") == 0) {
+      d[1] = logpick(u[1], 64, 2048, 64);
+      d[0] = logpick(u[0], 64, 65536, 64);
+      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      rc = plan_add(p, SC_OP_SOFTMAX, i % SC_SOFTMAX_VARIANT_COUNT, 2, d);
+    } else if (strcmp(fam, "elementwise") == 0) {
+      d[0] = logpick(u[0], 1 << 10, 1 << 24, 64);
+      rc = plan_add(p, SC_OP_ELEMENTWISE, i % SC_EW_VARIANT_COUNT, 1, d);
+    } else if (strcmp(fam, "embedding") == 0) {
+      d[0] = logpick(u[0], 64, 4096, 16);
+      d[1] = logpick(u[1], 64, 2048, 64);
+      d[2] = logpick(u[2], 1024, 65536, 64);
+      if ((double)d[2] * d[1] > (1 << 24)) continue;
+      rc = plan_add(p, SC_OP_EMBEDDING, i % SC_EMBED_VARIANT_COUNT, 3, d);
+    } else if (strcmp(fam, "cross_entropy") == 0) {
+      d[0] = logpick(u[0], 16, 2048, 16);
+      d[1] = logpick(u[1], 1024, 65536, 64);
+      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      rc = plan_add(p, SC_OP_CROSS_ENTROPY, i % SC_CE_VARIANT_COUNT, 2, d);
+    } else { /* optimizer */
+      d[0] = logpick(u[0], 1 << 10, 1 << 23, 64);
+      rc = plan_add(p, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, 1, d);
+    }
+    if (rc != SC_OK) return rc;
+    kept++;
+  }
+  return SC_OK;
+}
+
+static void progress(size_t done, size_t total, double elapsed, double budget) {
+  int w = 40, fill = total ? (int)((double)w * (double)done / (double)total) : w;
+  fprintf(stderr, "\r[%.*s%*s] %zu/%zu  %.0f/%.0f s", fill,
+          "########################################", w - fill, "", done, total, elapsed, budget);
+  fflush(stderr);
+}
+
+static void cpu_model(char *out, size_t cap) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512], name[256] = "unknown", family[32] = "?", model[32] = "?";
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    char *colon = strchr(line, ':');
+    if (colon == NULL) continue;
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    v[strcspn(v, "\n")] = '\0';
+    if (strncmp(line, "model name", 10) == 0 && strcmp(name, "unknown") == 0)
+      snprintf(name, sizeof name, "%s", v);
+    else if (strncmp(line, "cpu family", 10) == 0 && family[0] == '?')
+      snprintf(family, sizeof family, "%s", v);
+    else if (strncmp(line, "model\t", 6) == 0 && model[0] == '?')
+      snprintf(model, sizeof model, "%s", v);
+  }
+  if (f != NULL) fclose(f);
+  snprintf(out, cap, "%s (cpu family %s, model %s; /proc/cpuinfo)", name, family, model);
+}
+
+int sc_cli_sample(int argc, char **argv) {
+  const char *device = NULL, *out = NULL, *families = NULL;
+  double seconds = 240.0;
+  long threads = 1, min_reps = 5;
+  int quick = 0, rc = 1, tty = isatty(2);
+  sc_error err;
+  sc_registry *reg = NULL;
+  const sc_hw_plugin *hw;
+  sc_device dev;
+  plan pl = {0};
+  FILE *f = NULL;
+  char model[400], cmd[1024] = "stepcast", stamp[64];
+  size_t cl = strlen(cmd);
+  time_t wall = time(NULL);
+  struct tm tmv;
+
+  sc_error_clear(&err);
+  for (int i = 0; i < argc && cl + 2 < sizeof cmd; i++) {
+    int w = snprintf(cmd + cl, sizeof cmd - cl, " %s", argv[i]);
+    if (w < 0) break;
+    cl += (size_t)w;
+    if (cl >= sizeof cmd) cl = sizeof cmd - 1;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+    char *end;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      sample_usage(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--quick") == 0) { quick = 1; continue; }
+    if (strcmp(a, "--device") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--seconds") != 0 &&
+        strcmp(a, "--threads") != 0 && strcmp(a, "--families") != 0 &&
+        strcmp(a, "--min-reps") != 0)
+      return sc_cli_usage_error("sample", "unknown option '%s'", a);
+    if (v == NULL) return sc_cli_usage_error("sample", "option '%s' needs a value", a);
+    i++;
+    if (strcmp(a, "--device") == 0) device = v;
+    else if (strcmp(a, "--out") == 0) out = v;
+    else if (strcmp(a, "--families") == 0) families = v;
+    else if (strcmp(a, "--seconds") == 0) {
+      errno = 0;
+      seconds = strtod(v, &end);
+      if (errno || *end || !(seconds > 0) || !isfinite(seconds))
+        return sc_cli_usage_error("sample", "--seconds: '%s' is not a number > 0", v);
+    } else {
+      long x;
+      errno = 0;
+      x = strtol(v, &end, 10);
+      if (errno || *end || x < 1 || x > (strcmp(a, "--threads") == 0 ? 4096 : 255))
+        return sc_cli_usage_error("sample", "%s: '%s' is not a whole number in range", a, v);
+      if (strcmp(a, "--threads") == 0) threads = x;
+      else min_reps = x;
+    }
+  }
+  if (device == NULL) return sc_cli_usage_error("sample", "--device is required");
+  if (out == NULL) return sc_cli_usage_error("sample", "--out is required");
+  if (families != NULL) {
+    static const char *const all[] = {"gemm",      "attention", "norm",
+                                      "softmax",   "elementwise", "optimizer",
+                                      "embedding", "cross_entropy"};
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", families);
+    for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+      int ok = 0;
+      for (size_t k = 0; k < 8; k++) ok |= strcmp(tok, all[k]) == 0;
+      if (!ok) return sc_cli_usage_error("sample", "--families: unknown family '%s'", tok);
+    }
+  }
+
+  if (sc_cli_registry_open(&reg, &err) != SC_OK) return sc_cli_fail(&err);
+  hw = sc_registry_hw(reg, device);
+  if (hw == NULL) {
+    sc_error_set(&err, SC_ENOTFOUND, "--device: no hardware plugin of kind '%s'", device);
+    goto fail;
+  }
+  if (hw->measure == NULL) {
+    sc_error_set(&err, SC_EUNSUPPORTED, "--device: the '%s' plugin cannot measure on this "
+                 "machine (it has no measure())", device);
+    goto fail;
+  }
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "live-%s", device);
+  snprintf(dev.kind, sizeof dev.kind, "%s", device);
+  dev.compute_units = (uint32_t)threads;
+  openblas_set_num_threads((int)threads);
+
+  { /* the plan, families interleaved so that a spent budget keeps every family */
+    static const struct { const char *name, *fam; uint32_t count; } parts[] = {
+        {"gemm", "gemm", 48},       {"gemm.batched", "gemm", 16}, {"attention", "attention", 32},
+        {"norm", "norm", 32},       {"softmax", "softmax", 16},   {"elementwise", "elementwise", 66},
+        {"optimizer", "optimizer", 14}, {"embedding", "embedding", 16},
+        {"cross_entropy", "cross_entropy", 16}};
+    plan per[9] = {{0}};
+    size_t maxn = 0;
+    int prc = SC_OK;
+    for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
+      if (!want(families, parts[k].fam)) continue;
+      prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count);
+      if (per[k].n > maxn) maxn = per[k].n;
+    }
+    for (size_t j = 0; j < maxn && prc == SC_OK; j++) {
+      for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
+        if (j < per[k].n)
+          prc = plan_add(&pl, per[k].ops[j].family, per[k].ops[j].variant, per[k].ops[j].ndims,
+                         per[k].ops[j].dims);
+      }
+    }
+    for (size_t k = 0; k < 9; k++) free(per[k].ops);
+    if (prc != SC_OK) {
+      sc_error_set(&err, SC_ENOMEM, "sample: out of memory");
+      goto fail;
+    }
+  }
+
+  f = fopen(out, "w");
+  if (f == NULL) {
+    sc_error_set(&err, SC_EIO, "%s: %s", out, strerror(errno));
+    goto fail;
+  }
+  cpu_model(model, sizeof model);
+  gmtime_r(&wall, &tmv);
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  {
+    /* Microbenchmarks describing the device for the analytical estimate. */
+    sc_op_desc g = {0}, add = {0}, one = {0};
+    sc_measurement mg, ma, m1;
+    const char *env = getenv("OPENBLAS_NUM_THREADS");
+    g.family = SC_OP_GEMM; g.dtype = SC_DTYPE_FP32; g.ndims = 4;
+    g.dims[0] = 1; g.dims[1] = 2048; g.dims[2] = 2048; g.dims[3] = 2048;
+    add.family = SC_OP_ELEMENTWISE; add.variant = SC_EW_ADD; add.dtype = SC_DTYPE_FP32;
+    add.ndims = 1; add.dims[0] = (int64_t)1 << 24;
+    one = add;
+    one.dims[0] = 1;
+    if (tty) fprintf(stderr, "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch)...");
+    if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &g, 5, 3.0, &mg, &err) != SC_OK ||
+        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &add, 5, 2.0, &ma, &err) != SC_OK ||
+        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK)
+      goto fail;
+    if (tty) fprintf(stderr, "\n");
+    fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
+    fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
+    fprintf(f, "# OPENBLAS_NUM_THREADS = %d\n", openblas_get_num_threads());
+    fprintf(f, "# OPENBLAS_NUM_THREADS_env = %s\n", env ? env : "(unset; set by --threads)");
+    fprintf(f, "# openblas_config = %s\n", openblas_get_config());
+    fprintf(f, "# command = %s\n# date = %s\n", cmd, stamp);
+    fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = fp32\n", seconds, min_reps);
+    fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+    fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
+            mg.median_s, mg.reps, mg.min_s, mg.max_s);
+    fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", 12.0 * (double)add.dims[0] / ma.median_s);
+    fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
+               "count): median %.4g s of %u (min %.4g, max %.4g)\n",
+            ma.median_s, ma.reps, ma.min_s, ma.max_s);
+    fprintf(f, "# micro.launch_s = %.4g\n", m1.median_s);
+    fprintf(f, "# micro.launch = one-element add kernel call: median of %u\n", m1.reps);
+    fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
+               "shared, so expect noise (p10/p90 give the spread)\n");
+    fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
+    printf("# measured by: %s (%s)\n", cmd, stamp);
+    printf("[hardware]\nkind = \"%s\"\nthreads = %ld\n", device, threads);
+    printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n",
+           12.0 * (double)add.dims[0] / ma.median_s);
+    printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
+    printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
+           2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+  }
+  {
+    double start = now_s(), last_bar = 0.0;
+    size_t i;
+    for (i = 0; i < pl.n; i++) {
+      sc_measurement m;
+      double elapsed = now_s() - start, left = seconds - elapsed;
+      double per = left / (double)(pl.n - i);
+      if (left <= 0) break;
+      if (per > 2.0) per = 2.0;
+      if (tty && (elapsed - last_bar > 0.2 || i == 0)) {
+        progress(i, pl.n, elapsed, seconds);
+        last_bar = elapsed;
+      }
+      if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &pl.ops[i], (uint32_t)min_reps, per * 0.8, &m, &err) != SC_OK)
+        goto fail;
+      if (sc_samples_write_row(f, &pl.ops[i], &m, &err) != SC_OK) goto fail;
+      fflush(f);
+    }
+    if (tty) {
+      progress(i, pl.n, now_s() - start, seconds);
+      fprintf(stderr, "\n");
+    }
+    if (i < pl.n) fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned shapes\n",
+                          seconds, i, pl.n);
+    fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", i, pl.n,
+            now_s() - start, out);
+  }
+  if (fclose(f) != 0) {
+    f = NULL;
+    sc_error_set(&err, SC_EIO, "%s: write error", out);
+    goto fail;
+  }
+  f = NULL;
+  rc = 0;
+  goto done;
+fail:
+  rc = sc_cli_fail(&err);
+done:
+  if (f != NULL) fclose(f);
+  free(pl.ops);
+  sc_registry_free(reg);
+  return rc;
+}

@@ -1,0 +1,200 @@
+/*
+ * Learned corrections of operator estimates (docs/learned.md).
+ *
+ *   samples   `stepcast sample` writes one CSV row per operator measured on a live device
+ *             (family, variant, dtype, dims, repetitions, median and spread); the reader
+ *             here rejects malformed files with "file:line: ..." messages.
+ *   ridge     least squares with an L2 penalty on standardised features (LAPACKE_dposv on
+ *             the normal equations).
+ *   models    a regressor per operator family, of kind `linear` (ridge) or `gbdt`
+ *             (XGBoost's C API, saved in XGBoost's JSON model format), with target `hybrid`
+ *             (log(measured / analytical)) or `learned` (log(measured)).
+ *   residuals the fitted models of one device: hardware/<device>/residuals/residuals.toml
+ *             (linear coefficients inline, gbdt models in JSON files beside it), applied to
+ *             the analytical estimate according to the estimator mode.
+ *
+ * Times are seconds; logarithms are natural. Library code: nothing here prints.
+ */
+#ifndef STEPCAST_ESTIMATE_H
+#define STEPCAST_ESTIMATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stepcast/plugin.h"
+#include "stepcast/predict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- samples ------------------------------------------------------------------------ */
+
+/* The column header line every samples file carries (after its '#' comment lines). */
+#define SC_SAMPLES_COLUMNS \
+  "family,variant,dtype,ndims,d0,d1,d2,d3,d4,d5,d6,d7,reps,median_s,min_s,max_s,p10_s,p90_s"
+
+typedef struct sc_sample {
+  sc_op_desc op;           /* op.family points into the set's own storage */
+  sc_measurement m;
+  uint32_t line;           /* 1-based line of the file */
+} sc_sample;
+
+#define SC_SAMPLES_MAX_META 64
+
+typedef struct sc_sample_set {
+  sc_sample *rows;
+  size_t n;
+  /* "# key = value" header lines, in order (both owned). */
+  size_t nmeta;
+  char *meta_key[SC_SAMPLES_MAX_META];
+  char *meta_value[SC_SAMPLES_MAX_META];
+  /* The distinct family names the rows point at (owned), at most 64. */
+  size_t nfamilies;
+  char *families[64];
+} sc_sample_set;
+
+/* Read a samples CSV. Lines starting with '#' are comments; those of the form
+ * "# key = value" before the column header are kept as metadata. The first other line must
+ * be SC_SAMPLES_COLUMNS exactly; every row has 18 fields: a family name ([a-z_]+), variant
+ * and ndims (integers, ndims in 1..8), a dtype name (sc_dtype_name), eight integer dims (the
+ * first ndims > 0, the rest 0), reps >= 1 and five finite times > 0 with
+ * min <= p10 <= median <= p90 <= max. Errors: SC_EIO (cannot open), SC_EPARSE with
+ * "file:line: column 'name': what is wrong", SC_ENOMEM. On success *out owns its memory
+ * (sc_samples_free). An empty file (no rows) is SC_EPARSE. */
+int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err);
+void sc_samples_free(sc_sample_set *s);
+
+/* The value of metadata key in s, or NULL. */
+const char *sc_samples_meta(const sc_sample_set *s, const char *key);
+
+/* Write one row for op measured as m, in SC_SAMPLES_COLUMNS order, times with 6
+ * significant digits. SC_EIO when the stream fails. */
+int sc_samples_write_row(FILE *f, const sc_op_desc *op, const sc_measurement *m, sc_error *err);
+
+/* ---- ridge regression --------------------------------------------------------------- */
+
+/* Fit y ≈ intercept + sum_j coef[j] * (X[i][j] - mean[j]) / scale[j] for n rows of p
+ * features (X row-major, n x p) with penalty lambda >= 0 on coef (not the intercept).
+ * mean/scale are the columns' mean and standard deviation (1 for a constant column), and
+ * are outputs. Solved with LAPACKE_dposv on (Z^T Z + lambda I) coef = Z^T (y - mean(y)).
+ * Errors: SC_EINVAL (n < 1, p > SC_MAX_FEATURES, non-finite input), SC_ERANGE (the system
+ * is singular: lambda = 0 with collinear features). */
+int sc_ridge_fit(const double *X, const double *y, size_t n, uint32_t p, double lambda,
+                 double *mean, double *scale, double *coef, double *intercept, sc_error *err);
+
+/* ---- models ------------------------------------------------------------------------- */
+
+/* The regressors see the plugin's features followed by SC_RESID_EXTRA_FEATURES derived from
+ * the analytical estimate (as many as fit in SC_MAX_FEATURES): log10 of the analytical time,
+ * hinges max(0, log10(bytes) - k) for k = 5, 6, 7, 8 (a piecewise-linear basis in the
+ * working-set size, where caches end), and 1 when the roofline is compute bound. */
+#define SC_RESID_EXTRA_FEATURES 6
+
+/* Write the regressor's inputs for e into x (SC_MAX_FEATURES doubles); returns how many. */
+uint32_t sc_resid_features(const sc_estimate *e, double *x);
+
+/* Name of the i-th extra feature ("log10_analytical_s", "hinge_log10_bytes_5", ...). */
+const char *sc_resid_extra_name(uint32_t i);
+
+typedef enum { SC_RESID_LINEAR = 0, SC_RESID_GBDT } sc_resid_kind;
+typedef enum { SC_TARGET_HYBRID = 0, SC_TARGET_LEARNED } sc_resid_target;
+
+/* "linear"/"gbdt", "hybrid"/"learned". */
+const char *sc_resid_kind_name(sc_resid_kind k);
+const char *sc_resid_target_name(sc_resid_target t);
+
+typedef struct sc_resid_model {
+  char family[32];
+  sc_resid_kind kind;
+  sc_resid_target target;
+  uint32_t nfeatures;
+  /* linear */
+  double mean[SC_MAX_FEATURES], scale[SC_MAX_FEATURES], coef[SC_MAX_FEATURES];
+  double intercept, lambda;
+  /* gbdt: an XGBoost booster handle (NULL for linear) */
+  void *booster;
+  /* cross-validated and held-out MAPE of the estimator this model makes (fractions) */
+  double cv_mape, heldout_mape;
+  int active;              /* the model the estimator uses for its (family, target) */
+} sc_resid_model;
+
+/* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
+typedef struct sc_fit_opts {
+  double lambda;           /* ridge penalty on standardised features; < 0 (the default):
+                              picked by 4-fold CV on the rows among n * {1e-3 ... 10} */
+  uint32_t gbdt_rounds;    /* boosting rounds (default 100) */
+  uint32_t gbdt_depth;     /* tree depth (default 3) */
+  double gbdt_eta;         /* learning rate (default 0.15) */
+} sc_fit_opts;
+
+void sc_fit_opts_defaults(sc_fit_opts *o);
+
+/* Fit m (family, kind, target and nfeatures set by the caller) on n rows X (n x nfeatures)
+ * and targets y. lambda < 0 in o: chosen by cross-validation inside the rows (with fewer
+ * than 8 rows, 1e-3 * n). Errors: SC_EINVAL, SC_ERANGE, and
+ * SC_EUNSUPPORTED naming the XGBoost call that failed. Free with sc_resid_model_free. */
+int sc_resid_fit(sc_resid_model *m, const double *X, const double *y, size_t n,
+                 const sc_fit_opts *o, sc_error *err);
+
+/* The model's prediction of its target for one feature vector x (nfeatures values). */
+int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_error *err);
+
+/* Save / load a gbdt model in XGBoost's JSON model format (path ends in ".json").
+ * load sets m->booster (m->kind must be SC_RESID_GBDT). SC_EIO naming the path. */
+int sc_resid_save_gbdt(const sc_resid_model *m, const char *path, sc_error *err);
+int sc_resid_load_gbdt(sc_resid_model *m, const char *path, sc_error *err);
+
+/* Release the booster (a linear model owns nothing). NULL is a no-op. */
+void sc_resid_model_free(sc_resid_model *m);
+
+/* ---- the residuals of one device ---------------------------------------------------- */
+
+typedef struct sc_residuals {
+  char device[64];
+  char dir[4096];
+  size_t n;
+  sc_resid_model *models;
+} sc_residuals;
+
+/* The residuals folder of a device: <folder of hardware_path>/<device>/residuals. */
+int sc_residuals_dir(const char *hardware_path, const char *device, char *out, size_t cap,
+                     sc_error *err);
+
+/* Load dir/residuals.toml and the gbdt files it names. Errors: SC_ENOTFOUND (no
+ * residuals.toml: the device has not been fitted), SC_ESPEC "file:line:col: key 'k': ..."
+ * for malformed entries, SC_EIO for a gbdt file XGBoost cannot read. */
+int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err);
+
+/* Write dir/residuals.toml for the n models (gbdt ones saved as
+ * <family>.<target>.gbdt.json beside it). header is written as '#' comment lines. */
+int sc_residuals_save(const char *dir, const char *device, const sc_resid_model *models,
+                      size_t n, const char *const *feature_names_by_model, const char *header,
+                      sc_error *err);
+
+void sc_residuals_free(sc_residuals *r);
+
+/* For the CLI: the residuals of the device described by hardware (a name or path, resolved
+ * as sc_spec_resolve does) whose name is device. SC_ENOTFOUND reads "estimator 'mode': no
+ * fitted residual models for device 'd' (DIR/residuals.toml: ...; run stepcast sample and
+ * stepcast fit)"; other errors as sc_residuals_load. */
+int sc_residuals_for_hardware(const char *hardware, const char *device, sc_estimator mode,
+                              sc_residuals **out, sc_error *err);
+
+/* The active model for (family, target), or NULL. */
+const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *family,
+                                        sc_resid_target target);
+
+/* The estimator's time for one operator: analytical e->time_s unchanged
+ * (SC_ESTIMATOR_ANALYTICAL, or a family r has no model for), e->time_s * exp(residual)
+ * (hybrid) or exp(prediction) (learned), the model evaluated on sc_resid_features(e).
+ * SC_EINVAL when the model's feature count differs from sc_resid_features' (a model fitted
+ * for another plugin version). r may be NULL (then analytical). */
+int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
+                       const sc_estimate *e, double *time_s, sc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STEPCAST_ESTIMATE_H */

@@ -1,0 +1,320 @@
+/*
+ * The fitted residual models of one device: hardware/<device>/residuals/residuals.toml
+ * (docs/learned.md) and its application to analytical estimates.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepcast/estimate.h"
+#include "stepcast/spec.h"
+#include "stepcast/stepcast.h"
+#include "toml/toml.h"
+
+#define MANIFEST "residuals.toml"
+
+int sc_residuals_dir(const char *hardware_path, const char *device, char *out, size_t cap,
+                     sc_error *err) {
+  const char *slash;
+  int n;
+  if (hardware_path == NULL || device == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  slash = strrchr(hardware_path, '/');
+  if (slash == NULL) n = snprintf(out, cap, "%s/residuals", device);
+  else n = snprintf(out, cap, "%.*s/%s/residuals", (int)(slash - hardware_path), hardware_path,
+                    device);
+  if (n < 0 || (size_t)n >= cap)
+    return sc_error_set(err, SC_ERANGE, "residuals: path of '%s' too long", device);
+  return SC_OK;
+}
+
+void sc_residuals_free(sc_residuals *r) {
+  if (r == NULL) return;
+  for (size_t i = 0; i < r->n; i++) sc_resid_model_free(&r->models[i]);
+  free(r->models);
+  free(r);
+}
+
+static int where_fail(sc_error *err, const char *file, const sc_toml_value *v, const char *key,
+                      const char *what) {
+  return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': %s", file, v ? v->line : 0,
+                      v ? v->col : 0, key, what);
+}
+
+static int get_str(const char *file, const sc_toml_value *tab, const char *key, const char **out,
+                   sc_error *err) {
+  const sc_toml_value *v = sc__toml_get(tab, key);
+  if (v == NULL) return where_fail(err, file, tab, key, "missing required key in [[model]]");
+  if (v->type != SC_TOML_STRING) return where_fail(err, file, v, key, "must be a string");
+  *out = v->u.str.ptr;
+  return SC_OK;
+}
+
+static int get_num(const char *file, const sc_toml_value *v, const char *key, double *out,
+                   sc_error *err) {
+  if (v->type == SC_TOML_FLOAT) *out = v->u.flt;
+  else if (v->type == SC_TOML_INTEGER) *out = (double)v->u.integer;
+  else return where_fail(err, file, v, key, "must be a number");
+  if (!isfinite(*out)) return where_fail(err, file, v, key, "must be finite");
+  return SC_OK;
+}
+
+static int get_vec(const char *file, const sc_toml_value *tab, const char *key, uint32_t n,
+                   double *out, sc_error *err) {
+  const sc_toml_value *v = sc__toml_get(tab, key);
+  char what[96];
+  if (v == NULL) return where_fail(err, file, tab, key, "missing required key in [[model]]");
+  if (v->type != SC_TOML_ARRAY || v->u.arr.len != n) {
+    snprintf(what, sizeof what, "must be an array of %u numbers (one per feature)", n);
+    return where_fail(err, file, v, key, what);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    int rc = get_num(file, v->u.arr.items[i], key, &out[i], err);
+    if (rc != SC_OK) return rc;
+  }
+  return SC_OK;
+}
+
+static int load_model(const char *dir, const char *file, const sc_toml_value *tab,
+                      sc_resid_model *m, sc_error *err) {
+  static const char *const known[] = {"family", "target", "kind", "active", "features",
+                                      "mean", "scale", "coef", "intercept", "lambda", "file",
+                                      "cv_mape", "heldout_mape", NULL};
+  const char *s = NULL;
+  const sc_toml_value *v;
+  int rc;
+  memset(m, 0, sizeof *m);
+  if (tab->type != SC_TOML_TABLE) return where_fail(err, file, tab, "model", "must be a table");
+  for (size_t i = 0; i < tab->u.tab.len; i++) {
+    int ok = 0;
+    for (size_t k = 0; known[k] && !ok; k++) ok = strcmp(tab->u.tab.items[i].key, known[k]) == 0;
+    if (!ok) {
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': unknown key in [[model]]", file,
+                          tab->u.tab.items[i].line, tab->u.tab.items[i].col,
+                          tab->u.tab.items[i].key);
+    }
+  }
+  if ((rc = get_str(file, tab, "family", &s, err)) != SC_OK) return rc;
+  if (s[0] == '\0' || strlen(s) >= sizeof m->family)
+    return where_fail(err, file, sc__toml_get(tab, "family"), "family", "must have 1 to 31 characters");
+  snprintf(m->family, sizeof m->family, "%s", s);
+  if ((rc = get_str(file, tab, "target", &s, err)) != SC_OK) return rc;
+  if (strcmp(s, "hybrid") == 0) m->target = SC_TARGET_HYBRID;
+  else if (strcmp(s, "learned") == 0) m->target = SC_TARGET_LEARNED;
+  else return where_fail(err, file, sc__toml_get(tab, "target"), "target", "must be \"hybrid\" or \"learned\"");
+  if ((rc = get_str(file, tab, "kind", &s, err)) != SC_OK) return rc;
+  if (strcmp(s, "linear") == 0) m->kind = SC_RESID_LINEAR;
+  else if (strcmp(s, "gbdt") == 0) m->kind = SC_RESID_GBDT;
+  else return where_fail(err, file, sc__toml_get(tab, "kind"), "kind", "must be \"linear\" or \"gbdt\"");
+  v = sc__toml_get(tab, "active");
+  if (v != NULL) {
+    if (v->type != SC_TOML_BOOL) return where_fail(err, file, v, "active", "must be true or false");
+    m->active = v->u.boolean;
+  }
+  v = sc__toml_get(tab, "features");
+  if (v == NULL) return where_fail(err, file, tab, "features", "missing required key in [[model]]");
+  if (v->type != SC_TOML_ARRAY || v->u.arr.len > SC_MAX_FEATURES)
+    return where_fail(err, file, v, "features", "must be an array of at most 16 feature names");
+  m->nfeatures = (uint32_t)v->u.arr.len;
+  for (const char *k2 = "cv_mape"; k2 != NULL; k2 = strcmp(k2, "cv_mape") == 0 ? "heldout_mape" : NULL) {
+    v = sc__toml_get(tab, k2);
+    if (v != NULL && (rc = get_num(file, v, k2, strcmp(k2, "cv_mape") == 0 ? &m->cv_mape
+                                                                            : &m->heldout_mape,
+                                   err)) != SC_OK)
+      return rc;
+  }
+  if (m->kind == SC_RESID_LINEAR) {
+    if ((rc = get_vec(file, tab, "mean", m->nfeatures, m->mean, err)) != SC_OK) return rc;
+    if ((rc = get_vec(file, tab, "scale", m->nfeatures, m->scale, err)) != SC_OK) return rc;
+    if ((rc = get_vec(file, tab, "coef", m->nfeatures, m->coef, err)) != SC_OK) return rc;
+    for (uint32_t j = 0; j < m->nfeatures; j++) {
+      if (!(m->scale[j] > 0))
+        return where_fail(err, file, sc__toml_get(tab, "scale"), "scale", "every entry must be > 0");
+    }
+    v = sc__toml_get(tab, "intercept");
+    if (v == NULL) return where_fail(err, file, tab, "intercept", "missing required key in [[model]]");
+    if ((rc = get_num(file, v, "intercept", &m->intercept, err)) != SC_OK) return rc;
+    v = sc__toml_get(tab, "lambda");
+    if (v != NULL && (rc = get_num(file, v, "lambda", &m->lambda, err)) != SC_OK) return rc;
+  } else {
+    char path[4200];
+    if ((rc = get_str(file, tab, "file", &s, err)) != SC_OK) return rc;
+    if (strchr(s, '/') != NULL || strlen(s) < 6 || strcmp(s + strlen(s) - 5, ".json") != 0)
+      return where_fail(err, file, sc__toml_get(tab, "file"), "file",
+                        "must name a .json file in the same folder");
+    snprintf(path, sizeof path, "%s/%s", dir, s);
+    if ((rc = sc_resid_load_gbdt(m, path, err)) != SC_OK) return rc;
+  }
+  return SC_OK;
+}
+
+int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
+  char path[4200];
+  sc_toml_doc *doc = NULL;
+  sc_residuals *r;
+  const sc_toml_value *dev, *arr;
+  FILE *f;
+  int rc;
+  if (dir == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *out = NULL;
+  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  f = fopen(path, "r");
+  if (f == NULL) {
+    return sc_error_set(err, errno == ENOENT ? SC_ENOTFOUND : SC_EIO, "%s: %s", path,
+                        strerror(errno));
+  }
+  fclose(f);
+  if ((rc = sc__toml_parse_file(path, &doc, err)) != SC_OK) return rc;
+  r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    sc__toml_free(doc);
+    return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
+  }
+  snprintf(r->dir, sizeof r->dir, "%s", dir);
+  dev = sc__toml_get(doc->root, "device");
+  if (dev == NULL || dev->type != SC_TOML_STRING || dev->u.str.len == 0 ||
+      dev->u.str.len >= sizeof r->device) {
+    rc = where_fail(err, path, dev ? dev : doc->root, "device",
+                    "must be the device's name (a string of 1 to 63 characters)");
+    goto fail;
+  }
+  snprintf(r->device, sizeof r->device, "%s", dev->u.str.ptr);
+  arr = sc__toml_get(doc->root, "model");
+  if (arr == NULL || arr->type != SC_TOML_ARRAY || arr->u.arr.len == 0) {
+    rc = where_fail(err, path, arr ? arr : doc->root, "model", "needs at least one [[model]]");
+    goto fail;
+  }
+  r->models = calloc(arr->u.arr.len, sizeof *r->models);
+  if (r->models == NULL) {
+    rc = sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < arr->u.arr.len; i++) {
+    rc = load_model(dir, path, arr->u.arr.items[i], &r->models[i], err);
+    if (rc != SC_OK) {
+      sc_resid_model_free(&r->models[i]);
+      goto fail;
+    }
+    r->n++;
+    for (size_t j = 0; j + 1 < r->n; j++) {
+      const sc_resid_model *a = &r->models[j], *b = &r->models[i];
+      if (a->active && b->active && a->target == b->target && strcmp(a->family, b->family) == 0) {
+        rc = where_fail(err, path, arr->u.arr.items[i], "active",
+                        "two active models for one family and target");
+        goto fail;
+      }
+    }
+  }
+  sc__toml_free(doc);
+  *out = r;
+  return SC_OK;
+fail:
+  sc__toml_free(doc);
+  sc_residuals_free(r);
+  return rc;
+}
+
+static void write_vec(FILE *f, const char *key, const double *v, uint32_t n) {
+  fprintf(f, "%s = [", key);
+  for (uint32_t j = 0; j < n; j++) fprintf(f, "%s%.17g", j ? ", " : "", v[j]);
+  fprintf(f, "]\n");
+}
+
+int sc_residuals_save(const char *dir, const char *device, const sc_resid_model *models,
+                      size_t n, const char *const *feature_names_by_model, const char *header,
+                      sc_error *err) {
+  char path[4200];
+  FILE *f;
+  int rc = SC_OK;
+  if (dir == NULL || device == NULL || models == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+  f = fopen(path, "w");
+  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
+  if (header != NULL) {
+    const char *p = header;
+    while (*p) {
+      const char *e = strchr(p, '\n');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      fprintf(f, "# %.*s\n", (int)len, p);
+      p += len + (e != NULL);
+    }
+  }
+  fprintf(f, "device = \"%s\"\n", device);
+  for (size_t i = 0; i < n && rc == SC_OK; i++) {
+    const sc_resid_model *m = &models[i];
+    const char *names = feature_names_by_model ? feature_names_by_model[i] : NULL;
+    fprintf(f, "\n[[model]]\nfamily = \"%s\"\ntarget = \"%s\"\nkind = \"%s\"\nactive = %s\n",
+            m->family, sc_resid_target_name(m->target), sc_resid_kind_name(m->kind),
+            m->active ? "true" : "false");
+    fprintf(f, "features = [%s]\n", names ? names : "");
+    fprintf(f, "cv_mape = %.6g\nheldout_mape = %.6g\n", m->cv_mape, m->heldout_mape);
+    if (m->kind == SC_RESID_LINEAR) {
+      write_vec(f, "mean", m->mean, m->nfeatures);
+      write_vec(f, "scale", m->scale, m->nfeatures);
+      write_vec(f, "coef", m->coef, m->nfeatures);
+      fprintf(f, "intercept = %.17g\nlambda = %.17g\n", m->intercept, m->lambda);
+    } else {
+      char file[128], gpath[4400];
+      snprintf(file, sizeof file, "%s.%s.gbdt.json", m->family, sc_resid_target_name(m->target));
+      snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
+      fprintf(f, "file = \"%s\"\n", file);
+      rc = sc_resid_save_gbdt(m, gpath, err);
+    }
+  }
+  if (fclose(f) != 0 && rc == SC_OK) rc = sc_error_set(err, SC_EIO, "%s: write error", path);
+  return rc;
+}
+
+const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *family,
+                                        sc_resid_target target) {
+  for (size_t i = 0; r != NULL && family != NULL && i < r->n; i++) {
+    if (r->models[i].active && r->models[i].target == target &&
+        strcmp(r->models[i].family, family) == 0)
+      return &r->models[i];
+  }
+  return NULL;
+}
+
+int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
+                       const sc_estimate *e, double *time_s, sc_error *err) {
+  const sc_resid_model *m;
+  double y = 0.0, x[SC_MAX_FEATURES];
+  uint32_t nx;
+  int rc;
+  if (e == NULL || time_s == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *time_s = e->time_s;
+  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
+  m = sc_residuals_find(r, family, mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID
+                                                               : SC_TARGET_LEARNED);
+  if (m == NULL) return SC_OK; /* no samples of this family: it stays analytical */
+  nx = sc_resid_features(e, x);
+  if (m->nfeatures != nx)
+    return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
+                        "plugin's estimate gives %u (refit with stepcast fit)", family,
+                        r->device, m->nfeatures, nx);
+  rc = sc_resid_predict(m, x, &y, err);
+  if (rc != SC_OK) return rc;
+  *time_s = (mode == SC_ESTIMATOR_HYBRID) ? e->time_s * exp(y) : exp(y);
+  return SC_OK;
+}
+
+int sc_residuals_for_hardware(const char *hardware, const char *device, sc_estimator mode,
+                              sc_residuals **out, sc_error *err) {
+  char path[SC_PATH_MAX], dir[4096];
+  int rc;
+  if (hardware == NULL || device == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *out = NULL;
+  if ((rc = sc_spec_resolve(SC_SPEC_HARDWARE, hardware, path, sizeof path, err)) != SC_OK)
+    return rc;
+  if ((rc = sc_residuals_dir(path, device, dir, sizeof dir, err)) != SC_OK) return rc;
+  rc = sc_residuals_load(dir, out, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_error_set(err, SC_ENOTFOUND, "estimator '%s': no fitted residual models for "
+                        "device '%s' (no %s/%s; run stepcast sample and stepcast fit)",
+                        sc_estimator_name(mode), device, dir, MANIFEST);
+  }
+  return rc;
+}

@@ -1,0 +1,462 @@
+/*
+ * The `cpu` hardware plugin: the host CPU as a device.
+ *
+ * describe() turns a hardware file with kind = "cpu" (hardware/host-cpu.toml) into an
+ * sc_device. Its figures are measured, not published: peak_flops_per_s.fp32 is the rate a
+ * large cblas_sgemm achieves, mem_bw_Bps the STREAM-Add rate, launch_s the time of the
+ * smallest kernel call; `stepcast sample` measures all three and writes them into the header
+ * of its samples file (docs/learned.md). A CPU has no tensor-core tile; compute_units is the
+ * number of BLAS threads the figures were measured with (key `threads`).
+ *
+ * measure() times one operator on this machine with the fp32 kernels of cpu_kernels.h (the
+ * same code tests/bench/train_step.c trains with): GEMM through OpenBLAS, C kernels for the
+ * norm, softmax, elementwise, attention, optimizer, embedding and cross-entropy families. Buffers are allocated and
+ * filled once, one warm-up call runs, then each timed sample repeats the call enough times to
+ * last at least 20 µs (so that clock resolution does not matter) and reports the time per
+ * call; samples are taken until min_reps are done and budget_s is spent (at most 255).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stepcast/ops.h"
+#include "stepcast/plugin.h"
+
+#include "cpu_kernels.h"
+
+/* OpenBLAS's own controls (declared in its cblas.h; repeated for other CBLAS headers). */
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+
+static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes", "mem_bw_Bps",
+                                       "l2_bytes", "threads", "flops_efficiency",
+                                       "mem_efficiency", "launch_s", "peak_flops_per_s", NULL};
+
+#define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
+#define CPU_MAX_SAMPLES 255
+#define CPU_MIN_SAMPLE_S 20e-6
+
+static int cpu_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
+                          const char *const *known, sc_error *err) {
+  const char *key = NULL;
+  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
+      host->table_key == NULL)
+    return SC_OK;
+  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
+    int ok = 0;
+    for (size_t k = 0; known[k] != NULL; k++) ok |= strcmp(key, known[k]) == 0;
+    if (!ok) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
+                            host->table_where(t, key), prefix, key);
+    }
+  }
+  return SC_OK;
+}
+
+/* A finite number > 0 (or >= 0 with zero_ok); required ones report a missing key. */
+static int cpu_number(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
+                      int required, int zero_ok, double *out, sc_error *err) {
+  int rc = host->table_number(t, key, out, err);
+  if (rc == SC_ENOTFOUND) {
+    if (!required) return SC_ENOTFOUND;
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), prefix, key);
+  }
+  if (rc != SC_OK) return rc;
+  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
+                          host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
+  }
+  return SC_OK;
+}
+
+static int cpu_fraction(const sc_host *host, const sc_table *t, const char *key, double *out,
+                        sc_error *err) {
+  int rc = cpu_number(host, t, "", key, 0, 0, out, err);
+  if (rc == SC_ENOTFOUND) { *out = 1.0; return SC_OK; }
+  if (rc != SC_OK) return rc;
+  if (*out > 1) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
+                          host->table_where(t, key), key, *out);
+  }
+  return SC_OK;
+}
+
+static int cpu_string(const sc_host *host, const sc_table *t, const char *key, char *dst,
+                      size_t cap, sc_error *err) {
+  const char *s = NULL;
+  int rc = host->table_string(t, key, &s, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), key);
+  }
+  if (rc != SC_OK) return rc;
+  if (s[0] == '\0' || strlen(s) >= cap) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must have 1 to %zu characters",
+                          host->table_where(t, key), key, cap - 1);
+  }
+  snprintf(dst, cap, "%s", s);
+  return SC_OK;
+}
+
+static int cpu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
+                        sc_error *err) {
+  const sc_table *t = NULL, *peak = NULL;
+  double v = 0;
+  int rc;
+  (void)state;
+  if (host == NULL || file == NULL || dev == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: describe: NULL argument");
+  rc = host->table_table(file, "hardware", &t, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
+                          host->table_where(file, NULL));
+  }
+  if (rc != SC_OK) return rc;
+  memset(dev, 0, sizeof *dev);
+  if ((rc = cpu_check_keys(host, t, "", cpu_keys, err)) != SC_OK) return rc;
+  if ((rc = cpu_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
+  if ((rc = cpu_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
+  if (strcmp(dev->kind, "cpu") != 0) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cpu plugin describes kind \"cpu\", "
+                          "not \"%s\"", host->table_where(t, "kind"), dev->kind);
+  }
+  if ((rc = cpu_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
+  if ((rc = cpu_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
+  if ((rc = cpu_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
+  if ((rc = cpu_number(host, t, "", "threads", 1, 0, &v, err)) != SC_OK) return rc;
+  if (!(v >= 1 && v <= 4096 && v == floor(v))) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'threads': must be a whole number in "
+                          "[1, 4096] (is %g)", host->table_where(t, "threads"), v);
+  }
+  dev->compute_units = (uint32_t)v;
+  if ((rc = cpu_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
+  if ((rc = cpu_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
+  rc = cpu_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
+  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
+  else if (rc != SC_OK) return rc;
+  rc = host->table_table(t, "peak_flops_per_s", &peak, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_plugin_fail(err, SC_ESPEC,
+                          "%s: key 'peak_flops_per_s': missing required table in [hardware]",
+                          host->table_where(t, NULL));
+  }
+  if (rc != SC_OK) return rc;
+  {
+    static const char *const fp32_only[] = {"fp32", NULL};
+    if ((rc = cpu_check_keys(host, peak, "peak_flops_per_s.", fp32_only, err)) != SC_OK)
+      return rc;
+  }
+  rc = cpu_number(host, peak, "peak_flops_per_s.", "fp32", 1, 0,
+                  &dev->peak_flops_per_s[SC_DTYPE_FP32], err);
+  if (rc != SC_OK) return rc;
+  return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
+}
+
+/* ---- measurement -------------------------------------------------------------------- */
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Buffers of one operator instance. */
+typedef struct cpu_bufs {
+  float *f[10];
+  size_t nf[10];
+  uint8_t *mask;
+  sc_op_desc op;
+  int64_t nbias;
+} cpu_bufs;
+
+static void cpu_fill(float *p, size_t n, uint64_t seed, float lo, float hi) {
+  for (size_t i = 0; i < n; i++) {
+    float u = (float)sc__cpu_hash(seed, i) * (1.0f / 4294967296.0f);
+    p[i] = lo + (hi - lo) * u;
+  }
+}
+
+static void cpu_bufs_free(cpu_bufs *b) {
+  for (int i = 0; i < 10; i++) free(b->f[i]);
+  free(b->mask);
+}
+
+static void cpu_run(cpu_bufs *b);
+
+/* Allocate (and fill) the float buffers of sizes n[0..count); SC_ELIMIT / SC_ENOMEM. */
+static int cpu_alloc(cpu_bufs *b, const double *n, int count, double mask_bytes, sc_error *err) {
+  double total = mask_bytes;
+  for (int i = 0; i < count; i++) total += 4.0 * n[i];
+  if (total > CPU_MAX_BYTES) {
+    return sc_plugin_fail(err, SC_ELIMIT, "cpu: %s needs %.2f GiB of buffers, more than the "
+                          "%.1f GiB measure() allows", b->op.family, total / 1073741824.0,
+                          CPU_MAX_BYTES / 1073741824.0);
+  }
+  for (int i = 0; i < count; i++) {
+    b->nf[i] = (size_t)n[i] > 0 ? (size_t)n[i] : 1;
+    b->f[i] = malloc(b->nf[i] * sizeof(float));
+    if (b->f[i] == NULL) return sc_plugin_fail(err, SC_ENOMEM, "cpu: out of memory");
+    cpu_fill(b->f[i], b->nf[i], 0x5eedull + (uint64_t)i, -1.0f, 1.0f);
+  }
+  if (mask_bytes > 0) {
+    b->mask = calloc((size_t)mask_bytes, 1);
+    if (b->mask == NULL) return sc_plugin_fail(err, SC_ENOMEM, "cpu: out of memory");
+  }
+  return SC_OK;
+}
+
+static int cpu_setup(cpu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const char *fam = b->op.family;
+  if (strcmp(fam, SC_OP_GEMM) == 0) {
+    double n[3] = {(double)d[0] * d[1] * d[3], (double)d[0] * d[3] * d[2],
+                   (double)d[0] * d[1] * d[2]};
+    return cpu_alloc(b, n, 3, 0, err);
+  }
+  if (strcmp(fam, SC_OP_ATTENTION) == 0) {
+    double q = (double)d[0] * d[1] * d[3] * d[5], kv = (double)d[0] * d[2] * d[4] * d[5];
+    double n[10] = {q, kv, kv, q, (double)d[0] * d[1] * d[3],
+                    (double)sc__cpu_attn_scratch_floats(d[4]), q, q, kv, kv};
+    int bwd = b->op.variant == SC_ATTN_FLASH_BWD;
+    int rc;
+    if (d[1] % d[2] != 0)
+      return sc_plugin_fail(err, SC_EINVAL, "cpu: attention: kv_heads (%lld) must divide heads "
+                            "(%lld)", (long long)d[2], (long long)d[1]);
+    if (d[3] > d[4])
+      return sc_plugin_fail(err, SC_EINVAL, "cpu: attention: seq_q (%lld) must be <= seq_k "
+                            "(%lld)", (long long)d[3], (long long)d[4]);
+    rc = cpu_alloc(b, n, bwd ? 10 : 6, 0, err);
+    if (rc == SC_OK && bwd) { /* O and lse of a real forward */
+      sc__cpu_attn_fwd(d[0], d[1], d[2], d[3], d[4], d[5], (int)d[6], b->f[0], b->f[1],
+                       b->f[2], b->f[3], b->f[4], b->f[5]);
+    }
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_NORM) == 0) {
+    double nn = (double)d[0] * d[1];
+    double n[9] = {nn, nn, nn, (double)d[1], (double)d[1], (double)d[1], (double)d[1],
+                   (double)d[0], (double)d[0]};
+    int rc = cpu_alloc(b, n, 9, 0, err);
+    if (rc == SC_OK) { /* statistics of a real forward for the backward */
+      sc__cpu_layernorm_fwd(d[0], d[1], b->f[0], b->f[3], b->f[4], b->f[1], b->f[7], b->f[8]);
+    }
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_SOFTMAX) == 0) {
+    double nn = (double)d[0] * d[1];
+    double n[3] = {nn, nn, nn};
+    int rc = cpu_alloc(b, n, 3, 0, err);
+    if (rc == SC_OK) sc__cpu_softmax_fwd(d[0], d[1], 0.125f, b->f[0], b->f[1]);
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_ELEMENTWISE) == 0) {
+    double nn = (double)d[0];
+    double n[7] = {nn, nn, nn, nn, 4096, 4096, nn};
+    int rc;
+    b->nbias = d[0] < 4096 ? d[0] : 4096;
+    rc = cpu_alloc(b, n, 7, nn, err);
+    if (rc == SC_OK) {
+      for (int64_t i = 0; i < d[0]; i++) b->mask[i] = (uint8_t)(sc__cpu_hash(7, (uint64_t)i) & 1);
+      for (int64_t j = 0; j < 2048; j++) { /* RoPE table: cos, sin of angle j / 2048 */
+        b->f[5][2 * j] = cosf((float)j / 2048.0f);
+        b->f[5][2 * j + 1] = sinf((float)j / 2048.0f);
+      }
+    }
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_EMBEDDING) == 0) { /* ids kept in f[3] as int64 (2 floats each) */
+    double th = (double)d[0] * d[1], vh = (double)d[2] * d[1];
+    double n[5] = {vh, th, th, 2.0 * (double)d[0], vh};
+    int rc = cpu_alloc(b, n, 5, 0, err);
+    if (rc == SC_OK) {
+      int64_t *ids = (int64_t *)(void *)b->f[3];
+      for (int64_t t = 0; t < d[0]; t++) ids[t] = (int64_t)(sc__cpu_hash(3, (uint64_t)t) % (uint64_t)d[2]);
+    }
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_CROSS_ENTROPY) == 0) {
+    double n[4] = {(double)d[0] * d[1], (double)d[0] * d[1], 2.0 * (double)d[0], (double)d[0]};
+    int rc = cpu_alloc(b, n, 4, 0, err);
+    if (rc == SC_OK) {
+      int64_t *lab = (int64_t *)(void *)b->f[2];
+      for (int64_t t = 0; t < d[0]; t++) lab[t] = (int64_t)(sc__cpu_hash(5, (uint64_t)t) % (uint64_t)d[1]);
+      memcpy(b->f[1], b->f[0], b->nf[0] * sizeof(float));
+    }
+    return rc;
+  }
+  if (strcmp(fam, SC_OP_OPTIMIZER) == 0) {
+    double nn = (double)d[0];
+    double n[4] = {nn, nn, nn, nn};
+    int rc = cpu_alloc(b, n, 4, 0, err);
+    if (rc == SC_OK) cpu_fill(b->f[3], b->nf[3], 11, 0.0f, 1e-3f); /* v >= 0 */
+    return rc;
+  }
+  return sc_plugin_fail(err, SC_EUNSUPPORTED, "cpu: no kernel for operator family '%s' "
+                        "(gemm, attention, norm, softmax, elementwise, optimizer, embedding, "
+                        "cross_entropy)", fam);
+}
+
+static void cpu_run(cpu_bufs *b) {
+  const int64_t *d = b->op.dims;
+  const char *fam = b->op.family;
+  float **f = b->f;
+  uint32_t v = b->op.variant;
+  if (strcmp(fam, SC_OP_GEMM) == 0) {
+    sc__cpu_gemm(d[0], d[1], d[2], d[3], f[0], f[1], f[2]);
+  } else if (strcmp(fam, SC_OP_ATTENTION) == 0) {
+    if (v == SC_ATTN_FLASH_FWD)
+      sc__cpu_attn_fwd(d[0], d[1], d[2], d[3], d[4], d[5], (int)d[6], f[0], f[1], f[2], f[3],
+                       f[4], f[5]);
+    else
+      sc__cpu_attn_bwd(d[0], d[1], d[2], d[3], d[4], d[5], (int)d[6], f[0], f[1], f[2], f[3],
+                       f[6], f[4], f[7], f[8], f[9], f[5]);
+  } else if (strcmp(fam, SC_OP_NORM) == 0) {
+    switch (v) {
+    case SC_NORM_OP_LAYERNORM_FWD:
+      sc__cpu_layernorm_fwd(d[0], d[1], f[0], f[3], f[4], f[1], f[7], f[8]); break;
+    case SC_NORM_OP_LAYERNORM_BWD:
+      sc__cpu_layernorm_bwd(d[0], d[1], f[2], f[0], f[3], f[7], f[8], f[1], f[5], f[6]); break;
+    case SC_NORM_OP_RMSNORM_FWD:
+      sc__cpu_rmsnorm_fwd(d[0], d[1], f[0], f[3], f[1], f[8]); break;
+    default:
+      sc__cpu_rmsnorm_bwd(d[0], d[1], f[2], f[0], f[3], f[8], f[1], f[5]); break;
+    }
+  } else if (strcmp(fam, SC_OP_SOFTMAX) == 0) {
+    if (v == SC_SOFTMAX_FWD) sc__cpu_softmax_fwd(d[0], d[1], 0.125f, f[0], f[1]);
+    else sc__cpu_softmax_bwd(d[0], d[1], 0.125f, f[2], f[1], f[0]);
+  } else if (strcmp(fam, SC_OP_ELEMENTWISE) == 0) {
+    int64_t n = d[0];
+    switch (v) {
+    case SC_EW_GELU_FWD: sc__cpu_gelu_fwd(n, f[0], f[4], b->nbias, f[1]); break;
+    case SC_EW_GELU_BWD: sc__cpu_gelu_bwd(n, f[2], f[0], f[4], b->nbias, f[1]); break;
+    case SC_EW_SWIGLU_FWD: sc__cpu_swiglu_fwd(n, f[0], f[1], f[2]); break;
+    case SC_EW_SWIGLU_BWD: sc__cpu_swiglu_bwd(n, f[2], f[0], f[1], f[3], f[6]); break;
+    case SC_EW_DROPOUT_FWD: sc__cpu_dropout_fwd(n, 0.1f, 1, f[0], f[1], b->mask); break;
+    case SC_EW_DROPOUT_BWD:
+    case SC_EW_BIAS_DROPOUT_ADD_BWD: sc__cpu_dropout_bwd(n, 0.1f, f[2], b->mask, f[1]); break;
+    case SC_EW_BIAS_DROPOUT_ADD_FWD:
+      sc__cpu_bda_fwd(n, 0.1f, 1, f[0], f[4], b->nbias, f[2], f[1], b->mask); break;
+    case SC_EW_ADD: sc__cpu_add(n, f[0], f[2], f[1]); break;
+    case SC_EW_ROPE_FWD: sc__cpu_rope(n, f[0], f[5], 2048, 1.0f, f[1]); break;
+    default: sc__cpu_rope(n, f[2], f[5], 2048, -1.0f, f[1]); break;
+    }
+  } else if (strcmp(fam, SC_OP_EMBEDDING) == 0) {
+    const int64_t *ids = (const int64_t *)(const void *)f[3];
+    if (v == SC_EMBED_FWD) sc__cpu_embed_fwd(d[0], d[1], ids, f[0], f[1]);
+    else sc__cpu_embed_bwd(d[0], d[1], d[2], ids, f[2], f[4], f[0]);
+  } else if (strcmp(fam, SC_OP_CROSS_ENTROPY) == 0) {
+    const int64_t *lab = (const int64_t *)(const void *)f[2];
+    if (v == SC_CE_FWD) { /* in place on the previous call's output: finite logits */
+      sc__cpu_xent_fwd(d[0], d[1], lab, f[1], f[3]);
+    } else {
+      sc__cpu_xent_bwd(d[0], d[1], lab, 1.0f / (float)d[0], f[1]);
+    }
+  } else { /* optimizer */
+    sc__cpu_adam(d[0], 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, f[0], f[1], f[2], f[3]);
+  }
+}
+
+static int cpu_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Value at quantile q of sorted s[0..n) by linear interpolation. */
+static double cpu_quantile(const double *s, uint32_t n, double q) {
+  double pos = q * (double)(n - 1);
+  uint32_t i = (uint32_t)pos;
+  if (i + 1 >= n) return s[n - 1];
+  return s[i] + (pos - (double)i) * (s[i + 1] - s[i]);
+}
+
+static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
+                       double budget_s, sc_measurement *out, sc_error *err) {
+  /* gemm attention norm elementwise softmax optimizer embedding cross_entropy */
+  static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1, 3, 2};
+  static const char *const fams[] = {SC_OP_GEMM,    SC_OP_ATTENTION, SC_OP_NORM,
+                                     SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_OPTIMIZER,
+                                     SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY};
+  static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT,    SC_ATTN_VARIANT_COUNT,
+                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
+                                       SC_SOFTMAX_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT,
+                                       SC_EMBED_VARIANT_COUNT,   SC_CE_VARIANT_COUNT};
+  double samples[CPU_MAX_SAMPLES];
+  cpu_bufs b;
+  uint32_t n = 0, inner = 1;
+  int rc, fi = -1;
+  double t0, t1, start;
+  (void)state;
+  if (dev == NULL || op == NULL || out == NULL || op->family == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: measure: NULL argument");
+  if (op->dtype != SC_DTYPE_FP32)
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "cpu: measure: dtype %s: the CPU kernels are "
+                          "fp32 only", sc_dtype_name(op->dtype));
+  if (min_reps < 1 || min_reps > CPU_MAX_SAMPLES || !(budget_s >= 0) || !isfinite(budget_s))
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: measure: min_reps must be in [1, %d] and "
+                          "budget_s finite and >= 0", CPU_MAX_SAMPLES);
+  for (int i = 0; i < 8; i++) if (strcmp(op->family, fams[i]) == 0) fi = i;
+  if (fi < 0)
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "cpu: no kernel for operator family '%s' "
+                          "(gemm, attention, norm, softmax, elementwise, optimizer, embedding, "
+                          "cross_entropy)", op->family);
+  if (op->ndims != ndims_of[fi])
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: ndims must be %u (got %u)", op->family,
+                          ndims_of[fi], op->ndims);
+  for (uint32_t i = 0; i < op->ndims; i++) {
+    int ok = op->dims[i] > 0 && op->dims[i] <= ((int64_t)1 << 31);
+    if (fi == 1 && i == 6) ok = op->dims[i] == 0 || op->dims[i] == 1;
+    if (!ok)
+      return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: dims[%u] = %lld out of range", op->family,
+                            i, (long long)op->dims[i]);
+  }
+  if (op->variant >= nvariants[fi])
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: variant %u unknown", op->family, op->variant);
+  if (dev->compute_units >= 1 && openblas_get_num_threads() != (int)dev->compute_units)
+    openblas_set_num_threads((int)dev->compute_units);
+
+  memset(&b, 0, sizeof b);
+  b.op = *op;
+  rc = cpu_setup(&b, err);
+  if (rc != SC_OK) {
+    cpu_bufs_free(&b);
+    return rc;
+  }
+  t0 = cpu_now();
+  cpu_run(&b); /* warm-up: caches, pages, BLAS buffers */
+  t1 = cpu_now() - t0;
+  if (t1 < CPU_MIN_SAMPLE_S) {
+    double c = ceil(CPU_MIN_SAMPLE_S / (t1 > 1e-9 ? t1 : 1e-9));
+    inner = c > 100000 ? 100000 : (uint32_t)c;
+  }
+  start = cpu_now();
+  while (n < CPU_MAX_SAMPLES) {
+    t0 = cpu_now();
+    for (uint32_t r = 0; r < inner; r++) cpu_run(&b);
+    t1 = cpu_now();
+    samples[n++] = (t1 - t0) / (double)inner;
+    if (n >= min_reps && (t1 - start) + (t1 - t0) > budget_s) break;
+  }
+  cpu_bufs_free(&b);
+  qsort(samples, n, sizeof samples[0], cpu_cmp);
+  memset(out, 0, sizeof *out);
+  out->median_s = cpu_quantile(samples, n, 0.5);
+  out->min_s = samples[0];
+  out->max_s = samples[n - 1];
+  out->p10_s = cpu_quantile(samples, n, 0.1);
+  out->p90_s = cpu_quantile(samples, n, 0.9);
+  out->reps = n;
+  return SC_OK;
+}
+
+static const sc_hw_plugin cpu_plugin = {
+  .hdr = SC_PLUGIN_HEADER(sc_hw_plugin, SC_PLUGIN_KIND_HARDWARE, "cpu", "1.0.0"),
+  .describe = cpu_describe,
+  .measure = cpu_measure,
+};
+
+SC_PLUGIN_ENTRY(hardware_cpu) { return &cpu_plugin.hdr; }

@@ -1,0 +1,398 @@
+/*
+ * train_step: a real GPT training step on the host CPU, timed, against stepcast's prediction
+ * of the same step on hardware/host-cpu.toml (analytical, and hybrid when the device has
+ * fitted residuals). Forward and backward of every layer (LayerNorm, QKV, causal attention,
+ * projection, bias-dropout-add, GeLU MLP), the tied embedding and logits, cross-entropy, and
+ * one AdamW step over every parameter, in fp32, with OpenBLAS GEMMs and the C kernels of
+ * plugins/hardware/cpu_kernels.h: the very code `stepcast sample` measures.
+ *
+ * The operators are those stepcast's workload emits for a GPT model with flash attention,
+ * tp = pp = dp = 1 (`stepcast ops --model ... --dtype fp32` lists them) with the same GEMM
+ * shapes and layouts (weights stored [out, in] as PyTorch does). Not modelled by stepcast and
+ * done here: the head split/merge copies around attention (Megatron's are views) and the
+ * QKV bias (in cuBLAS's epilogue on GPUs); their time is part of the measured step.
+ *
+ *   train_step [--model gpt3-125m] [--layers 2] [--hidden 256] [--heads 4] [--ffn 1024]
+ *              [--vocab 8192] [--seq 256] [--batch 1] [--steps 3] [--model-out FILE]
+ *
+ * Shapes start from the model file and are overridden by the flags (scaled down to what a
+ * CPU runs in seconds). Pin OPENBLAS_NUM_THREADS=1 (the device was measured so).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_kernels.h"
+#include "stepcast/estimate.h"
+#include "stepcast/predict.h"
+#include "stepcast/stepcast.h"
+
+void openblas_set_num_threads(int num_threads);
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct layer {
+  float *ln1_g, *ln1_b, *wqkv, *bqkv, *wproj, *bproj, *ln2_g, *ln2_b, *w1, *b1, *w2, *b2;
+} layer;
+
+typedef struct acts { /* what one layer's forward keeps for its backward */
+  float *x, *mean1, *rstd1, *xn1, *qkv, *q, *k, *v, *o, *lse, *o2, *pr, *x1, *mean2, *rstd2,
+      *xn2, *u, *g, *w;
+  uint8_t *mask1, *mask2;
+} acts;
+
+static float *arena_take(float **cur, size_t n) {
+  float *p = *cur;
+  *cur += n;
+  return p;
+}
+
+static void *xcalloc(size_t n, size_t sz) {
+  void *p = calloc(n ? n : 1, sz);
+  if (p == NULL) {
+    fprintf(stderr, "train_step: out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+/* qkv [B*S][3h] -> q, k, v [B][A][S][d]; and back (accumulating nothing: plain copies). */
+static void split_heads(int64_t B, int64_t S, int64_t A, int64_t d, const float *qkv, float *q,
+                        float *k, float *v) {
+  int64_t h = A * d;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++) {
+      const float *row = qkv + (b * S + s) * 3 * h;
+      for (int64_t a = 0; a < A; a++) {
+        size_t o = (size_t)(((b * A + a) * S + s) * d);
+        memcpy(q + o, row + a * d, (size_t)d * sizeof(float));
+        memcpy(k + o, row + h + a * d, (size_t)d * sizeof(float));
+        memcpy(v + o, row + 2 * h + a * d, (size_t)d * sizeof(float));
+      }
+    }
+}
+
+static void merge_heads(int64_t B, int64_t S, int64_t A, int64_t d, const float *heads,
+                        float *out, int64_t ld, int64_t off) {
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++)
+      for (int64_t a = 0; a < A; a++)
+        memcpy(out + (b * S + s) * ld + off + a * d, heads + ((b * A + a) * S + s) * d,
+               (size_t)d * sizeof(float));
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  const char *model_name = "gpt3-125m", *model_out = NULL;
+  int64_t L = 2, h = 256, A = 4, f = 1024, V = 8192, S = 256, B = 1;
+  int steps = 3;
+  sc_model m;
+  sc_error err;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (v == NULL) {
+      fprintf(stderr, "train_step: %s needs a value\n", a);
+      return 2;
+    }
+    i++;
+    if (strcmp(a, "--model") == 0) model_name = v;
+    else if (strcmp(a, "--model-out") == 0) model_out = v;
+    else if (strcmp(a, "--layers") == 0) L = atoll(v);
+    else if (strcmp(a, "--hidden") == 0) h = atoll(v);
+    else if (strcmp(a, "--heads") == 0) A = atoll(v);
+    else if (strcmp(a, "--ffn") == 0) f = atoll(v);
+    else if (strcmp(a, "--vocab") == 0) V = atoll(v);
+    else if (strcmp(a, "--seq") == 0) S = atoll(v);
+    else if (strcmp(a, "--batch") == 0) B = atoll(v);
+    else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+    else {
+      fprintf(stderr, "train_step: unknown option %s\n", a);
+      return 2;
+    }
+  }
+  sc_error_clear(&err);
+  if (sc_model_load(model_name, &m, &err) != SC_OK) {
+    fprintf(stderr, "train_step: %s\n", err.msg);
+    return 1;
+  }
+  if (m.norm != SC_NORM_LAYERNORM || m.activation != SC_ACT_GELU ||
+      m.position != SC_POS_LEARNED || !m.tied_embeddings || m.kv_heads != m.heads) {
+    fprintf(stderr, "train_step: %s is not a GPT-2/3 style model (LayerNorm, GeLU, learned "
+            "positions, tied embeddings, no GQA)\n", m.name);
+    return 1;
+  }
+  if (L < 1 || h < 1 || A < 1 || h % A != 0 || f < 1 || V < 2 || S < 1 || B < 1 || steps < 1) {
+    fprintf(stderr, "train_step: shapes must be >= 1 and heads must divide hidden\n");
+    return 2;
+  }
+  snprintf(m.name, sizeof m.name, "%.40s-cpu", model_name);
+  m.layers = L;
+  m.hidden = h;
+  m.heads = A;
+  m.kv_heads = A;
+  m.ffn_hidden = f;
+  m.vocab = V;
+  m.max_seq = S;
+  if (sc_model_finish(&m, &err) != SC_OK) {
+    fprintf(stderr, "train_step: %s\n", err.msg);
+    return 1;
+  }
+  openblas_set_num_threads(1);
+
+  const int64_t d = h / A, T = B * S, Vp = (V + 127) / 128 * 128; /* Megatron's padding */
+  /* ---- parameters (one flat buffer: AdamW runs over all of them at once) ---- */
+  size_t per_layer = (size_t)(2 * h + 3 * h * h + 3 * h + h * h + h + 2 * h + f * h + f + h * f + h);
+  size_t nparams = (size_t)(Vp * h + S * h) + (size_t)L * per_layer + (size_t)(2 * h);
+  float *P = xcalloc(nparams, sizeof(float)), *G = xcalloc(nparams, sizeof(float));
+  float *M1 = xcalloc(nparams, sizeof(float)), *M2 = xcalloc(nparams, sizeof(float));
+  float *cur = P, *gcur = G;
+  float *wte = arena_take(&cur, (size_t)(Vp * h)), *wpe = arena_take(&cur, (size_t)(S * h));
+  float *dwte = arena_take(&gcur, (size_t)(Vp * h)), *dwpe = arena_take(&gcur, (size_t)(S * h));
+  layer *Wl = xcalloc((size_t)L, sizeof *Wl), *dWl = xcalloc((size_t)L, sizeof *dWl);
+  for (int64_t l = 0; l < L; l++) {
+    layer *w[2] = {&Wl[l], &dWl[l]};
+    float **c[2] = {&cur, &gcur};
+    for (int k = 0; k < 2; k++) {
+      w[k]->ln1_g = arena_take(c[k], (size_t)h);
+      w[k]->ln1_b = arena_take(c[k], (size_t)h);
+      w[k]->wqkv = arena_take(c[k], (size_t)(3 * h * h));
+      w[k]->bqkv = arena_take(c[k], (size_t)(3 * h));
+      w[k]->wproj = arena_take(c[k], (size_t)(h * h));
+      w[k]->bproj = arena_take(c[k], (size_t)h);
+      w[k]->ln2_g = arena_take(c[k], (size_t)h);
+      w[k]->ln2_b = arena_take(c[k], (size_t)h);
+      w[k]->w1 = arena_take(c[k], (size_t)(f * h));
+      w[k]->b1 = arena_take(c[k], (size_t)f);
+      w[k]->w2 = arena_take(c[k], (size_t)(h * f));
+      w[k]->b2 = arena_take(c[k], (size_t)h);
+    }
+  }
+  float *lnf_g = arena_take(&cur, (size_t)h), *lnf_b = arena_take(&cur, (size_t)h);
+  float *dlnf_g = arena_take(&gcur, (size_t)h), *dlnf_b = arena_take(&gcur, (size_t)h);
+  for (size_t i = 0; i < nparams; i++)
+    P[i] = 0.02f * ((float)sc__cpu_hash(99, i) * (2.0f / 4294967296.0f) - 1.0f);
+  for (int64_t l = 0; l < L; l++)
+    for (int64_t c = 0; c < h; c++) Wl[l].ln1_g[c] = Wl[l].ln2_g[c] = 1.0f;
+  for (int64_t c = 0; c < h; c++) lnf_g[c] = 1.0f;
+
+  /* ---- activations ---- */
+  acts *ac = xcalloc((size_t)L + 1, sizeof *ac);
+  size_t th = (size_t)(T * h);
+  for (int64_t l = 0; l <= L; l++) {
+    ac[l].x = xcalloc(th, sizeof(float));
+    if (l == L) break;
+    ac[l].mean1 = xcalloc((size_t)T, sizeof(float));
+    ac[l].rstd1 = xcalloc((size_t)T, sizeof(float));
+    ac[l].xn1 = xcalloc(th, sizeof(float));
+    ac[l].qkv = xcalloc(3 * th, sizeof(float));
+    ac[l].q = xcalloc(th, sizeof(float));
+    ac[l].k = xcalloc(th, sizeof(float));
+    ac[l].v = xcalloc(th, sizeof(float));
+    ac[l].o = xcalloc(th, sizeof(float));
+    ac[l].lse = xcalloc((size_t)(B * A * S), sizeof(float));
+    ac[l].o2 = xcalloc(th, sizeof(float));
+    ac[l].pr = xcalloc(th, sizeof(float));
+    ac[l].x1 = xcalloc(th, sizeof(float));
+    ac[l].mean2 = xcalloc((size_t)T, sizeof(float));
+    ac[l].rstd2 = xcalloc((size_t)T, sizeof(float));
+    ac[l].xn2 = xcalloc(th, sizeof(float));
+    ac[l].u = xcalloc((size_t)(T * f), sizeof(float));
+    ac[l].g = xcalloc((size_t)(T * f), sizeof(float));
+    ac[l].w = xcalloc(th, sizeof(float));
+    ac[l].mask1 = xcalloc(th, 1);
+    ac[l].mask2 = xcalloc(th, 1);
+  }
+  int64_t *ids = xcalloc((size_t)T, sizeof *ids), *pos = xcalloc((size_t)T, sizeof *pos);
+  int64_t *labels = xcalloc((size_t)T, sizeof *labels);
+  for (int64_t t = 0; t < T; t++) {
+    ids[t] = (int64_t)(sc__cpu_hash(1, (uint64_t)t) % (uint64_t)V);
+    labels[t] = (int64_t)(sc__cpu_hash(2, (uint64_t)t) % (uint64_t)V);
+    pos[t] = t % S;
+  }
+  float *e1 = xcalloc(th, sizeof(float)), *e2 = xcalloc(th, sizeof(float));
+  float *e = xcalloc(th, sizeof(float));
+  uint8_t *mask0 = xcalloc(th, 1);
+  float *meanf = xcalloc((size_t)T, sizeof(float)), *rstdf = xcalloc((size_t)T, sizeof(float));
+  float *xf = xcalloc(th, sizeof(float)), *logits = xcalloc((size_t)(T * Vp), sizeof(float));
+  float *loss = xcalloc((size_t)T, sizeof(float));
+  float *scratch = xcalloc(sc__cpu_attn_scratch_floats(S), sizeof(float));
+  float *gtok = xcalloc((size_t)(Vp * h), sizeof(float)), *gpos = xcalloc((size_t)(S * h), sizeof(float));
+  /* gradient buffers */
+  float *dx = xcalloc(th, sizeof(float)), *dxb = xcalloc(th, sizeof(float));
+  float *dxf = xcalloc(th, sizeof(float)), *dw = xcalloc(th, sizeof(float));
+  float *dg = xcalloc((size_t)(T * f), sizeof(float)), *du = xcalloc((size_t)(T * f), sizeof(float));
+  float *dxn = xcalloc(th, sizeof(float)), *dx1 = xcalloc(th, sizeof(float));
+  float *dpr = xcalloc(th, sizeof(float)), *do2 = xcalloc(th, sizeof(float));
+  float *dO = xcalloc(th, sizeof(float)), *dQ = xcalloc(th, sizeof(float));
+  float *dK = xcalloc(th, sizeof(float)), *dV = xcalloc(th, sizeof(float));
+  float *dqkv = xcalloc(3 * th, sizeof(float));
+  const float p_drop = 0.1f;
+
+  double *times = xcalloc((size_t)steps + 1, sizeof *times);
+  float last_loss = 0.0f;
+  for (int it = 0; it <= steps; it++) { /* step 0 is the warm-up */
+    double t0 = now_s();
+    /* ---------------- forward ---------------- */
+    sc__cpu_embed_fwd(T, h, ids, wte, e1);                          /* embed */
+    sc__cpu_embed_fwd(T, h, pos, wpe, e2);                          /* embed_pos */
+    sc__cpu_add((int64_t)th, e1, e2, e);                            /* embed_pos_add */
+    sc__cpu_dropout_fwd((int64_t)th, p_drop, 11u + (uint64_t)it, e, ac[0].x, mask0); /* embed_dropout */
+    for (int64_t l = 0; l < L; l++) {
+      acts *a = &ac[l];
+      layer *w = &Wl[l];
+      sc__cpu_layernorm_fwd(T, h, a->x, w->ln1_g, w->ln1_b, a->xn1, a->mean1, a->rstd1);
+      sc__cpu_gemm_t(0, 1, T, 3 * h, h, a->xn1, h, w->wqkv, h, 0.0f, a->qkv, 3 * h); /* qkv */
+      for (int64_t t = 0; t < T; t++)                                /* qkv bias */
+        for (int64_t c = 0; c < 3 * h; c++) a->qkv[t * 3 * h + c] += w->bqkv[c];
+      split_heads(B, S, A, d, a->qkv, a->q, a->k, a->v);
+      sc__cpu_attn_fwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, a->lse, scratch); /* attn_core */
+      merge_heads(B, S, A, d, a->o, a->o2, h, 0);
+      sc__cpu_gemm_t(0, 1, T, h, h, a->o2, h, w->wproj, h, 0.0f, a->pr, h); /* attn_proj */
+      sc__cpu_bda_fwd((int64_t)th, p_drop, 100u + (uint64_t)l, a->pr, w->bproj, h, a->x, a->x1,
+                      a->mask1);                                    /* attn_bda */
+      sc__cpu_layernorm_fwd(T, h, a->x1, w->ln2_g, w->ln2_b, a->xn2, a->mean2, a->rstd2);
+      sc__cpu_gemm_t(0, 1, T, f, h, a->xn2, h, w->w1, h, 0.0f, a->u, f); /* mlp_fc1 */
+      sc__cpu_gelu_fwd(T * f, a->u, w->b1, f, a->g);                /* mlp_gelu (bias + GeLU) */
+      sc__cpu_gemm_t(0, 1, T, h, f, a->g, f, w->w2, f, 0.0f, a->w, h); /* mlp_fc2 */
+      sc__cpu_bda_fwd((int64_t)th, p_drop, 200u + (uint64_t)l, a->w, w->b2, h, a->x1, ac[l + 1].x,
+                      a->mask2);                                    /* mlp_bda */
+    }
+    sc__cpu_layernorm_fwd(T, h, ac[L].x, lnf_g, lnf_b, xf, meanf, rstdf); /* final_norm */
+    sc__cpu_gemm_t(0, 1, T, Vp, h, xf, h, wte, h, 0.0f, logits, Vp); /* logits */
+    for (int64_t t = 0; t < T; t++)                                  /* padded rows never win */
+      for (int64_t c = V; c < Vp; c++) logits[t * Vp + c] = -1e30f;
+    sc__cpu_xent_fwd(T, Vp, labels, logits, loss);                  /* cross_entropy */
+    /* ---------------- backward ---------------- */
+    memset(G, 0, nparams * sizeof(float));
+    sc__cpu_xent_bwd(T, Vp, labels, 1.0f / (float)T, logits);       /* cross_entropy.bwd */
+    sc__cpu_gemm_t(0, 0, T, h, Vp, logits, Vp, wte, h, 0.0f, dxf, h); /* logits.dgrad */
+    sc__cpu_gemm_t(1, 0, Vp, h, T, logits, Vp, xf, h, 1.0f, dwte, h); /* logits.wgrad */
+    sc__cpu_layernorm_bwd(T, h, dxf, ac[L].x, lnf_g, meanf, rstdf, dx, dlnf_g, dlnf_b);
+    for (int64_t l = L - 1; l >= 0; l--) {
+      acts *a = &ac[l];
+      layer *w = &Wl[l], *gw = &dWl[l];
+      sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, a->mask2, dw);   /* mlp_bda.bwd */
+      sc__cpu_gemm_t(0, 0, T, f, h, dw, h, w->w2, f, 0.0f, dg, f);  /* mlp_fc2.dgrad */
+      sc__cpu_gemm_t(1, 0, h, f, T, dw, h, a->g, f, 1.0f, gw->w2, f); /* mlp_fc2.wgrad */
+      sc__cpu_gelu_bwd(T * f, dg, a->u, w->b1, f, du);              /* mlp_gelu.bwd */
+      sc__cpu_gemm_t(0, 0, T, h, f, du, f, w->w1, h, 0.0f, dxn, h); /* mlp_fc1.dgrad */
+      sc__cpu_gemm_t(1, 0, f, h, T, du, f, a->xn2, h, 1.0f, gw->w1, h); /* mlp_fc1.wgrad */
+      sc__cpu_layernorm_bwd(T, h, dxn, a->x1, w->ln2_g, a->mean2, a->rstd2, dxb, gw->ln2_g,
+                            gw->ln2_b);                             /* norm2.bwd */
+      sc__cpu_add((int64_t)th, dx, dxb, dx1);                       /* mlp_residual.bwd */
+      sc__cpu_dropout_bwd((int64_t)th, p_drop, dx1, a->mask1, dpr); /* attn_bda.bwd */
+      sc__cpu_gemm_t(0, 0, T, h, h, dpr, h, w->wproj, h, 0.0f, do2, h); /* attn_proj.dgrad */
+      sc__cpu_gemm_t(1, 0, h, h, T, dpr, h, a->o2, h, 1.0f, gw->wproj, h); /* attn_proj.wgrad */
+      /* do2 is [T][h]: its heads into dO [B][A][S][d] */
+      for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++)
+          for (int64_t aa = 0; aa < A; aa++)
+            memcpy(dO + ((b * A + aa) * S + s) * d, do2 + (b * S + s) * h + aa * d,
+                   (size_t)d * sizeof(float));
+      sc__cpu_attn_bwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, dO, a->lse, dQ, dK, dV,
+                       scratch);                                    /* attn_core.bwd */
+      merge_heads(B, S, A, d, dQ, dqkv, 3 * h, 0);
+      merge_heads(B, S, A, d, dK, dqkv, 3 * h, h);
+      merge_heads(B, S, A, d, dV, dqkv, 3 * h, 2 * h);
+      sc__cpu_gemm_t(0, 0, T, h, 3 * h, dqkv, 3 * h, w->wqkv, h, 0.0f, dxn, h); /* qkv.dgrad */
+      sc__cpu_gemm_t(1, 0, 3 * h, h, T, dqkv, 3 * h, a->xn1, h, 1.0f, gw->wqkv, h); /* qkv.wgrad */
+      sc__cpu_layernorm_bwd(T, h, dxn, a->x, w->ln1_g, a->mean1, a->rstd1, dxb, gw->ln1_g,
+                            gw->ln1_b);                             /* norm1.bwd */
+      sc__cpu_add((int64_t)th, dx1, dxb, dx);                       /* attn_residual.bwd */
+    }
+    sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, mask0, dxb);       /* embed_dropout.bwd */
+    sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe);               /* embed_pos.bwd */
+    sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte);              /* embed.bwd */
+    /* ---------------- optimizer ---------------- */
+    sc__cpu_adam((int64_t)nparams, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, it + 1, P, G, M1, M2);
+    times[it] = now_s() - t0;
+    last_loss = 0.0f;
+    for (int64_t t = 0; t < T; t++) last_loss += loss[t] / (float)T;
+  }
+  qsort(times + 1, (size_t)steps, sizeof *times, cmp_d);
+  double measured = times[1 + steps / 2];
+
+  /* ---------------- prediction ---------------- */
+  sc_registry *reg = NULL;
+  sc_predictor *pr = NULL;
+  sc_topology topo;
+  sc_device dev;
+  sc_parallel par;
+  sc_predict_opts o;
+  sc_result ra, rh;
+  sc_residuals *resid = NULL;
+  int have_h = 0;
+  if (sc_registry_new(&reg, &err) != SC_OK || sc_registry_add_builtins(reg, &err) != SC_OK ||
+      sc_topology_load("host-cpu", &topo, &err) != SC_OK ||
+      sc_hardware_load(reg, topo.hardware, &dev, &err) != SC_OK ||
+      sc_predictor_new(reg, &pr, &err) != SC_OK) {
+    fprintf(stderr, "train_step: %s\n", err.msg);
+    return 1;
+  }
+  sc_parallel_defaults(&par);
+  par.micro_batch = (uint32_t)B;
+  par.global_batch = (uint32_t)B;
+  par.seq_len = (uint32_t)S;
+  par.dtype = SC_DTYPE_FP32;
+  sc_predict_opts_defaults(&o);
+  if (sc_predict(pr, &m, &topo, &dev, &par, &o, &ra, NULL, &err) != SC_OK) {
+    fprintf(stderr, "train_step: predict: %s\n", err.msg);
+    return 1;
+  }
+  if (sc_residuals_for_hardware(topo.hardware, dev.name, SC_ESTIMATOR_HYBRID, &resid, &err) == SC_OK) {
+    o.estimator = SC_ESTIMATOR_HYBRID;
+    o.residuals = resid;
+    if (sc_predict(pr, &m, &topo, &dev, &par, &o, &rh, NULL, &err) != SC_OK) {
+      fprintf(stderr, "train_step: predict hybrid: %s\n", err.msg);
+      return 1;
+    }
+    have_h = 1;
+  } else {
+    fprintf(stderr, "train_step: hybrid not available: %s\n", err.msg);
+  }
+  printf("model %s: layers %lld hidden %lld heads %lld ffn %lld vocab %lld (padded %lld) seq %lld "
+         "batch %lld, %zu parameters, loss %.4f\n", m.name, (long long)L, (long long)h,
+         (long long)A, (long long)f, (long long)V, (long long)Vp, (long long)S, (long long)B,
+         nparams, (double)last_loss);
+  printf("measured  %.4f s (median of %d steps after 1 warm-up; min %.4f, max %.4f)\n", measured,
+         steps, times[1], times[steps]);
+  printf("analytical %.4f s (error %+.1f%%)\n", ra.iteration_s,
+         100.0 * (ra.iteration_s - measured) / measured);
+  if (have_h)
+    printf("hybrid     %.4f s (error %+.1f%%)\n", rh.iteration_s,
+           100.0 * (rh.iteration_s - measured) / measured);
+  printf("csv,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", model_name, (long long)L,
+         (long long)h, (long long)A, (long long)f, (long long)V, (long long)S, (long long)B,
+         measured, ra.iteration_s, have_h ? rh.iteration_s : NAN);
+  if (model_out != NULL) {
+    FILE *fm = fopen(model_out, "w");
+    if (fm == NULL) {
+      perror(model_out);
+      return 1;
+    }
+    fprintf(fm, "# %s scaled down by tests/bench/train_step.c for the host CPU\n[model]\n"
+            "name = \"%s\"\nlayers = %lld\nhidden = %lld\nffn_hidden = %lld\nheads = %lld\n"
+            "vocab = %lld\nmax_seq = %lld\nactivation = \"gelu\"\nnorm = \"layernorm\"\n"
+            "position = \"learned\"\ntied_embeddings = true\nlinear_bias = true\n", model_name,
+            m.name, (long long)L, (long long)h, (long long)f, (long long)A, (long long)V,
+            (long long)S);
+    fclose(fm);
+    printf("same prediction: stepcast predict --model %s --topology host-cpu --hardware host-cpu "
+           "--dtype fp32 --micro-batch %lld --global-batch %lld --seq-len %lld "
+           "--estimator hybrid\n", model_out, (long long)B, (long long)B, (long long)S);
+  }
+  sc_residuals_free(resid);
+  sc_predictor_free(pr);
+  sc_registry_free(reg);
+  return 0;
+}

@@ -1,0 +1,555 @@
+/* Learned residuals: ridge, gbdt JSON round trip, the samples reader, residual files and
+ * the hybrid/learned estimators inside sc_predict. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sc_config.h"
+#include "stepcast/estimate.h"
+#include "stepcast/ops.h"
+#include "stepcast/predict.h"
+#include "stepcast/report.h"
+#include "stepcast/stepcast.h"
+
+static const char *data_dir(void) {
+  const char *d = getenv("SC_TEST_DATA");
+  return d != NULL ? d : SC_SOURCE_DIR "/tests/data";
+}
+
+static void data_path(char *out, size_t cap, const char *rel) {
+  snprintf(out, cap, "%s/estimate/%s", data_dir(), rel);
+}
+
+/* A deterministic uniform in [0, 1) (64-bit LCG, Knuth's MMIX constants). */
+static double lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+/* ---- ridge ---------------------------------------------------------------------- */
+
+/* y = 2 + 3 x0 - 1.5 x1 + 0.5 x2 exactly: lambda = 0 recovers the coefficients in the
+ * original units (coef_j / scale_j) and the intercept to 1e-9. */
+START_TEST(ridge_recovers_coefficients) {
+  enum { N = 200, P = 3 };
+  static double X[N * P], y[N];
+  const double beta[P] = {3.0, -1.5, 0.5};
+  double mean[P], scale[P], coef[P], b0, icpt;
+  uint64_t s = 42;
+  sc_error err;
+  for (int i = 0; i < N; i++) {
+    y[i] = 2.0;
+    for (int j = 0; j < P; j++) {
+      X[i * P + j] = 10.0 * lcg(&s) - 3.0 * j;
+      y[i] += beta[j] * X[i * P + j];
+    }
+  }
+  sc_error_clear(&err);
+  ck_assert_msg(sc_ridge_fit(X, y, N, P, 0.0, mean, scale, coef, &b0, &err) == SC_OK, "%s", err.msg);
+  icpt = b0;
+  for (int j = 0; j < P; j++) {
+    ck_assert_msg(fabs(coef[j] / scale[j] - beta[j]) < 1e-9, "coef %d: %.12g", j, coef[j] / scale[j]);
+    icpt -= coef[j] * mean[j] / scale[j];
+  }
+  ck_assert_msg(fabs(icpt - 2.0) < 1e-9, "intercept %.12g", icpt);
+  /* a large penalty shrinks every coefficient toward 0, never the intercept (mean of y) */
+  {
+    double c2[P], b2, ybar = 0.0;
+    ck_assert(sc_ridge_fit(X, y, N, P, 1e9, mean, scale, c2, &b2, &err) == SC_OK);
+    for (int i = 0; i < N; i++) ybar += y[i] / N;
+    for (int j = 0; j < P; j++) ck_assert(fabs(c2[j]) < 1e-4 * fabs(coef[j]));
+    ck_assert(fabs(b2 - ybar) < 1e-9);
+  }
+  /* with noise of sd ~0.03 the fit is still within 0.02 */
+  {
+    double yn[N];
+    for (int i = 0; i < N; i++) yn[i] = y[i] + 0.1 * (lcg(&s) - 0.5);
+    ck_assert(sc_ridge_fit(X, yn, N, P, 0.0, mean, scale, coef, &b0, &err) == SC_OK);
+    for (int j = 0; j < P; j++) ck_assert(fabs(coef[j] / scale[j] - beta[j]) < 0.02);
+  }
+}
+END_TEST
+
+START_TEST(ridge_errors) {
+  double X[8] = {1, 1, 2, 2, 3, 3, 4, 4}, y[4] = {1, 2, 3, 4}, mean[2], scale[2], coef[2], b0;
+  sc_error err;
+  sc_error_clear(&err);
+  /* identical columns, no penalty: singular */
+  ck_assert_int_eq(sc_ridge_fit(X, y, 4, 2, 0.0, mean, scale, coef, &b0, &err), SC_ERANGE);
+  ck_assert(strstr(err.msg, "singular") != NULL);
+  /* a penalty makes it solvable and splits the weight evenly */
+  ck_assert(sc_ridge_fit(X, y, 4, 2, 1e-6, mean, scale, coef, &b0, &err) == SC_OK);
+  ck_assert(fabs(coef[0] - coef[1]) < 1e-9);
+  y[2] = NAN;
+  ck_assert_int_eq(sc_ridge_fit(X, y, 4, 2, 0.1, mean, scale, coef, &b0, &err), SC_EINVAL);
+  ck_assert(strstr(err.msg, "y[2]") != NULL);
+  y[2] = 3;
+  ck_assert_int_eq(sc_ridge_fit(X, y, 4, 17, 0.1, mean, scale, coef, &b0, &err), SC_EINVAL);
+  ck_assert_int_eq(sc_ridge_fit(X, y, 4, 2, -1.0, mean, scale, coef, &b0, &err), SC_EINVAL);
+}
+END_TEST
+
+/* ---- gbdt ------------------------------------------------------------------------ */
+
+static void tmpdir(char *out, size_t cap) {
+  snprintf(out, cap, "/tmp/sc_estimate_XXXXXX");
+  ck_assert(mkdtemp(out) != NULL);
+}
+
+/* A step y = 1 (x < 0.5), 3 (x >= 0.5) is learnt, saved as JSON, loaded into a fresh model
+ * that predicts the same to float precision. */
+START_TEST(gbdt_json_round_trip) {
+  enum { N = 100 };
+  double X[N], y[N], a, b;
+  sc_resid_model m, m2;
+  sc_fit_opts o;
+  sc_error err;
+  char dir[64], path[128];
+  FILE *f;
+  int c;
+  for (int i = 0; i < N; i++) {
+    X[i] = (i + 0.5) / N;
+    y[i] = X[i] < 0.5 ? 1.0 : 3.0;
+  }
+  memset(&m, 0, sizeof m);
+  snprintf(m.family, sizeof m.family, "gemm");
+  m.kind = SC_RESID_GBDT;
+  m.target = SC_TARGET_HYBRID;
+  m.nfeatures = 1;
+  sc_fit_opts_defaults(&o);
+  o.gbdt_rounds = 60;
+  o.gbdt_eta = 0.3;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_resid_fit(&m, X, y, N, &o, &err) == SC_OK, "%s", err.msg);
+  {
+    double x = 0.25;
+    ck_assert(sc_resid_predict(&m, &x, &a, &err) == SC_OK);
+    ck_assert_msg(fabs(a - 1.0) < 0.01, "%g", a);
+    x = 0.8;
+    ck_assert(sc_resid_predict(&m, &x, &a, &err) == SC_OK);
+    ck_assert_msg(fabs(a - 3.0) < 0.01, "%g", a);
+  }
+  tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/m.json", dir);
+  ck_assert_msg(sc_resid_save_gbdt(&m, path, &err) == SC_OK, "%s", err.msg);
+  f = fopen(path, "r");
+  ck_assert(f != NULL);
+  while ((c = fgetc(f)) == ' ' || c == '\n') {}
+  fclose(f);
+  ck_assert_int_eq(c, '{'); /* XGBoost's JSON model format, not its binary one */
+  memset(&m2, 0, sizeof m2);
+  m2.kind = SC_RESID_GBDT;
+  m2.nfeatures = 1;
+  ck_assert_msg(sc_resid_load_gbdt(&m2, path, &err) == SC_OK, "%s", err.msg);
+  for (int i = 0; i < 20; i++) {
+    double x = i / 19.0;
+    ck_assert(sc_resid_predict(&m, &x, &a, &err) == SC_OK);
+    ck_assert(sc_resid_predict(&m2, &x, &b, &err) == SC_OK);
+    ck_assert_msg(a == b, "x=%g: %.9g vs %.9g", x, a, b);
+  }
+  sc_resid_model_free(&m);
+  sc_resid_model_free(&m2);
+  /* a missing file and a broken one are errors naming the path */
+  m2.kind = SC_RESID_GBDT;
+  snprintf(path, sizeof path, "%s/absent.json", dir);
+  ck_assert_int_eq(sc_resid_load_gbdt(&m2, path, &err), SC_EIO);
+  ck_assert(strstr(err.msg, "absent.json") != NULL);
+  f = fopen(path, "w");
+  ck_assert(f != NULL);
+  fputs("{\"learner\": [1, 2", f);
+  fclose(f);
+  ck_assert_int_eq(sc_resid_load_gbdt(&m2, path, &err), SC_EIO);
+  ck_assert(m2.booster == NULL);
+  remove(path);
+  snprintf(path, sizeof path, "%s/m.json", dir);
+  remove(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* ---- samples --------------------------------------------------------------------- */
+
+START_TEST(samples_read_good) {
+  sc_sample_set s;
+  sc_error err;
+  char path[1024];
+  data_path(path, sizeof path, "good.csv");
+  sc_error_clear(&err);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(s.n, 3);
+  ck_assert_str_eq(sc_samples_meta(&s, "device_kind"), "cpu");
+  ck_assert_str_eq(sc_samples_meta(&s, "OPENBLAS_NUM_THREADS"), "1");
+  ck_assert(sc_samples_meta(&s, "absent") == NULL);
+  ck_assert_str_eq(s.rows[1].op.family, "norm");
+  ck_assert_uint_eq(s.rows[1].op.variant, 1);
+  ck_assert_uint_eq(s.rows[1].op.ndims, 2);
+  ck_assert_int_eq(s.rows[1].op.dims[0], 128);
+  ck_assert_int_eq(s.rows[1].op.dims[1], 256);
+  ck_assert_uint_eq(s.rows[1].line, 8);
+  ck_assert_uint_eq(s.rows[1].m.reps, 7);
+  ck_assert(s.rows[0].op.family == s.rows[2].op.family);
+  ck_assert(s.rows[0].m.median_s == 2e-05 && s.rows[0].m.p90_s == 2.5e-05);
+  ck_assert_int_eq(s.rows[2].op.dims[0], 2);
+  sc_samples_free(&s);
+}
+END_TEST
+
+START_TEST(samples_read_malformed) {
+  static const struct { const char *file, *where, *what; int code; } cases[] = {
+      {"bad_header.csv", "bad_header.csv:2:", "column header", SC_EPARSE},
+      {"bad_fields.csv", "bad_fields.csv:2:", "18 comma-separated", SC_EPARSE},
+      {"bad_dtype.csv", "bad_dtype.csv:3:", "column 'dtype'", SC_EPARSE},
+      {"bad_ndims.csv", "bad_ndims.csv:2:", "column 'ndims'", SC_EPARSE},
+      {"bad_pastdims.csv", "bad_pastdims.csv:2:", "column 'd2'", SC_EPARSE},
+      {"bad_time.csv", "bad_time.csv:2:", "column 'median_s'", SC_EPARSE},
+      {"bad_order.csv", "bad_order.csv:2:", "min <= p10", SC_EPARSE},
+      {"bad_family.csv", "bad_family.csv:2:", "column 'family'", SC_EPARSE},
+      {"bad_dim.csv", "bad_dim.csv:2:", "column 'd3'", SC_EPARSE},
+      {"bad_reps.csv", "bad_reps.csv:2:", "column 'reps'", SC_EPARSE},
+      {"bad_nan.csv", "bad_nan.csv:2:", "column 'median_s'", SC_EPARSE},
+      {"empty.csv", "empty.csv:2:", "no sample rows", SC_EPARSE},
+      {"absent.csv", "absent.csv", "No such file", SC_EIO},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sc_sample_set s;
+    sc_error err;
+    char path[1024];
+    data_path(path, sizeof path, cases[i].file);
+    sc_error_clear(&err);
+    ck_assert_int_eq(sc_samples_read(path, &s, &err), cases[i].code);
+    ck_assert_msg(strstr(err.msg, cases[i].where) != NULL && strstr(err.msg, cases[i].what) != NULL,
+                  "%s: %s", cases[i].file, err.msg);
+    ck_assert(s.rows == NULL && s.n == 0);
+  }
+}
+END_TEST
+
+START_TEST(samples_write_read) {
+  char dir[64], path[128];
+  sc_op_desc op;
+  sc_measurement m = {1.5e-3, 1.2e-3, 2.5e-3, 1.3e-3, 1.9e-3, 17};
+  sc_sample_set s;
+  sc_error err;
+  FILE *f;
+  tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/s.csv", dir);
+  memset(&op, 0, sizeof op);
+  op.family = SC_OP_ATTENTION;
+  op.variant = SC_ATTN_FLASH_BWD;
+  op.dtype = SC_DTYPE_FP32;
+  op.ndims = 7;
+  for (int i = 0; i < 7; i++) op.dims[i] = i + 1;
+  f = fopen(path, "w");
+  ck_assert(f != NULL);
+  fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
+  sc_error_clear(&err);
+  ck_assert(sc_samples_write_row(f, &op, &m, &err) == SC_OK);
+  fclose(f);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(s.n, 1);
+  ck_assert_str_eq(s.rows[0].op.family, "attention");
+  ck_assert_uint_eq(s.rows[0].op.variant, 1);
+  for (int i = 0; i < 7; i++) ck_assert_int_eq(s.rows[0].op.dims[i], i + 1);
+  ck_assert(s.rows[0].m.median_s == 1.5e-3 && s.rows[0].m.reps == 17);
+  sc_samples_free(&s);
+  remove(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* ---- residual files -------------------------------------------------------------- */
+
+START_TEST(residuals_apply_linear) {
+  sc_residuals *r = NULL;
+  sc_estimate e;
+  sc_error err;
+  char dir[1024];
+  double t;
+  data_path(dir, sizeof dir, "resid_ok");
+  sc_error_clear(&err);
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert_str_eq(r->device, "test-dev");
+  memset(&e, 0, sizeof e);
+  e.time_s = 2.0;
+  e.nfeatures = 1;
+  e.features[0] = 5.0;
+  /* residual = 0.1 + 0.2 * (5 - 1) / 2 = 0.5 */
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert_msg(fabs(t - 2.0 * exp(0.5)) < 1e-12, "%.15g", t);
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_ANALYTICAL, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert(t == 2.0);
+  /* no learned model, no gemm model: the analytical time stays */
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_LEARNED, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert(t == 2.0);
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "gemm", &e, &t, &err) == SC_OK);
+  ck_assert(t == 2.0);
+  /* the derived features: log10 time, hinges at 1e5..1e8 bytes, compute bound */
+  {
+    sc_estimate e2;
+    double x[SC_MAX_FEATURES], want[8] = {7.0, 8.0, -3.0, 2.0, 1.0, 0.0, 0.0, 1.0};
+    memset(&e2, 0, sizeof e2);
+    e2.nfeatures = 2;
+    e2.features[0] = 7.0;
+    e2.features[1] = 8.0;
+    e2.time_s = 1e-3;
+    e2.bytes = 1e7;
+    e2.bound = SC_BOUND_COMPUTE;
+    ck_assert_uint_eq(sc_resid_features(&e2, x), 8);
+    for (int i = 0; i < 8; i++) ck_assert_msg(fabs(x[i] - want[i]) < 1e-12, "x[%d] = %g", i, x[i]);
+    e2.nfeatures = SC_MAX_FEATURES; /* no room left: no extras */
+    ck_assert_uint_eq(sc_resid_features(&e2, x), SC_MAX_FEATURES);
+    ck_assert_str_eq(sc_resid_extra_name(0), "log10_analytical_s");
+  }
+  /* a plugin with another feature count is refused */
+  e.nfeatures = 2;
+  ck_assert_int_eq(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err), SC_EINVAL);
+  ck_assert(strstr(err.msg, "stepcast fit") != NULL);
+  sc_residuals_free(r);
+}
+END_TEST
+
+START_TEST(residuals_malformed) {
+  static const struct { const char *dir, *what; int code; } cases[] = {
+      {"resid_bad_kind", "residuals.toml:5:8: key 'kind'", SC_ESPEC},
+      {"resid_bad_vec", "key 'mean': must be an array of 1 numbers", SC_ESPEC},
+      {"resid_missing_gbdt", "absent.json", SC_EIO},
+      {"resid_bad_json", "broken.json", SC_EIO},
+      {"resid_unknown_key", "key 'colour': unknown key", SC_ESPEC},
+      {"resid_two_active", "two active models", SC_ESPEC},
+      {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sc_residuals *r = NULL;
+    sc_error err;
+    char dir[1024];
+    data_path(dir, sizeof dir, cases[i].dir);
+    sc_error_clear(&err);
+    ck_assert_int_eq(sc_residuals_load(dir, &r, &err), cases[i].code);
+    ck_assert_msg(strstr(err.msg, cases[i].what) != NULL, "%s: %s", cases[i].dir, err.msg);
+    ck_assert(r == NULL);
+  }
+}
+END_TEST
+
+START_TEST(residuals_dir_and_save) {
+  char out[256], dir[64];
+  sc_error err;
+  sc_resid_model ms[2];
+  sc_residuals *r = NULL;
+  double X[40], y[40], a, b;
+  const char *names[2] = {"\"log10_bytes\"", "\"log10_bytes\""};
+  sc_error_clear(&err);
+  ck_assert(sc_residuals_dir("hardware/host-cpu.toml", "host-cpu", out, sizeof out, &err) == SC_OK);
+  ck_assert_str_eq(out, "hardware/host-cpu/residuals");
+  ck_assert(sc_residuals_dir("host-cpu.toml", "host-cpu", out, sizeof out, &err) == SC_OK);
+  ck_assert_str_eq(out, "host-cpu/residuals");
+  ck_assert_int_eq(sc_residuals_dir("a/b.toml", "x", out, 8, &err), SC_ERANGE);
+  /* save a linear and a gbdt model, load them back: same predictions */
+  for (int i = 0; i < 40; i++) {
+    X[i] = i * 0.25;
+    y[i] = 0.3 - 0.05 * X[i];
+  }
+  memset(ms, 0, sizeof ms);
+  for (int k = 0; k < 2; k++) {
+    snprintf(ms[k].family, sizeof ms[k].family, "memcpy");
+    ms[k].kind = k ? SC_RESID_GBDT : SC_RESID_LINEAR;
+    ms[k].target = k ? SC_TARGET_LEARNED : SC_TARGET_HYBRID;
+    ms[k].nfeatures = 1;
+    ms[k].active = 1;
+    ck_assert_msg(sc_resid_fit(&ms[k], X, y, 40, NULL, &err) == SC_OK, "%s", err.msg);
+  }
+  tmpdir(dir, sizeof dir);
+  ck_assert_msg(sc_residuals_save(dir, "dev-x", ms, 2, names, "line one\nline two", &err) == SC_OK,
+                "%s", err.msg);
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(r->n, 2);
+  for (int k = 0; k < 2; k++) {
+    double x = 3.3;
+    ck_assert(sc_resid_predict(&ms[k], &x, &a, &err) == SC_OK);
+    ck_assert(sc_resid_predict(&r->models[k], &x, &b, &err) == SC_OK);
+    ck_assert_msg(fabs(a - b) <= 1e-15 * fabs(a) + 1e-300 || a == b, "%d: %.17g %.17g", k, a, b);
+  }
+  sc_residuals_free(r);
+  for (int k = 0; k < 2; k++) sc_resid_model_free(&ms[k]);
+  snprintf(out, sizeof out, "%s/residuals.toml", dir);
+  remove(out);
+  snprintf(out, sizeof out, "%s/memcpy.learned.gbdt.json", dir);
+  remove(out);
+  rmdir(dir);
+}
+END_TEST
+
+/* ---- hybrid and learned inside sc_predict ---------------------------------------- */
+
+static const char *const all_families[] = {SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_NORM,
+                                           SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_EMBEDDING,
+                                           SC_OP_CROSS_ENTROPY, SC_OP_OPTIMIZER, SC_OP_MEMCPY};
+
+/* Residuals whose hybrid model is the constant log(factor) for the families listed. */
+static void constant_residuals(sc_registry *reg, sc_residuals *r, sc_resid_model *ms,
+                               const char *const *fams, size_t nf, double factor) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->device, sizeof r->device, "test");
+  for (size_t i = 0; i < nf; i++) {
+    const sc_op_plugin *op = sc_registry_op(reg, fams[i]);
+    ck_assert(op != NULL);
+    memset(&ms[i], 0, sizeof ms[i]);
+    snprintf(ms[i].family, sizeof ms[i].family, "%s", fams[i]);
+    ms[i].kind = SC_RESID_LINEAR;
+    ms[i].target = SC_TARGET_HYBRID;
+    ms[i].nfeatures = op->nfeatures + SC_RESID_EXTRA_FEATURES;
+    ck_assert(ms[i].nfeatures <= SC_MAX_FEATURES);
+    for (uint32_t j = 0; j < ms[i].nfeatures; j++) ms[i].scale[j] = 1.0;
+    ms[i].intercept = log(factor);
+    ms[i].active = 1;
+  }
+  r->models = ms;
+  r->n = nf;
+}
+
+static double term(const sc_result *res, const char *key) {
+  sc_report_term t[64];
+  size_t n = sc_report_terms(&res->breakdown, t, 64);
+  for (size_t i = 0; i < n && i < 64; i++)
+    if (strcmp(t[i].key, key) == 0) return t[i].seconds;
+  return -1.0;
+}
+
+START_TEST(predict_hybrid_factor) {
+  sc_registry *reg = NULL;
+  sc_predictor *pr = NULL;
+  sc_topology topo;
+  sc_device dev;
+  sc_model m;
+  sc_parallel p;
+  sc_predict_opts o;
+  sc_result ra, rh, rg, ra2;
+  sc_residuals r;
+  sc_resid_model ms[9];
+  sc_error err;
+  sc_error_clear(&err);
+  ck_assert(sc_registry_new(&reg, &err) == SC_OK);
+  ck_assert(sc_registry_add_builtins(reg, &err) == SC_OK);
+  ck_assert_msg(sc_topology_load("dgx-a100-superpod", &topo, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_hardware_load(reg, topo.hardware, &dev, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_model_load("gpt3-125m", &m, &err) == SC_OK, "%s", err.msg);
+  ck_assert(sc_predictor_new(reg, &pr, &err) == SC_OK);
+  /* one GPU: no communication, so the iteration is compute + optimizer only */
+  sc_parallel_defaults(&p);
+  p.micro_batch = 1;
+  p.global_batch = 2;
+  p.seq_len = 1024;
+  sc_predict_opts_defaults(&o);
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &ra, NULL, &err) == SC_OK, "%s", err.msg);
+
+  /* hybrid without residuals keeps the clear error */
+  o.estimator = SC_ESTIMATOR_HYBRID;
+  ck_assert_int_eq(sc_predict(pr, &m, &topo, &dev, &p, &o, &rh, NULL, &err), SC_EUNSUPPORTED);
+  ck_assert(strstr(err.msg, "no fitted residual models") != NULL);
+
+  /* every family x1.25: the iteration is exactly 1.25x */
+  constant_residuals(reg, &r, ms, all_families, 9, 1.25);
+  o.residuals = &r;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &rh, NULL, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(fabs(rh.iteration_s / ra.iteration_s - 1.25) < 1e-12, "%.15g / %.15g",
+                rh.iteration_s, ra.iteration_s);
+  ck_assert_str_eq(rh.estimator, "hybrid");
+
+  /* gemm alone x1.25: its compute term scales by 1.25, attention's does not move */
+  constant_residuals(reg, &r, ms, all_families, 1, 1.25);
+  ck_assert(sc_predict(pr, &m, &topo, &dev, &p, &o, &rg, NULL, &err) == SC_OK);
+  ck_assert(term(&ra, "compute.gemm") > 0 && term(&ra, "compute.attention") > 0);
+  ck_assert_msg(fabs(term(&rg, "compute.gemm") / term(&ra, "compute.gemm") - 1.25) < 1e-12, "%g",
+                term(&rg, "compute.gemm") / term(&ra, "compute.gemm"));
+  ck_assert(term(&rg, "compute.attention") == term(&ra, "compute.attention"));
+
+  /* analytical with residuals attached: bit-identical to analytical without */
+  o.estimator = SC_ESTIMATOR_ANALYTICAL;
+  ck_assert(sc_predict(pr, &m, &topo, &dev, &p, &o, &ra2, NULL, &err) == SC_OK);
+  ck_assert(ra2.iteration_s == ra.iteration_s);
+
+  /* a model with the wrong feature count is an error, not a silent number */
+  ms[0].nfeatures = 1;
+  o.estimator = SC_ESTIMATOR_HYBRID;
+  ck_assert_int_eq(sc_predict(pr, &m, &topo, &dev, &p, &o, &rh, NULL, &err), SC_EINVAL);
+  ck_assert(strstr(err.msg, "gemm") != NULL);
+
+  sc_predictor_free(pr);
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* Learned: a constant model exp(y) = 1 us for every gemm makes each GEMM 1 us. */
+START_TEST(predict_learned_constant) {
+  sc_registry *reg = NULL;
+  sc_predictor *pr = NULL;
+  sc_topology topo;
+  sc_device dev;
+  sc_model m;
+  sc_parallel p;
+  sc_predict_opts o;
+  sc_result ra, rl, r2;
+  sc_residuals r;
+  sc_resid_model ms[1];
+  sc_error err;
+  sc_error_clear(&err);
+  ck_assert(sc_registry_new(&reg, &err) == SC_OK);
+  ck_assert(sc_registry_add_builtins(reg, &err) == SC_OK);
+  ck_assert(sc_topology_load("dgx-a100-superpod", &topo, &err) == SC_OK);
+  ck_assert(sc_hardware_load(reg, topo.hardware, &dev, &err) == SC_OK);
+  ck_assert(sc_model_load("gpt3-125m", &m, &err) == SC_OK);
+  ck_assert(sc_predictor_new(reg, &pr, &err) == SC_OK);
+  sc_parallel_defaults(&p);
+  p.micro_batch = 1;
+  p.global_batch = 1;
+  p.seq_len = 1024;
+  sc_predict_opts_defaults(&o);
+  ck_assert(sc_predict(pr, &m, &topo, &dev, &p, &o, &ra, NULL, &err) == SC_OK);
+  constant_residuals(reg, &r, ms, all_families, 1, 1e-6);
+  ms[0].target = SC_TARGET_LEARNED;
+  o.residuals = &r;
+  o.estimator = SC_ESTIMATOR_LEARNED;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &rl, NULL, &err) == SC_OK, "%s", err.msg);
+  /* GPT per layer: fwd qkv, proj, fc1, fc2 (4) + bwd dgrad and wgrad of each (8) = 12
+   * GEMMs, 12 layers; plus the logits GEMM forward, dgrad, wgrad: 147 GEMMs of 1 us */
+  ck_assert_msg(fabs(term(&rl, "compute.gemm") - 147e-6) < 1e-15, "%.9g", term(&rl, "compute.gemm"));
+  ck_assert(term(&rl, "compute.attention") == term(&ra, "compute.attention"));
+  /* hybrid has no model here: every family stays analytical */
+  o.estimator = SC_ESTIMATOR_HYBRID;
+  ck_assert(sc_predict(pr, &m, &topo, &dev, &p, &o, &r2, NULL, &err) == SC_OK);
+  ck_assert(r2.iteration_s == ra.iteration_s);
+  sc_predictor_free(pr);
+  sc_registry_free(reg);
+}
+END_TEST
+
+static Suite *estimate_suite(void) {
+  Suite *s = suite_create("estimate");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, ridge_recovers_coefficients);
+  tcase_add_test(tc, ridge_errors);
+  tcase_add_test(tc, gbdt_json_round_trip);
+  tcase_add_test(tc, samples_read_good);
+  tcase_add_test(tc, samples_read_malformed);
+  tcase_add_test(tc, samples_write_read);
+  tcase_add_test(tc, residuals_apply_linear);
+  tcase_add_test(tc, residuals_malformed);
+  tcase_add_test(tc, residuals_dir_and_save);
+  tcase_add_test(tc, predict_hybrid_factor);
+  tcase_add_test(tc, predict_learned_constant);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(estimate_suite());
+  int failed;
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
