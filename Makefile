@@ -16,7 +16,7 @@ example: build
 	./build/bin/stepcast predict --model gpt-neox-20b --topology perlmutter-gpu --gpus 128 --tp 4 --pp 4 --micro-batch 1 --global-batch 1024 --seq-len 2048
 
 build-test: deps
-	cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DSC_ASAN=ON -DSC_UBSAN=ON
+	cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DSC_ASAN=ON -DSC_UBSAN=ON -DSC_MPI=ON
 	cmake --build build-test -j $(JOBS)
 
 test: build-test

@@ -40,5 +40,9 @@ int sc_cli_comm(int argc, char **argv);
 int sc_cli_ops(int argc, char **argv);
 int sc_cli_predict(int argc, char **argv);
 int sc_cli_validate(int argc, char **argv);
+int sc_cli_sweep(int argc, char **argv);
+int sc_cli_trace(int argc, char **argv);
+int sc_cli_sample(int argc, char **argv);
+int sc_cli_fit(int argc, char **argv);
 
 #endif

@@ -24,6 +24,15 @@ static const sc_cli_cmd commands[] = {
    sc_cli_ops},
   {"validate", "predict every row of a CSV of measured runs; error per row and MAPE",
    sc_cli_validate},
+  {"sweep", "search every parallel configuration for the fastest; --vary a device or network",
+   sc_cli_sweep},
+  {"trace", "replay PyTorch profiler traces as a dependency graph (replay) and predict "
+            "edits of them (whatif)",
+   sc_cli_trace},
+  {"sample", "measure operator families on the live device (host CPU) into a samples CSV",
+   sc_cli_sample},
+  {"fit", "fit residual models on samples; cross-validated MAPE of analytical, hybrid, learned",
+   sc_cli_fit},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
