@@ -12,13 +12,7 @@
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
-
-/* Operator families the compute breakdown keeps apart, in display order. Optimizer work is
- * a term of its own (the schedule's optimizer lane), so it is not a compute family. */
-static const char *const sc__families[] = {
-    SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_SOFTMAX, SC_OP_NORM, SC_OP_ELEMENTWISE,
-    SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
-#define SC__NFAM (sizeof sc__families / sizeof sc__families[0])
+#include "predict/compose.h"
 
 struct sc_predictor {
   sc_registry *reg;                 /* borrowed */
@@ -29,6 +23,7 @@ struct sc_predictor {
   double *fam;                      /* cap * 3 * SC__NFAM: fwd, bwd, recompute splits */
   double *opt_s;                    /* optimizer time per pipeline rank (cap entries) */
   const sc_predict_opts *opts;      /* of the sc_predict call in progress */
+  sc__collmemo cmemo;               /* collective times of the call in progress (its spans) */
 };
 
 const char *sc_estimator_name(sc_estimator e) {
@@ -98,141 +93,53 @@ static int reserve(sc_predictor *pr, size_t n, sc_error *err) {
   return SC_OK;
 }
 
-static size_t family_index(const char *fam) {
-  for (size_t i = 0; i < SC__NFAM; i++) {
-    if (fam == sc__families[i] || strcmp(fam, sc__families[i]) == 0) return i;
-  }
-  return SC__NFAM; /* not a breakdown family: the caller refuses it */
-}
+/* What the timing callbacks of one prediction need. */
+typedef struct pctx {
+  sc_predictor *pr;
+  const sc_device *dev;
+  const sc_topology *t;
+  const sc__spans *sp;
+  const char *algo;
+} pctx;
 
-/* The spans of the groups a configuration has, computed once per prediction. */
-typedef struct spans {
-  sc_coll_desc g[SC_GROUP_COUNT]; /* TP, CP, DP (dp*cp ranks), PP */
-  int have[SC_GROUP_COUNT];
-} spans;
-
-static int make_spans(const sc_topology *t, const sc_parallel *p, spans *s, sc_error *err) {
-  int rc;
-  memset(s, 0, sizeof *s);
-  for (int g = 0; g < SC_GROUP_COUNT; g++) {
-    sc_parallel q = *p;
-    if (g == SC_GROUP_DP) {
-      /* The gradient group is DP x CP (context-parallel ranks hold the same parameters);
-       * with CP placed right inside DP it is one contiguous group of dp*cp ranks. */
-      uint32_t ci = 0, di = 0;
-      for (uint32_t i = 0; i < SC_GROUP_COUNT; i++) {
-        if (p->order[i] == SC_GROUP_CP) ci = i;
-        if (p->order[i] == SC_GROUP_DP) di = i;
-      }
-      if (p->cp > 1 && di != ci + 1) {
-        return sc_error_set(err, SC_ECONFIG,
-                            "order: context parallel must sit just inside data parallel");
-      }
-      q.dp = p->dp * p->cp;
-      q.cp = 1;
-    }
-    rc = sc_comm_group(t, &q, (sc_group_kind)g, &s->g[g], err);
-    if (rc != SC_OK) return rc;
-    s->have[g] = 1;
-  }
+/* One operator: the plugin's analytical time, through the fitted residuals for the hybrid
+ * and learned estimators. */
+static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err) {
+  const pctx *c = vc;
+  sc_estimate e;
+  int rc = sc_registry_estimate_op(c->pr->reg, c->dev, &o->desc, &e, err);
+  if (rc != SC_OK) return rc;
+  *time_s = e.time_s;
+  if (c->pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL)
+    return sc_residuals_apply(c->pr->opts->residuals, c->pr->opts->estimator, o->desc.family,
+                              &e, time_s, err);
   return SC_OK;
 }
 
-/* A two-member group between the first and last pipeline stage (tied-embedding gradient):
- * the pair crosses the highest tier the pipeline group crosses. */
-static void pair_span(const sc_coll_desc *pp, sc_coll_desc *out) {
-  int top = -1;
-  *out = *pp;
-  for (uint32_t i = 0; i < pp->ntiers; i++) {
-    if (pp->tiers[i].ranks > 1) top = (int)i;
-  }
-  for (uint32_t i = 0; i < pp->ntiers; i++) out->tiers[i].ranks = ((int)i == top) ? 2 : 1;
-  out->nranks = 2;
-}
-
-static int coll_time(sc_predictor *pr, const sc_topology *t, const spans *s,
-                     const sc_work_coll *wc, const char *algo, double *time_s, sc_error *err) {
+/* One collective over its group's span (pipeline send/recv: always the direct algorithm). */
+static int coll_time(void *vc, const sc_work_coll *wc, double *time_s, sc_error *err) {
+  const pctx *c = vc;
+  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
   sc_coll_desc d;
   sc_estimate e;
-  int rc;
-  *time_s = 0.0;
-  if (wc->nranks <= 1 || wc->bytes <= 0.0) return SC_OK;
-  if (wc->group == SC_GROUP_PP && wc->nranks == 2 && s->g[SC_GROUP_PP].nranks != 2) {
-    pair_span(&s->g[SC_GROUP_PP], &d);
-  } else {
-    d = s->g[wc->group];
-  }
-  if (d.nranks != wc->nranks) {
-    return sc_error_set(err, SC_ECONFIG,
-                        "collective '%s': workload group of %u ranks, placement gives %u",
-                        wc->label, wc->nranks, d.nranks);
-  }
-  d.kind = wc->kind;
-  d.bytes = wc->bytes;
-  d.dtype = wc->dtype;
-  rc = sc_comm_estimate(pr->reg, t, &d, algo, &e, NULL, err);
+  uint32_t slot = 0;
+  if (sc__collmemo_get(&c->pr->cmemo, wc, algo, time_s, &slot)) return SC_OK;
+  int rc = sc__coll_desc(c->sp, wc, &d, err);
+  if (rc == SC_OK) rc = sc_comm_estimate(c->pr->reg, c->t, &d, algo, &e, NULL, err);
   if (rc != SC_OK) return rc;
-  *time_s = e.time_s * (double)wc->repeat;
+  sc__collmemo_put(&c->pr->cmemo, wc, algo, slot, e.time_s);
+  *time_s = e.time_s;
   return SC_OK;
 }
 
-/* Pipeline send/recv between neighbouring stages (always the direct algorithm). */
-static int p2p_time(sc_predictor *pr, const sc_topology *t, const spans *s, double bytes,
-                    sc_dtype dt, double *time_s, sc_error *err) {
-  sc_work_coll wc;
-  memset(&wc, 0, sizeof wc);
-  wc.kind = SC_COLL_SENDRECV;
-  wc.group = SC_GROUP_PP;
-  wc.nranks = s->g[SC_GROUP_PP].nranks;
-  wc.bytes = bytes;
-  wc.dtype = dt;
-  wc.repeat = 1;
-  snprintf(wc.label, sizeof wc.label, "pp.p2p");
-  return coll_time(pr, t, s, &wc, "direct", time_s, err);
-}
-
-/* Sum the operators of one list: total time, split by family into fam[SC__NFAM]. */
-static int ops_time(sc_predictor *pr, const sc_device *dev, const sc_work_list *l, double *total,
-                    double *fam, sc_error *err) {
-  double sum = 0.0;
-  for (uint32_t i = 0; i < l->nops; i++) {
-    const sc_work_op *o = &l->ops[i];
-    sc_estimate e;
-    size_t f = family_index(o->desc.family);
-    int rc = sc_registry_estimate_op(pr->reg, dev, &o->desc, &e, err);
+/* A per-iteration or pipeline collective: time x repeat, nothing when trivial. */
+static int coll_total(pctx *c, const sc_work_coll *wc, double *time_s, sc_error *err) {
+  double t1 = 0.0;
+  if (wc->nranks > 1 && wc->bytes > 0.0) {
+    int rc = coll_time(c, wc, &t1, err);
     if (rc != SC_OK) return rc;
-    if (fam != NULL && f >= SC__NFAM) {
-      return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
-                          o->label, o->desc.family);
-    }
-    double t1 = e.time_s; /* analytical; hybrid/learned through the fitted residuals */
-    if (pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL) {
-      rc = sc_residuals_apply(pr->opts->residuals, pr->opts->estimator, o->desc.family, &e, &t1,
-                              err);
-      if (rc != SC_OK) return rc;
-    }
-    double ts = t1 * (double)o->repeat;
-    sum += ts;
-    if (fam != NULL) fam[f] += ts;
   }
-  *total = sum;
-  return SC_OK;
-}
-
-/* Collectives of one per-micro-batch list into TP and CP time. */
-static int colls_micro(sc_predictor *pr, const sc_topology *t, const spans *s,
-                       const sc_work_list *l, const char *algo, double *tp_s, double *cp_s,
-                       sc_error *err) {
-  for (uint32_t i = 0; i < l->ncolls; i++) {
-    double ts;
-    int rc = coll_time(pr, t, s, &l->colls[i], algo, &ts, err);
-    if (rc != SC_OK) return rc;
-    if (l->colls[i].group == SC_GROUP_CP) {
-      *cp_s += ts;
-    } else {
-      *tp_s += ts; /* TP (and anything else tied to a micro-batch pass) */
-    }
-  }
+  *time_s = t1 * (double)wc->repeat;
   return SC_OK;
 }
 
@@ -275,7 +182,8 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   sc_predict_opts defaults;
   sc_sched_input in;
   sc_sched_result sr;
-  spans sp;
+  sc__spans sp;
+  pctx cx;
   int rc;
   uint32_t gpus, nchunks, mb;
   double model_flops = 0.0, hw_flops = 0.0;
@@ -306,8 +214,14 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   memset(res, 0, sizeof *res);
   rc = fill_memory(m, p, dev, o, &res->memory, err);
   if (rc != SC_OK) return rc;
-  rc = make_spans(t, p, &sp, err);
+  rc = sc__spans_make(t, p, &sp, err);
   if (rc != SC_OK) return rc;
+  cx.pr = pr;
+  sc__collmemo_clear(&pr->cmemo); /* this call's spans */
+  cx.dev = dev;
+  cx.t = t;
+  cx.sp = &sp;
+  cx.algo = algo;
 
   nchunks = p->pp * p->virtual_stages;
   rc = reserve(pr, nchunks, err);
@@ -326,27 +240,27 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
       double t_opt = 0.0;
       rc = sc_workload_stage(m, p, r, c, w, err);
       if (rc != SC_OK) return rc;
-      rc = ops_time(pr, dev, &w->per_micro[SC_PHASE_FWD], &ch->fwd_s, ff, err);
-      if (rc == SC_OK) rc = ops_time(pr, dev, &w->per_micro[SC_PHASE_BWD], &ch->bwd_s, ff + SC__NFAM, err);
+      rc = sc__ops_sum(&w->per_micro[SC_PHASE_FWD], op_time, &cx, &ch->fwd_s, ff, err);
+      if (rc == SC_OK) rc = sc__ops_sum(&w->per_micro[SC_PHASE_BWD], op_time, &cx, &ch->bwd_s, ff + SC__NFAM, err);
       if (rc == SC_OK)
-        rc = ops_time(pr, dev, &w->per_micro[SC_PHASE_RECOMPUTE], &ch->recompute_s,
-                      ff + 2 * SC__NFAM, err);
+        rc = sc__ops_sum(&w->per_micro[SC_PHASE_RECOMPUTE], op_time, &cx, &ch->recompute_s,
+                         ff + 2 * SC__NFAM, err);
       if (rc == SC_OK)
-        rc = colls_micro(pr, t, &sp, &w->per_micro[SC_PHASE_FWD], algo, &ch->tp_fwd_s,
-                         &ch->cp_fwd_s, err);
+        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_FWD], coll_time, &cx, &ch->tp_fwd_s,
+                                 &ch->cp_fwd_s, err);
       if (rc == SC_OK)
-        rc = colls_micro(pr, t, &sp, &w->per_micro[SC_PHASE_BWD], algo, &ch->tp_bwd_s,
-                         &ch->cp_bwd_s, err);
+        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_BWD], coll_time, &cx, &ch->tp_bwd_s,
+                                 &ch->cp_bwd_s, err);
       if (rc == SC_OK) /* recomputation's TP comm runs inside the backward pass */
-        rc = colls_micro(pr, t, &sp, &w->per_micro[SC_PHASE_RECOMPUTE], algo, &ch->tp_bwd_s,
-                         &ch->cp_bwd_s, err);
-      if (rc == SC_OK) rc = ops_time(pr, dev, &w->per_iter, &t_opt, NULL, err);
+        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_RECOMPUTE], coll_time, &cx,
+                                 &ch->tp_bwd_s, &ch->cp_bwd_s, err);
+      if (rc == SC_OK) rc = sc__ops_sum(&w->per_iter, op_time, &cx, &t_opt, NULL, err);
       if (rc != SC_OK) return rc;
       pr->opt_s[r] += t_opt;
       for (uint32_t i = 0; i < w->per_iter.ncolls; i++) {
         const sc_work_coll *wc = &w->per_iter.colls[i];
         double ts;
-        rc = coll_time(pr, t, &sp, wc, algo, &ts, err);
+        rc = coll_total(&cx, wc, &ts, err);
         if (rc != SC_OK) return rc;
         if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) {
           ch->dp_param_gather_s += ts;
@@ -355,11 +269,15 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
         }
       }
       if (w->p2p_send_fwd_bytes > 0) {
-        rc = p2p_time(pr, t, &sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &ch->p2p_fwd_s, err);
+        sc_work_coll pc;
+        sc__p2p_work(&sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &pc);
+        rc = coll_total(&cx, &pc, &ch->p2p_fwd_s, err);
         if (rc != SC_OK) return rc;
       }
       if (w->p2p_send_bwd_bytes > 0) {
-        rc = p2p_time(pr, t, &sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &ch->p2p_bwd_s, err);
+        sc_work_coll pc;
+        sc__p2p_work(&sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &pc);
+        rc = coll_total(&cx, &pc, &ch->p2p_bwd_s, err);
         if (rc != SC_OK) return rc;
       }
       ch->fwd_family_s = ff;

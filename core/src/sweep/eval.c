@@ -25,21 +25,8 @@
 #include "stepcast/ops.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
+#include "predict/compose.h"
 #include "sweep/sweep_int.h"
-
-const char *const sc__sweep_families[SC__SWEEP_NFAM] = {
-    SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_SOFTMAX, SC_OP_NORM, SC_OP_ELEMENTWISE,
-    SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
-
-/* predict.c's family_index (the same answer): the workload's family pointers are the
- * SC_OP_* literals, so an address match settles it before any string comparison. */
-static size_t family_index(const char *fam) {
-  for (size_t i = 0; i < SC__SWEEP_NFAM; i++)
-    if (fam == sc__sweep_families[i]) return i;
-  for (size_t i = 0; i < SC__SWEEP_NFAM; i++)
-    if (strcmp(fam, sc__sweep_families[i]) == 0) return i;
-  return SC__SWEEP_NFAM;
-}
 
 static int okey_eq(const sc__sweep_omemo_key *a, const sc__sweep_omemo_key *b) {
   if (a->family != b->family || a->variant != b->variant || a->dtype != b->dtype ||
@@ -50,115 +37,49 @@ static int okey_eq(const sc__sweep_omemo_key *a, const sc__sweep_omemo_key *b) {
   return 1;
 }
 
-int sc__sweep_make_spans(const sc_topology *t, const sc_parallel *p, sc__sweep_span_set *s,
-                    sc_error *err) {
-  int rc;
-  memset(s, 0, sizeof *s);
-  for (int g = 0; g < SC_GROUP_COUNT; g++) {
-    sc_parallel q = *p;
-    if (g == SC_GROUP_DP) {
-      uint32_t ci = 0, di = 0;
-      for (uint32_t i = 0; i < SC_GROUP_COUNT; i++) {
-        if (p->order[i] == SC_GROUP_CP) ci = i;
-        if (p->order[i] == SC_GROUP_DP) di = i;
-      }
-      if (p->cp > 1 && di != ci + 1) {
-        return sc_error_set(err, SC_ECONFIG,
-                            "order: context parallel must sit just inside data parallel");
-      }
-      q.dp = p->dp * p->cp;
-      q.cp = 1;
-    }
-    rc = sc_comm_group(t, &q, (sc_group_kind)g, &s->g[g], err);
-    if (rc != SC_OK) return rc;
-  }
-  return SC_OK;
-}
+/* Timing context of the callbacks below. */
+typedef struct ectx {
+  sc_registry *reg;
+  const sc_device *dev;
+  const sc_topology *t;
+  const sc__spans *s;
+  const char *algo;
+  sc__collmemo *cm;
+  sc__sweep_omemo *om;
+} ectx;
 
-static void pair_span(const sc_coll_desc *pp, sc_coll_desc *out) {
-  int top = -1;
-  *out = *pp;
-  for (uint32_t i = 0; i < pp->ntiers; i++) {
-    if (pp->tiers[i].ranks > 1) top = (int)i;
-  }
-  for (uint32_t i = 0; i < pp->ntiers; i++) out->tiers[i].ranks = ((int)i == top) ? 2 : 1;
-  out->nranks = 2;
-}
-
-static int coll_time(sc_registry *reg, const sc_topology *t, const sc__sweep_span_set *s,
-                     const sc_work_coll *wc, const char *algo, sc__sweep_cmemo *cm,
-                     double *time_s, sc_error *err) {
+/* One collective instance, through the sweep's memo (predict.c's coll_time otherwise). */
+static int coll_time(void *vc, const sc_work_coll *wc, double *time_s, sc_error *err) {
+  const ectx *c = vc;
+  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
   sc_coll_desc d;
   sc_estimate e;
-  int rc;
-  *time_s = 0.0;
-  if (wc->nranks <= 1 || wc->bytes <= 0.0) return SC_OK;
-  sc__sweep_cmemo_key k;
-  uint32_t h = 0;
-  if (cm != NULL) {
-    memset(&k, 0, sizeof k);
-    k.group = (uint32_t)wc->group;
-    k.kind = (uint32_t)wc->kind;
-    k.nranks = wc->nranks;
-    k.dtype = (uint32_t)wc->dtype;
-    k.direct = algo[0] == 'd';
-    k.bytes = wc->bytes;
-    uint64_t b;
-    memcpy(&b, &k.bytes, sizeof b);
-    uint64_t x = b ^ ((uint64_t)k.group << 56) ^ ((uint64_t)k.kind << 48) ^
-                 ((uint64_t)k.nranks << 20) ^ ((uint64_t)k.dtype << 8) ^ k.direct;
-    h = (uint32_t)(sc__sweep_mix64(x) >> 32) & (SC__SWEEP_CMEMO - 1);
-    while (cm->used[h]) {
-      if (memcmp(&cm->key[h], &k, sizeof k) == 0) {
-        *time_s = cm->time_s[h] * (double)wc->repeat;
-        return SC_OK;
-      }
-      h = (h + 1) & (SC__SWEEP_CMEMO - 1);
-    }
-  }
-  if (wc->group == SC_GROUP_PP && wc->nranks == 2 && s->g[SC_GROUP_PP].nranks != 2) {
-    pair_span(&s->g[SC_GROUP_PP], &d);
-  } else {
-    d = s->g[wc->group];
-  }
-  if (d.nranks != wc->nranks) {
-    return sc_error_set(err, SC_ECONFIG,
-                        "collective '%s': workload group of %u ranks, placement gives %u",
-                        wc->label, wc->nranks, d.nranks);
-  }
-  d.kind = wc->kind;
-  d.bytes = wc->bytes;
-  d.dtype = wc->dtype;
-  rc = sc_comm_estimate(reg, t, &d, algo, &e, NULL, err);
+  uint32_t slot = 0;
+  if (c->cm != NULL && sc__collmemo_get(c->cm, wc, algo, time_s, &slot)) return SC_OK;
+  int rc = sc__coll_desc(c->s, wc, &d, err);
+  if (rc == SC_OK) rc = sc_comm_estimate(c->reg, c->t, &d, algo, &e, NULL, err);
   if (rc != SC_OK) return rc;
-  if (cm != NULL && cm->n < SC__SWEEP_CMEMO / 2) {
-    cm->used[h] = 1;
-    cm->key[h] = k;
-    cm->time_s[h] = e.time_s;
-    cm->n++;
-  }
-  *time_s = e.time_s * (double)wc->repeat;
+  if (c->cm != NULL) sc__collmemo_put(c->cm, wc, algo, slot, e.time_s);
+  *time_s = e.time_s;
   return SC_OK;
 }
 
-static int p2p_time(sc_registry *reg, const sc_topology *t, const sc__sweep_span_set *s,
-                    double bytes, sc_dtype dt, sc__sweep_cmemo *cm, double *time_s,
-                    sc_error *err) {
-  sc_work_coll wc;
-  memset(&wc, 0, sizeof wc);
-  wc.kind = SC_COLL_SENDRECV;
-  wc.group = SC_GROUP_PP;
-  wc.nranks = s->g[SC_GROUP_PP].nranks;
-  wc.bytes = bytes;
-  wc.dtype = dt;
-  wc.repeat = 1;
-  snprintf(wc.label, sizeof wc.label, "pp.p2p");
-  return coll_time(reg, t, s, &wc, "direct", cm, time_s, err);
+/* A per-iteration or pipeline collective: time x repeat, nothing when trivial. */
+static int coll_total(ectx *c, const sc_work_coll *wc, double *time_s, sc_error *err) {
+  double t1 = 0.0;
+  if (wc->nranks > 1 && wc->bytes > 0.0) {
+    int rc = coll_time(c, wc, &t1, err);
+    if (rc != SC_OK) return rc;
+  }
+  *time_s = t1 * (double)wc->repeat;
+  return SC_OK;
 }
 
 /* The registry's time for op, through the sweep's memo. */
-static int op_time(sc_registry *reg, const sc_device *dev, const sc_op_desc *d,
-                   sc__sweep_omemo *om, double *time_s, sc_error *err) {
+static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err) {
+  const ectx *c = vc;
+  const sc_op_desc *d = &o->desc;
+  sc__sweep_omemo *om = c->om;
   sc__sweep_omemo_key k;
   uint32_t h = 0;
   if (om != NULL && d->ndims <= SC_OP_MAX_DIMS) {
@@ -184,7 +105,7 @@ static int op_time(sc_registry *reg, const sc_device *dev, const sc_op_desc *d,
     }
   }
   sc_estimate e;
-  int rc = sc_registry_estimate_op(reg, dev, d, &e, err);
+  int rc = sc_registry_estimate_op(c->reg, c->dev, d, &e, err);
   if (rc != SC_OK) return rc;
   if (om != NULL && d->ndims <= SC_OP_MAX_DIMS) {
     if (om->n >= SC__SWEEP_OMEMO / 2) { /* half full: start over */
@@ -201,67 +122,31 @@ static int op_time(sc_registry *reg, const sc_device *dev, const sc_op_desc *d,
   return SC_OK;
 }
 
-static int ops_time(sc_registry *reg, const sc_device *dev, const sc_work_list *l,
-                    sc__sweep_omemo *om, double *total, double *fam, sc_error *err) {
-  double sum = 0.0;
-  for (uint32_t i = 0; i < l->nops; i++) {
-    const sc_work_op *o = &l->ops[i];
-    double t_s;
-    size_t f = family_index(o->desc.family);
-    int rc = op_time(reg, dev, &o->desc, om, &t_s, err);
-    if (rc != SC_OK) return rc;
-    if (fam != NULL && f >= SC__SWEEP_NFAM) {
-      return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
-                          o->label, o->desc.family);
-    }
-    double ts = t_s * (double)o->repeat;
-    sum += ts;
-    if (fam != NULL) fam[f] += ts;
-  }
-  *total = sum;
-  return SC_OK;
-}
-
-static int colls_micro(sc_registry *reg, const sc_topology *t, const sc__sweep_span_set *s,
-                       const sc_work_list *l, const char *algo, sc__sweep_cmemo *cm,
-                       double *tp_s, double *cp_s, sc_error *err) {
-  for (uint32_t i = 0; i < l->ncolls; i++) {
-    double ts;
-    int rc = coll_time(reg, t, s, &l->colls[i], algo, cm, &ts, err);
-    if (rc != SC_OK) return rc;
-    if (l->colls[i].group == SC_GROUP_CP) {
-      *cp_s += ts;
-    } else {
-      *tp_s += ts;
-    }
-  }
-  return SC_OK;
-}
-
 int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_topology *t,
-                          const sc_device *dev, const sc__sweep_span_set *sp, const char *algo,
-                          sc__sweep_cmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
+                          const sc_device *dev, const sc__spans *sp, const char *algo,
+                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                           sc_error *err) {
   sc_sched_chunk *ch = &out->ch;
   double *ff = out->fam;
+  ectx c = {reg, dev, t, sp, algo, cm, om};
   int rc;
   ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
   memset(ff, 0, sizeof out->fam);
-  rc = ops_time(reg, dev, &w->per_micro[SC_PHASE_FWD], om, &ch->fwd_s, ff, err);
+  rc = sc__ops_sum(&w->per_micro[SC_PHASE_FWD], op_time, &c, &ch->fwd_s, ff, err);
   if (rc == SC_OK)
-    rc = ops_time(reg, dev, &w->per_micro[SC_PHASE_BWD], om, &ch->bwd_s, ff + SC__SWEEP_NFAM, err);
+    rc = sc__ops_sum(&w->per_micro[SC_PHASE_BWD], op_time, &c, &ch->bwd_s, ff + SC__NFAM, err);
   if (rc == SC_OK)
-    rc = ops_time(reg, dev, &w->per_micro[SC_PHASE_RECOMPUTE], om, &ch->recompute_s,
-                  ff + 2 * SC__SWEEP_NFAM, err);
+    rc = sc__ops_sum(&w->per_micro[SC_PHASE_RECOMPUTE], op_time, &c, &ch->recompute_s,
+                     ff + 2 * SC__NFAM, err);
   if (rc == SC_OK)
-    rc = colls_micro(reg, t, sp, &w->per_micro[SC_PHASE_FWD], algo, cm, &ch->tp_fwd_s,
-                     &ch->cp_fwd_s, err);
+    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_FWD], coll_time, &c, &ch->tp_fwd_s,
+                             &ch->cp_fwd_s, err);
   if (rc == SC_OK)
-    rc = colls_micro(reg, t, sp, &w->per_micro[SC_PHASE_BWD], algo, cm, &ch->tp_bwd_s,
-                     &ch->cp_bwd_s, err);
+    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_BWD], coll_time, &c, &ch->tp_bwd_s,
+                             &ch->cp_bwd_s, err);
   if (rc == SC_OK) /* recomputation's TP comm runs inside the backward pass */
-    rc = colls_micro(reg, t, sp, &w->per_micro[SC_PHASE_RECOMPUTE], algo, cm, &ch->tp_bwd_s,
-                     &ch->cp_bwd_s, err);
+    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_RECOMPUTE], coll_time, &c, &ch->tp_bwd_s,
+                             &ch->cp_bwd_s, err);
   if (rc != SC_OK) return rc;
   out->flops[0] = w->flops[SC_PHASE_FWD];
   out->flops[1] = w->flops[SC_PHASE_BWD];
@@ -270,18 +155,19 @@ int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_top
 }
 
 int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topology *t,
-                         const sc_device *dev, const sc__sweep_span_set *sp, const char *algo,
-                         sc__sweep_cmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
+                         const sc_device *dev, const sc__spans *sp, const char *algo,
+                         sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err) {
   sc_sched_chunk *ch = &out->ch;
+  ectx c = {reg, dev, t, sp, algo, cm, om};
   int rc;
   ch->dp_param_gather_s = ch->dp_grad_s = ch->p2p_fwd_s = ch->p2p_bwd_s = 0.0;
-  rc = ops_time(reg, dev, &w->per_iter, om, &out->t_opt, NULL, err);
+  rc = sc__ops_sum(&w->per_iter, op_time, &c, &out->t_opt, NULL, err);
   if (rc != SC_OK) return rc;
   for (uint32_t i = 0; i < w->per_iter.ncolls; i++) {
     const sc_work_coll *wc = &w->per_iter.colls[i];
     double ts;
-    rc = coll_time(reg, t, sp, wc, algo, cm, &ts, err);
+    rc = coll_total(&c, wc, &ts, err);
     if (rc != SC_OK) return rc;
     if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) {
       ch->dp_param_gather_s += ts;
@@ -290,11 +176,15 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
     }
   }
   if (w->p2p_send_fwd_bytes > 0) {
-    rc = p2p_time(reg, t, sp, w->p2p_send_fwd_bytes, w->p2p_dtype, cm, &ch->p2p_fwd_s, err);
+    sc_work_coll pc;
+    sc__p2p_work(sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &pc);
+    rc = coll_total(&c, &pc, &ch->p2p_fwd_s, err);
     if (rc != SC_OK) return rc;
   }
   if (w->p2p_send_bwd_bytes > 0) {
-    rc = p2p_time(reg, t, sp, w->p2p_send_bwd_bytes, w->p2p_dtype, cm, &ch->p2p_bwd_s, err);
+    sc_work_coll pc;
+    sc__p2p_work(sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &pc);
+    rc = coll_total(&c, &pc, &ch->p2p_bwd_s, err);
     if (rc != SC_OK) return rc;
   }
   return SC_OK;

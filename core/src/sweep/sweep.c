@@ -242,7 +242,7 @@ typedef struct worker {
   span_id *spans;
   uint32_t nspans, span;        /* span: the current unit's index */
   sc__sweep_chunk_val cls_val[3]; /* middle, first, last chunk of the current point */
-  sc__sweep_cmemo cmemo;        /* collective times of the current unit's spans */
+  sc__collmemo cmemo;        /* collective times of the current unit's spans */
   sc__sweep_omemo *omemo;       /* operator times on the device */
   size_t cap;
   sc_sched_chunk *chunks;
@@ -274,7 +274,7 @@ static void memo_reset(worker *w) {
 }
 
 /* The index of the current unit's (TP, CP) spans. */
-static void span_lookup(worker *w, const sc_parallel *p, const sc__sweep_span_set *sp) {
+static void span_lookup(worker *w, const sc_parallel *p, const sc__spans *sp) {
   for (uint32_t i = 0; i < w->nspans; i++) {
     const span_id *s = &w->spans[i];
     if (s->tp == p->tp && s->cp == p->cp &&
@@ -297,7 +297,7 @@ static void span_lookup(worker *w, const sc_parallel *p, const sc__sweep_span_se
 }
 
 /* Chunk class cls (bit 0: the first virtual stage, bit 1: the last) of p into *out. */
-static int chunk_class(worker *w, const sc_parallel *p, uint32_t cls, const sc__sweep_span_set *sp,
+static int chunk_class(worker *w, const sc_parallel *p, uint32_t cls, const sc__spans *sp,
                        sc__sweep_chunk_val *out) {
   shared *sh = w->sh;
   ckey km, ki;
@@ -385,7 +385,7 @@ static void fill_names(sc_result *res, const shared *sh) {
 
 /* Predict p (valid, placeable; spans sp) on the fast path. Returns SC_OK with *pruned set
  * or the result in w->tmp; SC_ENOFIT when it does not fit; another status on failure. */
-static int eval_fast(worker *w, const sc_parallel *p, const sc__sweep_span_set *sp, int *pruned) {
+static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *pruned) {
   shared *sh = w->sh;
   sc_result *res = &w->tmp;
   int rc;
@@ -418,8 +418,8 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__sweep_span_set *
       sc_sched_chunk *ch = &w->chunks[g];
       *ch = v->ch;
       ch->fwd_family_s = v->fam;
-      ch->bwd_family_s = v->fam + SC__SWEEP_NFAM;
-      ch->recompute_family_s = v->fam + 2 * SC__SWEEP_NFAM;
+      ch->bwd_family_s = v->fam + SC__NFAM;
+      ch->recompute_family_s = v->fam + 2 * SC__NFAM;
       opt += v->t_opt;
       double per_gpu = (v->flops[0] + v->flops[1]) * mb;
       model_flops += per_gpu * ranks;
@@ -447,8 +447,8 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__sweep_span_set *
   in.cp_overlap_frac = 1.0;
   in.overlap_grad_reduce = p->overlap_grad_reduce;
   in.overlap_param_gather = p->overlap_param_gather;
-  in.nfamilies = SC__SWEEP_NFAM;
-  in.family_names = sc__sweep_families;
+  in.nfamilies = SC__NFAM;
+  in.family_names = sc__families;
   rc = sc_schedule_run(w->ws, &in, &sr, &w->err);
   if (rc != SC_OK) return rc;
   res->gpus = p->tp * p->pp * p->dp * p->cp;
@@ -473,7 +473,7 @@ static int run_unit(worker *w, uint64_t u) {
   const sc_model *m = sh->m;
   uint64_t nin = inner_size(s), base = u * nin;
   sc_parallel p;
-  sc__sweep_span_set sp;
+  sc__spans sp;
   int rc;
   unit_decode(s, u, &p);
   /* Unit-level rules: every inner point shares the verdict. */
@@ -485,12 +485,11 @@ static int run_unit(worker *w, uint64_t u) {
   if (p.pp > m->layers || m->layers % p.pp != 0) { count(w, SC_SWEEP_SKIP_PP, nin); return SC_OK; }
   if (p.cp > 1 && p.seq_len % (2u * p.cp) != 0) { count(w, SC_SWEEP_SKIP_CP, nin); return SC_OK; }
   if (sc_comm_check_gpus(sh->t, s->gpus, NULL) != SC_OK || /* a skip: no message needed */
-      sc__sweep_make_spans(sh->t, &p, &sp, NULL) != SC_OK) {
+      sc__spans_make(sh->t, &p, &sp, NULL) != SC_OK) {
     count(w, SC_SWEEP_SKIP_PLACEMENT, nin);
     return SC_OK;
   }
-  w->cmemo.n = 0; /* new spans: forget the collective times */
-  memset(w->cmemo.used, 0, sizeof w->cmemo.used);
+  sc__collmemo_clear(&w->cmemo); /* new spans: forget the collective times */
   span_lookup(w, &p, &sp);
   if (p.global_batch % ((uint64_t)p.micro_batch * p.dp) != 0) {
     count(w, SC_SWEEP_SKIP_BATCH, nin);

@@ -6,22 +6,14 @@
 #include "stepcast/schedule.h"
 #include "stepcast/sweep.h"
 #include "stepcast/workload.h"
-
-/* Operator families of the compute breakdown, in predict.c's order. */
-#define SC__SWEEP_NFAM 8
-extern const char *const sc__sweep_families[SC__SWEEP_NFAM];
-
-/* The spans of the four groups of one configuration (predict.c's make_spans). */
-typedef struct sc__sweep_spans {
-  sc_coll_desc g[SC_GROUP_COUNT];
-} sc__sweep_span_set;
+#include "predict/compose.h"
 
 /* What one virtual stage computes, as the predictor fills its sc_sched_chunk (family
  * pointers left NULL), its family splits (fwd, bwd, recompute), its per-iteration
  * optimizer time and its model FLOPs per micro-batch (fwd, bwd, recompute). */
 typedef struct sc__sweep_chunk_val {
   sc_sched_chunk ch;
-  double fam[3 * SC__SWEEP_NFAM];
+  double fam[3 * SC__NFAM];
   double t_opt;
   double flops[3];
 } sc__sweep_chunk_val;
@@ -36,20 +28,6 @@ static inline uint64_t sc__sweep_mix64(uint64_t x) {
   return x;
 }
 
-/* Collective times of one span set (one (tp, pp, cp, dp) unit): a small memo keyed by
- * group, kind, ranks, dtype, bytes and algorithm, cheaper than the registry's (which keys
- * the whole tier description). Clear it (n = 0, used[] zeroed) whenever the spans change. */
-#define SC__SWEEP_CMEMO 512u /* power of two */
-typedef struct sc__sweep_cmemo_key {
-  uint32_t group, kind, nranks, dtype, direct, pad;
-  double bytes;
-} sc__sweep_cmemo_key;
-typedef struct sc__sweep_cmemo {
-  uint32_t n;
-  uint8_t used[SC__SWEEP_CMEMO];
-  sc__sweep_cmemo_key key[SC__SWEEP_CMEMO];
-  double time_s[SC__SWEEP_CMEMO];
-} sc__sweep_cmemo;
 
 /* Operator times on the sweep's one device: a memo keyed by the family literal's address,
  * variant, dtype and dims (the registry's memo also hashes the device name and the
@@ -68,9 +46,6 @@ typedef struct sc__sweep_omemo {
   double time_s[SC__SWEEP_OMEMO];
 } sc__sweep_omemo;
 
-int sc__sweep_make_spans(const sc_topology *t, const sc_parallel *p, sc__sweep_span_set *s,
-                    sc_error *err);
-
 /* The two parts of what a virtual stage computes, from its workload w (as
  * sc_workload_stage filled it), each as sc_predict computes it. The micro part (fwd_s,
  * bwd_s, recompute_s, TP/CP comm, family splits, FLOPs) depends on tp, cp, micro-batch,
@@ -79,12 +54,12 @@ int sc__sweep_make_spans(const sc_topology *t, const sc_parallel *p, sc__sweep_s
  * gather, pipeline sends) depends on dp, pp, the distributed optimizer, the chunk's layers
  * and position. Each fills only its own fields of *out. cm and om may be NULL. */
 int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_topology *t,
-                          const sc_device *dev, const sc__sweep_span_set *sp, const char *algo,
-                          sc__sweep_cmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
+                          const sc_device *dev, const sc__spans *sp, const char *algo,
+                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                           sc_error *err);
 int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topology *t,
-                         const sc_device *dev, const sc__sweep_span_set *sp, const char *algo,
-                         sc__sweep_cmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
+                         const sc_device *dev, const sc__spans *sp, const char *algo,
+                         sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err);
 
 /* The worst stage's memory as sc_predict's fill_memory finds it; SC_ENOFIT (no message)

@@ -1,0 +1,177 @@
+/* Shared composition pieces of sc_predict and the sweep (see compose.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "predict/compose.h"
+#include "stepcast/comm.h"
+#include "stepcast/ops.h"
+#include "stepcast/stepcast.h"
+
+const char *const sc__families[SC__NFAM] = {
+    SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_SOFTMAX, SC_OP_NORM, SC_OP_ELEMENTWISE,
+    SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
+
+size_t sc__family_index(const char *family) {
+  /* The workload's family pointers are the SC_OP_* literals: an address match settles it
+   * before any string comparison. */
+  for (size_t i = 0; i < SC__NFAM; i++) {
+    if (family == sc__families[i]) return i;
+  }
+  for (size_t i = 0; i < SC__NFAM; i++) {
+    if (strcmp(family, sc__families[i]) == 0) return i;
+  }
+  return SC__NFAM;
+}
+
+int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_error *err) {
+  memset(s, 0, sizeof *s);
+  for (int g = 0; g < SC_GROUP_COUNT; g++) {
+    sc_parallel q = *p;
+    if (g == SC_GROUP_DP) {
+      /* With CP placed right inside DP, DP x CP is one contiguous group of dp*cp ranks. */
+      uint32_t ci = 0, di = 0;
+      for (uint32_t i = 0; i < SC_GROUP_COUNT; i++) {
+        if (p->order[i] == SC_GROUP_CP) ci = i;
+        if (p->order[i] == SC_GROUP_DP) di = i;
+      }
+      if (p->cp > 1 && di != ci + 1) {
+        return sc_error_set(err, SC_ECONFIG,
+                            "order: context parallel must sit just inside data parallel");
+      }
+      q.dp = p->dp * p->cp;
+      q.cp = 1;
+    }
+    int rc = sc_comm_group(t, &q, (sc_group_kind)g, &s->g[g], err);
+    if (rc != SC_OK) return rc;
+  }
+  return SC_OK;
+}
+
+int sc__coll_desc(const sc__spans *s, const sc_work_coll *wc, sc_coll_desc *d, sc_error *err) {
+  const sc_coll_desc *pp = &s->g[SC_GROUP_PP];
+  if (wc->group == SC_GROUP_PP && wc->nranks == 2 && pp->nranks != 2) {
+    int top = -1;
+    *d = *pp;
+    for (uint32_t i = 0; i < pp->ntiers; i++) {
+      if (pp->tiers[i].ranks > 1) top = (int)i;
+    }
+    for (uint32_t i = 0; i < pp->ntiers; i++) d->tiers[i].ranks = ((int)i == top) ? 2 : 1;
+    d->nranks = 2;
+  } else {
+    *d = s->g[wc->group];
+  }
+  if (d->nranks != wc->nranks) {
+    return sc_error_set(err, SC_ECONFIG,
+                        "collective '%s': workload group of %u ranks, placement gives %u",
+                        wc->label, wc->nranks, d->nranks);
+  }
+  d->kind = wc->kind;
+  d->bytes = wc->bytes;
+  d->dtype = wc->dtype;
+  return SC_OK;
+}
+
+void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *wc) {
+  memset(wc, 0, sizeof *wc);
+  wc->kind = SC_COLL_SENDRECV;
+  wc->group = SC_GROUP_PP;
+  wc->nranks = s->g[SC_GROUP_PP].nranks;
+  wc->bytes = bytes;
+  wc->dtype = dt;
+  wc->repeat = 1;
+  snprintf(wc->label, sizeof wc->label, "pp.p2p");
+}
+
+int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
+                double *fam, sc_error *err) {
+  double sum = 0.0;
+  for (uint32_t i = 0; i < l->nops; i++) {
+    const sc_work_op *o = &l->ops[i];
+    size_t f = sc__family_index(o->desc.family);
+    double t1;
+    int rc = fn(ctx, o, &t1, err);
+    if (rc != SC_OK) return rc;
+    if (fam != NULL && f >= SC__NFAM) {
+      return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
+                          o->label, o->desc.family);
+    }
+    double ts = t1 * (double)o->repeat;
+    sum += ts;
+    if (fam != NULL) fam[f] += ts;
+  }
+  *total = sum;
+  return SC_OK;
+}
+
+int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
+                        double *cp_s, sc_error *err) {
+  for (uint32_t i = 0; i < l->ncolls; i++) {
+    const sc_work_coll *wc = &l->colls[i];
+    double t1 = 0.0;
+    if (wc->nranks > 1 && wc->bytes > 0.0) {
+      int rc = fn(ctx, wc, &t1, err);
+      if (rc != SC_OK) return rc;
+    }
+    double ts = t1 * (double)wc->repeat;
+    if (wc->group == SC_GROUP_CP) {
+      *cp_s += ts;
+    } else {
+      *tp_s += ts;
+    }
+  }
+  return SC_OK;
+}
+
+static void collmemo_key(const sc_work_coll *wc, const char *algo, sc__collmemo_key *k) {
+  memset(k, 0, sizeof *k);
+  k->group = (uint32_t)wc->group;
+  k->kind = (uint32_t)wc->kind;
+  k->nranks = wc->nranks;
+  k->dtype = (uint32_t)wc->dtype;
+  k->direct = algo[0] == 'd';
+  k->bytes = wc->bytes;
+}
+
+/* MurmurHash3's 64-bit finaliser: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+void sc__collmemo_clear(sc__collmemo *m) {
+  m->n = 0;
+  memset(m->used, 0, sizeof m->used);
+}
+
+int sc__collmemo_get(const sc__collmemo *m, const sc_work_coll *wc, const char *algo,
+                     double *time_s, uint32_t *slot) {
+  sc__collmemo_key k;
+  uint64_t b;
+  collmemo_key(wc, algo, &k);
+  memcpy(&b, &k.bytes, sizeof b);
+  uint64_t x = b ^ ((uint64_t)k.group << 56) ^ ((uint64_t)k.kind << 48) ^
+               ((uint64_t)k.nranks << 20) ^ ((uint64_t)k.dtype << 8) ^ k.direct;
+  uint32_t h = (uint32_t)(mix64(x) >> 32) & (SC__COLLMEMO - 1);
+  while (m->used[h]) {
+    if (memcmp(&m->key[h], &k, sizeof k) == 0) {
+      *time_s = m->time_s[h];
+      return 1;
+    }
+    h = (h + 1) & (SC__COLLMEMO - 1);
+  }
+  *slot = h;
+  return 0;
+}
+
+void sc__collmemo_put(sc__collmemo *m, const sc_work_coll *wc, const char *algo,
+                      uint32_t slot, double time_s) {
+  if (m->n >= SC__COLLMEMO / 2) return;
+  m->used[slot] = 1;
+  collmemo_key(wc, algo, &m->key[slot]);
+  m->time_s[slot] = time_s;
+  m->n++;
+}

@@ -1,0 +1,83 @@
+/*
+ * The pieces of composing a prediction that sc_predict (predict.c) and the sweep's fast
+ * path (core/src/sweep/eval.c) share, so that both compute the same numbers the same way:
+ * the compute-family breakdown, the spans of a configuration's groups, the description of
+ * one workload collective over its span, and the sums of a list's operators and
+ * collectives (each caller brings its own way of timing one operator or collective).
+ */
+#ifndef SC_PREDICT_COMPOSE_H
+#define SC_PREDICT_COMPOSE_H
+
+#include <stddef.h>
+
+#include "stepcast/parallel.h"
+#include "stepcast/plugin.h"
+#include "stepcast/spec.h"
+#include "stepcast/workload.h"
+
+/* Operator families the compute breakdown keeps apart, in display order (optimizer work is
+ * a term of its own, the schedule's optimizer lane). */
+#define SC__NFAM 8
+extern const char *const sc__families[SC__NFAM];
+
+/* Index of family in sc__families, SC__NFAM when it is not one of them. */
+size_t sc__family_index(const char *family);
+
+/* The spans of a configuration's groups over topology t: TP, CP, DP (the gradient group,
+ * dp*cp ranks: context-parallel ranks hold the same parameters) and PP. SC_ECONFIG when CP
+ * does not sit just inside DP in p->order, or from sc_comm_group. */
+typedef struct sc__spans {
+  sc_coll_desc g[SC_GROUP_COUNT];
+} sc__spans;
+int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_error *err);
+
+/* The collective wc over its group's span, ready for sc_comm_estimate (the tied-embedding
+ * pair of the first and last stage crosses the highest tier the pipeline group crosses).
+ * Call only for wc->nranks > 1 and wc->bytes > 0. SC_ECONFIG when the workload's group
+ * size and the placement disagree. */
+int sc__coll_desc(const sc__spans *s, const sc_work_coll *wc, sc_coll_desc *d, sc_error *err);
+
+/* The pipeline send/recv of bytes between neighbouring stages as a workload collective. */
+void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *wc);
+
+/* Time of one instance of an operator / a collective, the caller's way. */
+typedef int (*sc__op_time_fn)(void *ctx, const sc_work_op *o, double *time_s, sc_error *err);
+typedef int (*sc__coll_time_fn)(void *ctx, const sc_work_coll *wc, double *time_s,
+                                sc_error *err);
+
+/* Sum of a list's operators (time x repeat), split by family into fam[SC__NFAM] when fam
+ * is not NULL (then an operator outside the families is SC_EINVAL). */
+int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
+                double *fam, sc_error *err);
+
+/* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group) or *tp_s
+ * (TP, and anything else tied to a micro-batch pass). Trivial ones (one rank, no bytes)
+ * cost nothing and are not timed. */
+int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
+                        double *cp_s, sc_error *err);
+
+/* Collective times of one span set: a small memo keyed by group, kind, ranks, dtype, bytes
+ * and whether the direct algorithm was asked, far cheaper than re-running the collective
+ * model (which tries every algorithm and protocol). Valid only while the spans and the
+ * algorithm choice stay the same: clear it whenever they change. */
+#define SC__COLLMEMO 512u /* power of two */
+typedef struct sc__collmemo_key {
+  uint32_t group, kind, nranks, dtype, direct, pad;
+  double bytes;
+} sc__collmemo_key;
+typedef struct sc__collmemo {
+  uint32_t n;
+  uint8_t used[SC__COLLMEMO];
+  sc__collmemo_key key[SC__COLLMEMO];
+  double time_s[SC__COLLMEMO];
+} sc__collmemo;
+
+void sc__collmemo_clear(sc__collmemo *m);
+/* 1 and *time_s (one instance) when wc with algo is in m; else 0 and *slot for the put. */
+int sc__collmemo_get(const sc__collmemo *m, const sc_work_coll *wc, const char *algo,
+                     double *time_s, uint32_t *slot);
+/* Remember the time at slot (from a missed get); does nothing once m is half full. */
+void sc__collmemo_put(sc__collmemo *m, const sc_work_coll *wc, const char *algo,
+                      uint32_t slot, double time_s);
+
+#endif
