@@ -33,6 +33,10 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
  * sc_registry_free. Defined in plugins.c. */
 int sc_cli_registry_open(sc_registry **out, sc_error *err);
 
+/* "stepcast <subcommand> <args...>" into buf (cut to cap - 1 bytes), for the headers of the
+ * files a subcommand writes; argv as the subcommand received it. */
+void sc_cli_command_line(int argc, char **argv, char *buf, size_t cap);
+
 /* Subcommands (one file each). */
 int sc_cli_check(int argc, char **argv);
 int sc_cli_plugins(int argc, char **argv);

@@ -197,7 +197,7 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
 
 int sc_cli_fit(int argc, char **argv) {
   const char *samples = NULL, *outdir = NULL, *hardware = NULL;
-  char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024] = "stepcast";
+  char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
   sc_fit_opts o;
@@ -206,7 +206,7 @@ int sc_cli_fit(int argc, char **argv) {
   sc_registry *reg = NULL;
   sc_device dev;
   fam_data fds[32];
-  size_t nf = 0, cl = strlen(cmd);
+  size_t nf = 0;
   sc_resid_model *models = NULL;
   const char **names = NULL;
   int rc = 1;
@@ -216,12 +216,7 @@ int sc_cli_fit(int argc, char **argv) {
   sc_error_clear(&err);
   memset(&set, 0, sizeof set);
   memset(fds, 0, sizeof fds);
-  for (int i = 0; i < argc && cl + 2 < sizeof cmd; i++) {
-    int w = snprintf(cmd + cl, sizeof cmd - cl, " %s", argv[i]);
-    if (w < 0) break;
-    cl += (size_t)w;
-    if (cl >= sizeof cmd) cl = sizeof cmd - 1;
-  }
+  sc_cli_command_line(argc, argv, cmd, sizeof cmd);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = (i + 1 < argc) ? argv[i + 1] : NULL;
     char *end;
@@ -377,7 +372,7 @@ int sc_cli_fit(int argc, char **argv) {
              "the analytical one (else the family stays analytical); inactive gbdt models are not "
              "kept (report.md has their errors).",
              dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout));
-    (void)hn;
+    if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);
   rep = fopen(path, "w");

@@ -51,6 +51,16 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...) {
   return 2;
 }
 
+void sc_cli_command_line(int argc, char **argv, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "stepcast");
+  for (int i = 0; i < argc && n + 2 < cap; i++) {
+    int w = snprintf(buf + n, cap - n, " %s", argv[i]);
+    if (w < 0) break;
+    n += (size_t)w;
+    if (n >= cap) n = cap - 1;
+  }
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "stepcast %s: predict the step time of distributed LLM training\n\n"

@@ -207,18 +207,12 @@ int sc_cli_sample(int argc, char **argv) {
   sc_device dev;
   plan pl = {0};
   FILE *f = NULL;
-  char model[400], cmd[1024] = "stepcast", stamp[64];
-  size_t cl = strlen(cmd);
+  char model[400], cmd[1024], stamp[64];
   time_t wall = time(NULL);
   struct tm tmv;
 
   sc_error_clear(&err);
-  for (int i = 0; i < argc && cl + 2 < sizeof cmd; i++) {
-    int w = snprintf(cmd + cl, sizeof cmd - cl, " %s", argv[i]);
-    if (w < 0) break;
-    cl += (size_t)w;
-    if (cl >= sizeof cmd) cl = sizeof cmd - 1;
-  }
+  sc_cli_command_line(argc, argv, cmd, sizeof cmd);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
