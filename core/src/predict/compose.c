@@ -175,3 +175,12 @@ void sc__collmemo_put(sc__collmemo *m, const sc_work_coll *wc, const char *algo,
   m->time_s[slot] = time_s;
   m->n++;
 }
+
+void sc__cp_hide_under_attention(sc_sched_chunk *ch, const double *fam) {
+  size_t a = sc__family_index(SC_OP_ATTENTION), sm = sc__family_index(SC_OP_SOFTMAX);
+  double fwd = fam[a] + fam[sm];
+  double bwd = fam[SC__NFAM + a] + fam[SC__NFAM + sm] + fam[2 * SC__NFAM + a] +
+               fam[2 * SC__NFAM + sm];
+  ch->cp_fwd_s = ch->cp_fwd_s > fwd ? ch->cp_fwd_s - fwd : 0.0;
+  ch->cp_bwd_s = ch->cp_bwd_s > bwd ? ch->cp_bwd_s - bwd : 0.0;
+}

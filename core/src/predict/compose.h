@@ -12,6 +12,7 @@
 
 #include "stepcast/parallel.h"
 #include "stepcast/plugin.h"
+#include "stepcast/schedule.h"
 #include "stepcast/spec.h"
 #include "stepcast/workload.h"
 
@@ -55,6 +56,14 @@ int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *tot
  * cost nothing and are not timed. */
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
                         double *cp_s, sc_error *err);
+
+/* Context-parallel communication hides only under the attention it feeds (Megatron's ring
+ * attention overlaps each K/V step with the partial attention of the previous one): set
+ * ch->cp_fwd_s and ch->cp_bwd_s to what the attention kernels of the pass (attention and
+ * softmax families; backward: those of the backward and the recomputation) cannot cover.
+ * fam holds the pass splits: [0, NFAM) forward, [NFAM, 2 NFAM) backward, then recompute.
+ * The schedule then exposes the rest whole (cp_overlap_frac = 0). */
+void sc__cp_hide_under_attention(sc_sched_chunk *ch, const double *fam);
 
 /* Collective times of one span set: a small memo keyed by group, kind, ranks, dtype, bytes
  * and whether the direct algorithm was asked, far cheaper than re-running the collective

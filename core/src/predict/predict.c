@@ -280,6 +280,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
         rc = coll_total(&cx, &pc, &ch->p2p_bwd_s, err);
         if (rc != SC_OK) return rc;
       }
+      sc__cp_hide_under_attention(ch, ff);
       ch->fwd_family_s = ff;
       ch->bwd_family_s = ff + SC__NFAM;
       ch->recompute_family_s = ff + 2 * SC__NFAM;
@@ -299,7 +300,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   in.chunks = pr->chunks;
   in.optimizer_s = pr->opt_s;
   in.tp_overlap_frac = p->overlap_tp_comm ? 1.0 : 0.0;
-  in.cp_overlap_frac = 1.0; /* Megatron overlaps the CP ring exchange with attention */
+  in.cp_overlap_frac = 0.0; /* what attention hides is already taken off (see below) */
   in.overlap_grad_reduce = p->overlap_grad_reduce;
   in.overlap_param_gather = p->overlap_param_gather;
   in.grad_buckets = 0;

@@ -148,6 +148,7 @@ int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_top
     rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_RECOMPUTE], coll_time, &c, &ch->tp_bwd_s,
                              &ch->cp_bwd_s, err);
   if (rc != SC_OK) return rc;
+  sc__cp_hide_under_attention(ch, ff);
   out->flops[0] = w->flops[SC_PHASE_FWD];
   out->flops[1] = w->flops[SC_PHASE_BWD];
   out->flops[2] = w->flops[SC_PHASE_RECOMPUTE];
@@ -235,8 +236,8 @@ double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_c
       const sc_sched_chunk *ch = &chunks[c * pp + r];
       double x = ch->recompute_s + ch->bwd_s;
       work += ch->fwd_s + exposed(ch->tp_fwd_s, tpf, ch->fwd_s) +
-              exposed(ch->cp_fwd_s, 1.0, ch->fwd_s) + x + exposed(ch->tp_bwd_s, tpf, x) +
-              exposed(ch->cp_bwd_s, 1.0, x);
+              exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x + exposed(ch->tp_bwd_s, tpf, x) +
+              exposed(ch->cp_bwd_s, 0.0, x);
       gather += ch->dp_param_gather_s;
       dp += ch->dp_grad_s;
     }

@@ -444,7 +444,7 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *
   in.chunks = w->chunks;
   in.optimizer_s = w->opt_s;
   in.tp_overlap_frac = p->overlap_tp_comm ? 1.0 : 0.0;
-  in.cp_overlap_frac = 1.0;
+  in.cp_overlap_frac = 0.0; /* as sc_predict: attention's share is taken off per chunk */
   in.overlap_grad_reduce = p->overlap_grad_reduce;
   in.overlap_param_gather = p->overlap_param_gather;
   in.nfamilies = SC__NFAM;
