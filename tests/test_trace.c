@@ -520,6 +520,180 @@ START_TEST(malformed_files) {
 }
 END_TEST
 
+/* ---- the layers edit (docs/trace.md, "Changing the number of layers") ---- */
+
+/* Replay t edited to `to` layers; the span `name` of rank 0 in *out. */
+static void layers_replay(sc_trace *t, uint32_t to, const char *name, sc_trace_iter *out,
+                          sc_trace_layers_info *li) {
+  sc_trace *e = NULL;
+  sc_error err = {0};
+  int rc = sc_trace_edit_layers(t, to, &e, li, &err);
+  ck_assert_msg(rc == SC_OK, "%s", err.msg);
+  sc_trace_result *r = replay(&e, 1, NULL);
+  *out = *iter(r, name, 0);
+  sc_trace_result_free(r);
+  sc_trace_free(e);
+}
+
+START_TEST(layers_synthetic) {
+  /* layers4.json (gen_layers.py): 4 forward and 4 backward units, GPU-bound; every layer
+   * adds 418 us on the GPU's critical path: N layers take measured + (N - 4) * 418 us. */
+  sc_trace *t = load("layers4.json");
+  sc_trace_result *r = replay(&t, 1, NULL);
+  double base = iter(r, "ProfilerStep#1", 0)->replayed_s;
+  sc_trace_result_free(r);
+  ck_assert_msg(fabs(base - 1791e-6) < 1e-9, "%.9f", base);
+  const uint32_t to[] = {1, 2, 3, 4, 5, 6, 12};
+  for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) {
+    sc_trace_iter it;
+    sc_trace_layers_info li;
+    layers_replay(t, to[i], "ProfilerStep#1", &it, &li);
+    ck_assert_uint_eq(li.layers, 4);
+    ck_assert_uint_eq(li.unit_ops, 2);
+    ck_assert_uint_eq(li.blocks, 2);
+    ck_assert_uint_eq(li.iterations, 1);
+    ck_assert_int_eq(li.by_module, 0);
+    double want = base + ((double)to[i] - 4.0) * 418e-6;
+    ck_assert_msg(fabs(it.replayed_s - want) < 1e-9, "%u layers: %.9f s, want %.9f s",
+                  to[i], it.replayed_s, want);
+    /* all of the GPU's busy time is compute: the units' kernels come and go */
+    ck_assert_msg(it.compute_s > 0 && it.comm_exposed_s == 0, "%u", to[i]);
+  }
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(layers_module_bucketed) {
+  /* Step [0,415]: three "nn.Module: Block_i" annotations [10+30i, 30+30i], each an
+   * aten::mm launching a 100 us bf16 GEMM on stream 7 ([20,120], [122,222], [224,324]);
+   * then a launch at 92 of an all-reduce on stream 20 [300,400] (outside the units, after
+   * them: a bucketed gradient collective) and cudaDeviceSynchronize [100,410] (tail 10).
+   * N blocks: unit window 30 us CPU, 102 us GPU; the all-reduce starts (N - 3) * 102 us
+   * later and lasts 100 N / 3 us: the step ends at 415 + (N - 3) * 102 + 100 (N/3 - 1) us
+   * (durations rounded to the ns). */
+  const char *json = HEAD
+      CPU("user_annotation", "ProfilerStep#1", 0, 415) ","
+      CPU("user_annotation", "nn.Module: Block_0", 10, 20) ","
+      CPU("cpu_op", "aten::mm", 12, 15) "," RT("cudaLaunchKernel", 14, 5, 1) ","
+      KER("ampere_bf16_gemm", 20, 100, 7, 1) ","
+      CPU("user_annotation", "nn.Module: Block_1", 40, 20) ","
+      CPU("cpu_op", "aten::mm", 42, 15) "," RT("cudaLaunchKernel", 44, 5, 2) ","
+      KER("ampere_bf16_gemm", 122, 100, 7, 2) ","
+      CPU("user_annotation", "nn.Module: Block_2", 70, 20) ","
+      CPU("cpu_op", "aten::mm", 72, 15) "," RT("cudaLaunchKernel", 74, 5, 3) ","
+      KER("ampere_bf16_gemm", 224, 100, 7, 3) ","
+      RT("cudaLaunchKernel", 92, 5, 9) ","
+      KER("ncclKernel_AllReduce_RING_LL_Sum_float", 300, 100, 20, 9) ","
+      RT("cudaDeviceSynchronize", 100, 310, 10) TAIL;
+  sc_trace *t = load_mem(json);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  ck_assert_msg(fabs(iter(r, "ProfilerStep#1", 0)->replayed_s - 415e-6) < 1e-12, "base");
+  sc_trace_result_free(r);
+  const struct { uint32_t n; double us; } cases[] = {
+      {1, 415 - 204 - 66.667}, {2, 415 - 102 - 33.333}, {3, 415}, {5, 415 + 204 + 66.667},
+      {6, 415 + 306 + 100}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sc_trace_iter it;
+    sc_trace_layers_info li;
+    layers_replay(t, cases[i].n, "ProfilerStep#1", &it, &li);
+    ck_assert_uint_eq(li.layers, 3);
+    ck_assert_uint_eq(li.unit_ops, 1);
+    ck_assert_uint_eq(li.blocks, 1);
+    ck_assert_int_eq(li.by_module, 1);
+    ck_assert_uint_eq(li.scaled_comm, cases[i].n == 3 ? 0 : 1);
+    ck_assert_msg(fabs(it.replayed_s - cases[i].us * 1e-6) < 1.5e-9, "%u: %.9f s, want %.9f",
+                  cases[i].n, it.replayed_s, cases[i].us * 1e-6);
+  }
+  sc_trace_free(t);
+}
+END_TEST
+
+START_TEST(layers_real_trace) {
+  /* simple_add (HTA): a unit of 2 operators repeated 3 times, twice per iteration. Same
+   * count: the replay exactly; the predicted time grows with N. Likewise the larger
+   * ns_resolution trace (a unit of 19 operators, 5 times) when ../shared/data is here. */
+  const char *files[] = {NULL, SC_SOURCE_DIR "/../shared/data/traces/hta/ns_resolution_trace/"
+                                             "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"};
+  const uint32_t L[] = {3, 5};
+  for (size_t f = 0; f < 2; f++) {
+    sc_trace *t = NULL;
+    sc_error err = {0};
+    if (f == 0) t = load("simple_add.json.gz");
+    else if (sc_trace_load(files[f], &t, &err) != SC_OK) continue; /* not here: skipped */
+    sc_trace_result *r = replay(&t, 1, NULL);
+    size_t ni;
+    const sc_trace_iter *it = sc_trace_result_iters(r, &ni);
+    ck_assert_uint_gt(ni, 0);
+    double prev = 0;
+    for (uint32_t n = 1; n <= L[f] + 3; n++) {
+      sc_trace *e = NULL;
+      sc_trace_layers_info li;
+      ck_assert_msg(sc_trace_edit_layers(t, n, &e, &li, &err) == SC_OK, "%s", err.msg);
+      ck_assert_uint_eq(li.layers, L[f]);
+      sc_trace_result *w = replay(&e, 1, NULL);
+      size_t nw;
+      const sc_trace_iter *wi = sc_trace_result_iters(w, &nw);
+      ck_assert_uint_eq(nw, ni);
+      double sum = 0;
+      for (size_t i = 0; i < ni; i++) {
+        ck_assert_str_eq(wi[i].name, it[i].name);
+        if (n == L[f])
+          ck_assert_msg(wi[i].replayed_s == it[i].replayed_s, "%s: %.9f vs %.9f", it[i].name,
+                        wi[i].replayed_s, it[i].replayed_s);
+        sum += wi[i].replayed_s;
+      }
+      ck_assert_msg(n == 1 || sum > prev, "file %zu: %u layers: %.9f s <= %.9f s", f, n, sum,
+                    prev);
+      prev = sum;
+      sc_trace_result_free(w);
+      sc_trace_free(e);
+    }
+    sc_trace_result_free(r);
+    sc_trace_free(t);
+  }
+}
+END_TEST
+
+START_TEST(layers_refused) {
+  sc_trace *t = load("event_sync.json.gz"), *e = NULL;
+  sc_error err = {0};
+  /* event_sync: no operator sequence launching GPU work repeats */
+  ck_assert_int_eq(sc_trace_edit_layers(t, 2, &e, NULL, &err), SC_ECONFIG);
+  ck_assert_ptr_null(e);
+  ck_assert_msg(strstr(err.msg, "event_sync.json.gz: ProfilerStep#100: no repeating "
+                       "per-layer unit") != NULL, "%s", err.msg);
+  ck_assert_msg(strchr(err.msg, '\n') == NULL, "%s", err.msg);
+  ck_assert_int_eq(sc_trace_edit_layers(t, 0, &e, NULL, &err), SC_EINVAL);
+  ck_assert_int_eq(sc_trace_edit_layers(NULL, 2, &e, NULL, &err), SC_EINVAL);
+  ck_assert_int_eq(sc_trace_edit_layers(t, 2, NULL, NULL, &err), SC_EINVAL);
+  sc_trace_free(t);
+  /* two identical operators in a row that launch nothing are no layers */
+  t = load_mem(HEAD CPU("cpu_op", "aten::view", 0, 5) "," CPU("cpu_op", "aten::view", 10, 5)
+               "," CPU("cpu_op", "aten::mm", 20, 5) "," RT("cudaLaunchKernel", 21, 2, 1) ","
+               KER("gemm", 25, 10, 7, 1) TAIL);
+  ck_assert_int_eq(sc_trace_edit_layers(t, 2, &e, NULL, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "mem.json: the trace: no repeating") != NULL, "%s", err.msg);
+  sc_trace_free(t);
+  /* iterations that disagree on the count */
+  t = load_mem(HEAD CPU("user_annotation", "ProfilerStep#1", 0, 100) ","
+               CPU("cpu_op", "aten::mm", 10, 5) "," RT("cudaLaunchKernel", 11, 2, 1) ","
+               KER("gemm", 15, 10, 7, 1) ","
+               CPU("cpu_op", "aten::mm", 20, 5) "," RT("cudaLaunchKernel", 21, 2, 2) ","
+               KER("gemm", 27, 10, 7, 2) ","
+               CPU("user_annotation", "ProfilerStep#2", 100, 100) ","
+               CPU("cpu_op", "aten::mm", 110, 5) "," RT("cudaLaunchKernel", 111, 2, 3) ","
+               KER("gemm", 115, 10, 7, 3) ","
+               CPU("cpu_op", "aten::mm", 120, 5) "," RT("cudaLaunchKernel", 121, 2, 4) ","
+               KER("gemm", 127, 10, 7, 4) ","
+               CPU("cpu_op", "aten::mm", 130, 5) "," RT("cudaLaunchKernel", 131, 2, 5) ","
+               KER("gemm", 139, 10, 7, 5) TAIL);
+  ck_assert_int_eq(sc_trace_edit_layers(t, 4, &e, NULL, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "ProfilerStep#2 repeats its unit 3 times but the first "
+                       "iteration 2 times") != NULL, "%s", err.msg);
+  sc_trace_free(t);
+}
+END_TEST
+
 static Suite *trace_suite(void) {
   Suite *s = suite_create("trace");
   TCase *tc = tcase_create("core");
@@ -539,6 +713,10 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, classify_table);
   tcase_add_test(tc, malformed_inputs);
   tcase_add_test(tc, malformed_files);
+  tcase_add_test(tc, layers_synthetic);
+  tcase_add_test(tc, layers_module_bucketed);
+  tcase_add_test(tc, layers_real_trace);
+  tcase_add_test(tc, layers_refused);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -33,10 +33,12 @@ static void trace_usage(FILE *out) {
           "  --set dtype=D         dtype of GEMM/attention kernels whose name states none\n"
           "                        (default bf16)\n"
           "  --set overlap=none    communication serialised onto the compute stream\n"
+          "  --set layers=N        N layers: repeating per-layer units of every iteration\n"
+          "                        (found from the operator structure) removed or copied\n"
           "  --topology T          topology of the dp edit (topologies/ name or file)\n"
           "  --timeline OUT.json   write the replayed timeline as a Chrome trace\n"
           "  --quiet               no per-file summary\n"
-          "Changing the number of layers is not supported (see docs/trace.md).\n");
+          "Rules and limits of every edit: docs/trace.md.\n");
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -111,6 +113,10 @@ int sc_cli_trace(int argc, char **argv) {
   size_t nf = 0;
   const char *timeline = NULL, *topo_name = NULL, *hw_name = NULL, *hw_from_name = NULL;
   int quiet = 0, rc = 0, nset = 0;
+  uint32_t layers_to = 0;
+  sc_trace **etr = NULL; /* the traces after the layers edit */
+  sc_trace_layers_info lay;
+  memset(&lay, 0, sizeof lay);
   sc_trace_edits ed;
   memset(&ed, 0, sizeof ed);
   ed.default_dtype = SC_DTYPE_BF16;
@@ -186,13 +192,13 @@ int sc_cli_trace(int argc, char **argv) {
             goto out;
           }
         } else if (kl == 6 && strncmp(v, "layers", 6) == 0) {
-          fprintf(stderr, "stepcast: --set layers: changing the number of layers is not "
-                          "supported by the trace-driven mode (see docs/trace.md)\n");
-          rc = 1;
-          goto out;
+          if (parse_u32(val, &layers_to) != 0 || layers_to == 0) {
+            rc = sc_cli_usage_error(CMD, "--set layers=%s: expected a positive integer", val);
+            goto out;
+          }
         } else {
           rc = sc_cli_usage_error(CMD, "--set '%.*s': unknown key (dp, dp_from, hardware, "
-                                  "hardware_from, dtype, overlap)", (int)kl, v);
+                                  "hardware_from, dtype, overlap, layers)", (int)kl, v);
           goto out;
         }
       }
@@ -256,7 +262,34 @@ int sc_cli_trace(int argc, char **argv) {
     rc = sc_cli_fail(&err);
     goto out;
   }
-  if (whatif && sc_trace_replay(tr, nf, &ed, &res, &err) != SC_OK) {
+  if (whatif && layers_to > 0) {
+    etr = calloc(nf, sizeof *etr);
+    if (etr == NULL) {
+      fprintf(stderr, "stepcast: out of memory\n");
+      rc = 1;
+      goto out;
+    }
+    for (size_t i = 0; i < nf; i++) {
+      sc_trace_layers_info li;
+      if (sc_trace_edit_layers(tr[i], layers_to, &etr[i], &li, &err) != SC_OK) {
+        rc = sc_cli_fail(&err);
+        goto out;
+      }
+      if (i == 0) lay = li;
+      if (li.layers != lay.layers) {
+        fprintf(stderr, "stepcast: %s repeats its unit %u times but %s %u times; the traces "
+                "are not of one job\n", files[i], li.layers, files[0], lay.layers);
+        rc = 1;
+        goto out;
+      }
+      printf("%s: layers: unit of %u operators (%s) repeated %u times in %u block%s per "
+             "iteration, %u iterations; %llu bucketed collectives scaled by %u/%u\n",
+             files[i], li.unit_ops, li.by_module ? "nn.Module annotation" :
+             "operator repetition", li.layers, li.blocks, li.blocks == 1 ? "" : "s",
+             li.iterations, (unsigned long long)li.scaled_comm, layers_to, li.layers);
+    }
+  }
+  if (whatif && sc_trace_replay(etr ? etr : tr, nf, &ed, &res, &err) != SC_OK) {
     rc = sc_cli_fail(&err);
     goto out;
   }
@@ -291,6 +324,7 @@ int sc_cli_trace(int argc, char **argv) {
     if (hw_name) printf(" hardware %s -> %s (default dtype %s);", hw_from.name, hw_to.name,
                         sc_dtype_name(ed.default_dtype));
     if (ed.serialize_comm) printf(" communication serialised on the compute stream;");
+    if (layers_to) printf(" layers %u -> %u;", lay.layers, layers_to);
     printf("\n%-22s %4s %12s %12s %12s %8s %12s %12s %12s %12s\n", "iteration", "rank",
            "measured ms", "replayed ms", "predicted ms", "change %", "compute ms",
            "comm exp ms", "memcpy ms", "idle ms");
@@ -315,6 +349,8 @@ out:
   sc_trace_result_free(res);
   sc_trace_result_free(base);
   for (size_t i = 0; tr != NULL && i < nf; i++) sc_trace_free(tr[i]);
+  for (size_t i = 0; etr != NULL && i < nf; i++) sc_trace_free(etr[i]);
+  free(etr);
   free(tr);
   free(files);
   sc_registry_free(reg);

@@ -113,6 +113,30 @@ typedef struct sc_trace_edits {
   int serialize_comm;
 } sc_trace_edits;
 
+/* The layers edit (docs/trace.md, "Changing the number of layers"): what was found. */
+typedef struct sc_trace_layers_info {
+  uint32_t layers;         /* L: repetitions of the unit found in every iteration */
+  uint32_t unit_ops;       /* CPU operators (top level of the unit) per unit, first block */
+  uint32_t blocks;         /* repeating blocks edited per iteration (forward, backward) */
+  uint32_t iterations;     /* iterations edited */
+  uint64_t scaled_comm;    /* collectives outside the units scaled by N/L (bucketed) */
+  int by_module;           /* 1: the unit is an nn.Module annotation; 0: operator sequence */
+} sc_trace_layers_info;
+
+/* Layers edit: find in every iteration (ProfilerStep#N, else the whole trace) of in the
+ * longest run of L >= 2 consecutive repetitions of one unit (an identical sequence of CPU
+ * operators with their launched GPU kernels; "nn.Module: Name_i" annotations compare
+ * without their index) and the mirrored run with the same count (backward), then remove
+ * (layers_to < L) or duplicate (layers_to > L) whole units, shifting later events so the
+ * graph built by sc_trace_replay rewires around them; communication kernels outside the
+ * units from the first unit of the last block on (bucketed gradient collectives) get
+ * duration and bytes times layers_to / L. layers_to == L gives an identical copy. *out
+ * owns its events; free with sc_trace_free. info may be NULL.
+ * Errors: SC_EINVAL (NULL, layers_to 0), SC_ECONFIG (no repetition in an iteration, or
+ * iterations with different counts: one line naming the file), SC_ENOMEM. */
+int sc_trace_edit_layers(const sc_trace *in, uint32_t layers_to, sc_trace **out,
+                         sc_trace_layers_info *info, sc_error *err);
+
 /* One ProfilerStep#N span of one rank. */
 typedef struct sc_trace_iter {
   char name[48];          /* "ProfilerStep#1009" */
