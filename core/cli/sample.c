@@ -30,7 +30,10 @@ static void sample_usage(FILE *out) {
           "FLOP/s), STREAM Add over 3 x 64 MiB (memory bandwidth) and a one-element kernel\n"
           "call (launch overhead). Each row holds repetitions, median and spread.\n\n"
           "options:\n"
-          "  --device KIND      hardware plugin that measures (cpu)\n"
+          "  --device KIND      hardware plugin that measures (cpu; cuda where the cuda\n"
+          "                     plugin is built: bf16, GEMMs and sequences up to 8192, a\n"
+          "                     bf16 8192^3 GEMM and STREAM Add over 2^28 elements as\n"
+          "                     microbenchmarks; families it lacks are skipped with a comment)\n"
           "  --out FILE         samples CSV to write (e.g. hardware/host-cpu/samples.csv)\n"
           "  --seconds S        time budget for the whole plan (default 240); the plan stops\n"
           "                     early, saying so in the file, when it is spent (the\n"
@@ -102,51 +105,57 @@ static int want(const char *families, const char *f) {
   return 0;
 }
 
-/* The plan of one family: count Halton points kept under a work cap. */
-static int plan_family(plan *p, const char *fam, uint32_t count) {
+/* The plan of one family: count Halton points kept under a work cap. gpu != 0 (any device
+ * but the host CPU): transformer-scale ranges (GEMMs up to 8192, attention sequences up to
+ * 8192, memory-bound families up to 2^28 elements). */
+static int plan_family(plan *p, const char *fam, uint32_t count, int gpu) {
+  const double big = gpu ? (double)(1 << 28) : (double)(1 << 24);
   uint32_t kept = 0;
   for (uint32_t i = 1; kept < count && i < 100000; i++) {
     double u[6] = {halton(i, 2), halton(i, 3), halton(i, 5), halton(i, 7), halton(i, 11),
                    halton(i, 13)};
     int64_t d[8] = {0};
     int rc;
-    if (strcmp(fam, "gemm") == 0) { /* plain: m, n, k in [32, 4096] */
+    if (strcmp(fam, "gemm") == 0) { /* plain: m, n, k in [32, 4096] (gpu: [64, 8192]) */
       d[0] = 1;
-      d[1] = logpick(u[0], 32, 4096, 16);
-      d[2] = logpick(u[1], 32, 4096, 16);
-      d[3] = logpick(u[2], 32, 4096, 16);
-      if (2.0 * d[1] * d[2] * d[3] > 6e9) continue;
+      d[1] = logpick(u[0], gpu ? 64 : 32, gpu ? 8192 : 4096, 16);
+      d[2] = logpick(u[1], gpu ? 64 : 32, gpu ? 8192 : 4096, 16);
+      d[3] = logpick(u[2], gpu ? 64 : 32, gpu ? 8192 : 4096, 16);
+      if (!gpu && 2.0 * d[1] * d[2] * d[3] > 6e9) continue;
       rc = plan_add(p, SC_OP_GEMM, SC_GEMM_PLAIN, 4, d);
     } else if (strcmp(fam, "gemm.batched") == 0) { /* attention-shaped batched GEMMs */
-      d[0] = logpick(u[0], 2, 64, 1);
-      d[1] = logpick(u[1], 32, 1024, 16);
-      d[2] = logpick(u[2], 32, 1024, 16);
+      d[0] = logpick(u[0], 2, gpu ? 128 : 64, 1);
+      d[1] = logpick(u[1], 32, gpu ? 8192 : 1024, 16);
+      d[2] = logpick(u[2], 32, gpu ? 8192 : 1024, 16);
       d[3] = logpick(u[3], 32, 256, 16);
-      if (2.0 * d[0] * d[1] * d[2] * d[3] > 3e9) continue;
+      if (2.0 * d[0] * d[1] * d[2] * d[3] > (gpu ? 2e12 : 3e9)) continue;
+      if (gpu && (double)d[0] * d[1] * d[2] > (double)(1 << 30)) continue; /* C <= 2 GiB */
       rc = plan_add(p, SC_OP_GEMM, SC_GEMM_PLAIN, 4, d);
     } else if (strcmp(fam, "attention") == 0) {
       static const int64_t hd[3] = {32, 64, 128};
       d[0] = u[0] < 0.5 ? 1 : 2;
-      d[1] = logpick(u[1], 1, 16, 1);
+      d[1] = logpick(u[1], 1, gpu ? 64 : 16, 1);
       d[2] = (u[4] < 0.5 && d[1] % 2 == 0) ? d[1] / 2 : d[1]; /* some grouped-query */
-      d[3] = logpick(u[2], 64, 1024, 64);
+      d[3] = logpick(u[2], gpu ? 128 : 64, gpu ? 8192 : 1024, 64);
       d[4] = d[3];
       d[5] = hd[(int)(u[3] * 3) % 3];
       d[6] = u[5] < 0.5 ? 1 : 0;
-      if (4.0 * d[0] * d[1] * d[3] * d[4] * d[5] * (d[6] ? 0.5 : 1.0) > 2e9) continue;
+      if (!gpu && 4.0 * d[0] * d[1] * d[3] * d[4] * d[5] * (d[6] ? 0.5 : 1.0) > 2e9) continue;
+      /* gpu: the unfused path keeps the batch x heads x seq^2 scores, at most 2^31 */
+      if (gpu && (double)d[0] * d[1] * d[3] * d[4] > 2147483648.0) continue;
       rc = plan_add(p, SC_OP_ATTENTION, i % 2 ? SC_ATTN_FLASH_FWD : SC_ATTN_FLASH_BWD, 7, d);
     } else if (strcmp(fam, "norm") == 0) {
-      d[0] = logpick(u[0], 16, 16384, 16);
-      d[1] = logpick(u[1], 64, 8192, 64);
-      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      d[0] = logpick(u[0], 16, gpu ? 65536 : 16384, 16);
+      d[1] = logpick(u[1], 64, gpu ? 16384 : 8192, 64);
+      if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_NORM, i % SC_NORM_OP_VARIANT_COUNT, 2, d);
     } else if (strcmp(fam, "softmax") == 0) {
-      d[1] = logpick(u[1], 64, 2048, 64);
-      d[0] = logpick(u[0], 64, 65536, 64);
-      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      d[1] = logpick(u[1], 64, gpu ? 8192 : 2048, 64);
+      d[0] = logpick(u[0], 64, gpu ? 1 << 20 : 65536, 64);
+      if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_SOFTMAX, i % SC_SOFTMAX_VARIANT_COUNT, 2, d);
     } else if (strcmp(fam, "elementwise") == 0) {
-      d[0] = logpick(u[0], 1 << 10, 1 << 24, 64);
+      d[0] = logpick(u[0], 1 << 10, big, 64);
       rc = plan_add(p, SC_OP_ELEMENTWISE, i % SC_EW_VARIANT_COUNT, 1, d);
     } else if (strcmp(fam, "embedding") == 0) {
       d[0] = logpick(u[0], 64, 4096, 16);
@@ -160,7 +169,7 @@ static int plan_family(plan *p, const char *fam, uint32_t count) {
       if ((double)d[0] * d[1] > (1 << 24)) continue;
       rc = plan_add(p, SC_OP_CROSS_ENTROPY, i % SC_CE_VARIANT_COUNT, 2, d);
     } else { /* optimizer */
-      d[0] = logpick(u[0], 1 << 10, 1 << 23, 64);
+      d[0] = logpick(u[0], 1 << 10, gpu ? 1 << 28 : 1 << 23, 64);
       rc = plan_add(p, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, 1, d);
     }
     if (rc != SC_OK) return rc;
@@ -200,7 +209,8 @@ int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL;
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
-  int quick = 0, rc = 1, tty = isatty(2);
+  int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
+  sc_dtype dtype = SC_DTYPE_FP32;
   sc_error err;
   sc_registry *reg = NULL;
   const sc_hw_plugin *hw;
@@ -277,6 +287,8 @@ int sc_cli_sample(int argc, char **argv) {
   snprintf(dev.kind, sizeof dev.kind, "%s", device);
   dev.compute_units = (uint32_t)threads;
   openblas_set_num_threads((int)threads);
+  gpu = strcmp(device, "cpu") != 0; /* an accelerator (the cuda plugin): bf16, larger plan */
+  if (gpu) dtype = SC_DTYPE_BF16;
 
   { /* the plan, families interleaved so that a spent budget keeps every family */
     static const struct { const char *name, *fam; uint32_t count; } parts[] = {
@@ -289,7 +301,8 @@ int sc_cli_sample(int argc, char **argv) {
     int prc = SC_OK;
     for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
       if (!want(families, parts[k].fam)) continue;
-      prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count);
+      prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
+                        gpu);
       if (per[k].n > maxn) maxn = per[k].n;
     }
     for (size_t j = 0; j < maxn && prc == SC_OK; j++) {
@@ -300,6 +313,7 @@ int sc_cli_sample(int argc, char **argv) {
       }
     }
     for (size_t k = 0; k < 9; k++) free(per[k].ops);
+    for (size_t j = 0; j < pl.n; j++) pl.ops[j].dtype = dtype;
     if (prc != SC_OK) {
       sc_error_set(&err, SC_ENOMEM, "sample: out of memory");
       goto fail;
@@ -319,13 +333,17 @@ int sc_cli_sample(int argc, char **argv) {
     sc_op_desc g = {0}, add = {0}, one = {0};
     sc_measurement mg, ma, m1;
     const char *env = getenv("OPENBLAS_NUM_THREADS");
-    g.family = SC_OP_GEMM; g.dtype = SC_DTYPE_FP32; g.ndims = 4;
-    g.dims[0] = 1; g.dims[1] = 2048; g.dims[2] = 2048; g.dims[3] = 2048;
-    add.family = SC_OP_ELEMENTWISE; add.variant = SC_EW_ADD; add.dtype = SC_DTYPE_FP32;
-    add.ndims = 1; add.dims[0] = (int64_t)1 << 24;
+    const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
+    const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
+    g.family = SC_OP_GEMM; g.dtype = dtype; g.ndims = 4;
+    g.dims[0] = 1; g.dims[1] = gn; g.dims[2] = gn; g.dims[3] = gn;
+    add.family = SC_OP_ELEMENTWISE; add.variant = SC_EW_ADD; add.dtype = dtype;
+    add.ndims = 1; add.dims[0] = (int64_t)1 << (gpu ? 28 : 24);
     one = add;
     one.dims[0] = 1;
-    if (tty) fprintf(stderr, "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch)...");
+    if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
+                                   "launch)..."
+                               : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch)...");
     if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &g, 5, 3.0, &mg, &err) != SC_OK ||
         hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &add, 5, 2.0, &ma, &err) != SC_OK ||
         hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK)
@@ -337,26 +355,50 @@ int sc_cli_sample(int argc, char **argv) {
     fprintf(f, "# OPENBLAS_NUM_THREADS_env = %s\n", env ? env : "(unset; set by --threads)");
     fprintf(f, "# openblas_config = %s\n", openblas_get_config());
     fprintf(f, "# command = %s\n# date = %s\n", cmd, stamp);
-    fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = fp32\n", seconds, min_reps);
-    fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
-    fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
-            mg.median_s, mg.reps, mg.min_s, mg.max_s);
-    fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", 12.0 * (double)add.dims[0] / ma.median_s);
-    fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
-               "count): median %.4g s of %u (min %.4g, max %.4g)\n",
-            ma.median_s, ma.reps, ma.min_s, ma.max_s);
+    fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = %s\n", seconds, min_reps,
+            sc_dtype_name(dtype));
+    if (!gpu) {
+      fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+      fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
+              mg.median_s, mg.reps, mg.min_s, mg.max_s);
+      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", 12.0 * (double)add.dims[0] / ma.median_s);
+      fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
+                 "count): median %.4g s of %u (min %.4g, max %.4g)\n",
+              ma.median_s, ma.reps, ma.min_s, ma.max_s);
+    } else {
+      fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", 2.0 * (double)gn * gn * gn / mg.median_s);
+      fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
+              "(min %.4g, max %.4g)\n", sc_dtype_name(dtype), (long long)gn, (long long)gn,
+              (long long)gn, device, mg.median_s, mg.reps, mg.min_s, mg.max_s);
+      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n",
+              3.0 * esz * (double)add.dims[0] / ma.median_s);
+      fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each): "
+              "median %.4g s of %u (min %.4g, max %.4g)\n", sc_dtype_name(dtype), esz,
+              ma.median_s, ma.reps, ma.min_s, ma.max_s);
+    }
     fprintf(f, "# micro.launch_s = %.4g\n", m1.median_s);
     fprintf(f, "# micro.launch = one-element add kernel call: median of %u\n", m1.reps);
     fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
                "shared, so expect noise (p10/p90 give the spread)\n");
     fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
     printf("# measured by: %s (%s)\n", cmd, stamp);
-    printf("[hardware]\nkind = \"%s\"\nthreads = %ld\n", device, threads);
-    printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n",
-           12.0 * (double)add.dims[0] / ma.median_s);
+    if (!gpu) {
+      printf("[hardware]\nkind = \"%s\"\nthreads = %ld\n", device, threads);
+      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n",
+             12.0 * (double)add.dims[0] / ma.median_s);
+    } else {
+      printf("[hardware]\nkind = \"%s\"\n", device);
+      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements\n",
+             3.0 * esz * (double)add.dims[0] / ma.median_s, sc_dtype_name(dtype));
+    }
     printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
-    printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
-           2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+    if (!gpu)
+      printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
+             2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+    else
+      printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
+             sc_dtype_name(dtype), 2.0 * (double)gn * gn * gn / mg.median_s,
+             sc_dtype_name(dtype), (long long)gn);
   }
   {
     double start = now_s(), last_bar = 0.0;
@@ -371,8 +413,14 @@ int sc_cli_sample(int argc, char **argv) {
         progress(i, pl.n, elapsed, seconds);
         last_bar = elapsed;
       }
-      if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &pl.ops[i], (uint32_t)min_reps, per * 0.8, &m, &err) != SC_OK)
-        goto fail;
+      int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &pl.ops[i],
+                            (uint32_t)min_reps, per * 0.8, &m, &err);
+      if (mrc == SC_EUNSUPPORTED) { /* a family or variant this device's sampler lacks */
+        fprintf(f, "# skipped = %s\n", err.msg);
+        sc_error_clear(&err);
+        continue;
+      }
+      if (mrc != SC_OK) goto fail;
       if (sc_samples_write_row(f, &pl.ops[i], &m, &err) != SC_OK) goto fail;
       fflush(f);
     }

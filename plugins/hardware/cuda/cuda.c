@@ -1,0 +1,564 @@
+/*
+ * The `cuda` hardware plugin: an NVIDIA GPU reached through the CUDA runtime, as a device
+ * that can be described and measured. Built only when CMake finds a CUDA compiler and
+ * SC_CUDA is on (plugins/CMakeLists.txt); never part of stepcast_builtins.
+ *
+ * describe() reads a hardware file with kind = "cuda" and exactly the keys of the `gpu`
+ * plugin's files (docs/formats.md: name, kind, mem_bytes, mem_bw_Bps, l2_bytes,
+ * compute_units, flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype,
+ * [tile] m n k). It needs no GPU: a hardware/<x>.toml of kind "gpu" is described by the gpu
+ * plugin, the same file with kind = "cuda" by this one.
+ *
+ * measure() times one operator on the live GPU (device 0) with CUDA events:
+ *   gemm          cublasGemmEx (batch 1) / cublasGemmStridedBatchedEx, row-major C = A B,
+ *                 fp32 / tf32 (CUBLAS_COMPUTE_32F_FAST_TF32) / fp16 / bf16 storage, fp32
+ *                 accumulation
+ *   attention     forward only, the unfused path: per (batch, kv group) S = Q Kᵀ by
+ *                 cublasGemmStridedBatchedEx over the group's heads (K stride 0), the scaled
+ *                 causal-masked softmax kernel in place, O = P V likewise; the backward is
+ *                 not measured (SC_EUNSUPPORTED)
+ *   norm          LayerNorm / RMSNorm forward (backward: SC_EUNSUPPORTED)
+ *   softmax       scale + causal mask + softmax forward and backward
+ *   elementwise   all SC_EW_* variants (GeLU, SwiGLU, dropout, bias-dropout-add, add, RoPE)
+ *   optimizer     fused AdamW step on fp32 master weights and moments
+ * Kernels: kernels.cu. Buffers are allocated and filled once per call; one warm-up call
+ * runs, then each sample (CUDA events around `inner` back-to-back calls, inner chosen so a
+ * sample lasts at least 50 µs) reports the time per call, until min_reps samples are taken
+ * and budget_s is spent (at most 255). Without a usable device, measure() fails with
+ * SC_EIO and a one-line message; it never aborts.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "stepcast/ops.h"
+#include "stepcast/plugin.h"
+
+#include "kernels.h"
+
+_Static_assert(SC_EW_GELU_FWD == 0 && SC_EW_SWIGLU_FWD == 2 && SC_EW_DROPOUT_FWD == 4 &&
+                   SC_EW_BIAS_DROPOUT_ADD_FWD == 6 && SC_EW_ADD == 8 && SC_EW_ROPE_FWD == 9 &&
+                   SC_EW_VARIANT_COUNT == 11,
+               "kernels.cu repeats the SC_EW_* codes");
+
+/* ---- describe: the gpu plugin's keys, kind = "cuda" ----------------------------------- */
+
+static const char *const cu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
+                                      "compute_units", "flops_efficiency", "mem_efficiency",
+                                      "launch_s", "peak_flops_per_s", "tile", NULL};
+static const char *const cu_tile_keys[] = {"m", "n", "k", NULL};
+
+static int cu_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
+                         const char *const *known, sc_error *err) {
+  const char *key = NULL;
+  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
+      host->table_key == NULL)
+    return SC_OK; /* an older host cannot list keys */
+  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
+    int ok = 0;
+    for (size_t k = 0; known[k] != NULL; k++) ok |= strcmp(key, known[k]) == 0;
+    if (!ok)
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
+                            host->table_where(t, key), prefix, key);
+  }
+  return SC_OK;
+}
+
+/* A finite number; > 0 (or >= 0 with zero_ok); required ones report a missing key. */
+static int cu_number(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
+                     int required, int zero_ok, double *out, sc_error *err) {
+  int rc = host->table_number(t, key, out, err);
+  if (rc == SC_ENOTFOUND) {
+    if (!required) return SC_ENOTFOUND;
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), prefix, key);
+  }
+  if (rc != SC_OK) return rc;
+  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0))
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
+                          host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
+  return SC_OK;
+}
+
+static int cu_count(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
+                    uint32_t *out, sc_error *err) {
+  double v = 0;
+  int rc = cu_number(host, t, prefix, key, 1, 0, &v, err);
+  if (rc != SC_OK) return rc;
+  if (!(v >= 1 && v < 2147483648.0 && v == floor(v)))
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number >= 1 (is %g)",
+                          host->table_where(t, key), prefix, key, v);
+  *out = (uint32_t)v;
+  return SC_OK;
+}
+
+static int cu_fraction(const sc_host *host, const sc_table *t, const char *key, double *out,
+                       sc_error *err) {
+  int rc = cu_number(host, t, "", key, 0, 0, out, err);
+  if (rc == SC_ENOTFOUND) { *out = 1.0; return SC_OK; }
+  if (rc != SC_OK) return rc;
+  if (*out > 1)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
+                          host->table_where(t, key), key, *out);
+  return SC_OK;
+}
+
+static int cu_string(const sc_host *host, const sc_table *t, const char *key, char *dst,
+                     size_t cap, sc_error *err) {
+  const char *s = NULL;
+  int rc = host->table_string(t, key, &s, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), key);
+  if (rc != SC_OK) return rc;
+  if (s[0] == '\0' || strlen(s) >= cap)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must have 1 to %zu characters",
+                          host->table_where(t, key), key, cap - 1);
+  snprintf(dst, cap, "%s", s);
+  return SC_OK;
+}
+
+static int cu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
+                       sc_error *err) {
+  const sc_table *t = NULL, *peak = NULL, *tile = NULL;
+  const char *known[SC_DTYPE_COUNT + 1];
+  int rc, any = 0;
+  (void)state;
+  if (host == NULL || file == NULL || dev == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: describe: NULL argument");
+  rc = host->table_table(file, "hardware", &t, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
+                          host->table_where(file, NULL));
+  if (rc != SC_OK) return rc;
+  memset(dev, 0, sizeof *dev);
+  if ((rc = cu_check_keys(host, t, "", cu_keys, err)) != SC_OK) return rc;
+  if ((rc = cu_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
+  if ((rc = cu_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
+  if (strcmp(dev->kind, "cuda") != 0)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cuda plugin describes kind "
+                          "\"cuda\", not \"%s\"", host->table_where(t, "kind"), dev->kind);
+  if ((rc = cu_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
+  if ((rc = cu_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
+  if ((rc = cu_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
+  if ((rc = cu_count(host, t, "", "compute_units", &dev->compute_units, err)) != SC_OK) return rc;
+  if ((rc = cu_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
+  if ((rc = cu_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
+  rc = cu_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
+  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
+  else if (rc != SC_OK) return rc;
+  rc = host->table_table(t, "peak_flops_per_s", &peak, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': missing required table "
+                          "in [hardware]", host->table_where(t, NULL));
+  if (rc != SC_OK) return rc;
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
+  known[SC_DTYPE_COUNT] = NULL;
+  if ((rc = cu_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) {
+    rc = cu_number(host, peak, "peak_flops_per_s.", known[d], 0, 0,
+                   &dev->peak_flops_per_s[d], err);
+    if (rc == SC_ENOTFOUND) { dev->peak_flops_per_s[d] = 0; continue; }
+    if (rc != SC_OK) return rc;
+    any = 1;
+  }
+  if (!any)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': names no data type",
+                          host->table_where(peak, NULL));
+  rc = host->table_table(t, "tile", &tile, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'tile': missing required table in [hardware]",
+                          host->table_where(t, NULL));
+  if (rc != SC_OK) return rc;
+  if ((rc = cu_check_keys(host, tile, "tile.", cu_tile_keys, err)) != SC_OK) return rc;
+  if ((rc = cu_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
+  if ((rc = cu_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
+  return cu_count(host, tile, "tile.", "k", &dev->tile_k, err);
+}
+
+/* ---- measure -------------------------------------------------------------------------- */
+
+#define CU_MAX_SAMPLES 255
+#define CU_MIN_SAMPLE_S 50e-6
+#define CU_NBUF 8
+#define CU_ROPE_PAIRS 2048
+
+static cublasHandle_t cu_blas; /* created by the first measure(), destroyed by fini() */
+
+typedef struct cu_bufs {
+  void *p[CU_NBUF];
+  uint8_t *mask;
+  float *rope;
+  sc_op_desc op;
+  sc__cu_type type;
+  size_t elt;
+} cu_bufs;
+
+static double cu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cu_fail_rt(sc_error *err, const char *fam, const char *what, cudaError_t e) {
+  return sc_plugin_fail(err, SC_EIO, "cuda: %s: %s: %s (%s)", fam, what, cudaGetErrorName(e),
+                        cudaGetErrorString(e));
+}
+
+static int cu_fail_blas(sc_error *err, const char *fam, cublasStatus_t s) {
+  return sc_plugin_fail(err, SC_EIO, "cuda: %s: cuBLAS: %s (%s)", fam, cublasGetStatusName(s),
+                        cublasGetStatusString(s));
+}
+
+static void cu_bufs_free(cu_bufs *b) {
+  for (int i = 0; i < CU_NBUF; i++) if (b->p[i] != NULL) cudaFree(b->p[i]);
+  if (b->mask != NULL) cudaFree(b->mask);
+  if (b->rope != NULL) cudaFree(b->rope);
+}
+
+/* Allocate buffers of n[i] elements of elt[i] bytes (filled in [-1, 1]), plus mask bytes. */
+static int cu_alloc(cu_bufs *b, int count, const double *n, const size_t *elt,
+                    double mask_bytes, sc_error *err) {
+  size_t free_b = 0, total_b = 0;
+  double need = mask_bytes;
+  cudaError_t e;
+  for (int i = 0; i < count; i++) need += n[i] * (double)elt[i];
+  if ((e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess)
+    return cu_fail_rt(err, b->op.family, "cudaMemGetInfo", e);
+  if (need > 0.9 * (double)free_b)
+    return sc_plugin_fail(err, SC_ELIMIT, "cuda: %s needs %.2f GiB of buffers, more than 90%% "
+                          "of the %.2f GiB free on the device", b->op.family,
+                          need / 1073741824.0, (double)free_b / 1073741824.0);
+  for (int i = 0; i < count; i++) {
+    size_t cnt = n[i] >= 1 ? (size_t)n[i] : 1;
+    sc__cu_type ty = elt[i] == 4 ? SC__CU_F32 : b->type;
+    if ((e = cudaMalloc(&b->p[i], cnt * elt[i])) != cudaSuccess)
+      return cu_fail_rt(err, b->op.family, "cudaMalloc", e);
+    if ((e = (cudaError_t)sc__cu_fill(ty, b->p[i], cnt, 0x5eedull + (uint64_t)i, -1.0f, 1.0f,
+                                      NULL)) != cudaSuccess)
+      return cu_fail_rt(err, b->op.family, "fill kernel", e);
+  }
+  if (mask_bytes > 0) {
+    if ((e = cudaMalloc((void **)&b->mask, (size_t)mask_bytes)) != cudaSuccess)
+      return cu_fail_rt(err, b->op.family, "cudaMalloc", e);
+    if ((e = cudaMemset(b->mask, 1, (size_t)mask_bytes)) != cudaSuccess)
+      return cu_fail_rt(err, b->op.family, "cudaMemset", e);
+  }
+  return SC_OK;
+}
+
+static int cu_setup(cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const char *fam = b->op.family;
+  size_t t = b->elt;
+  uint32_t v = b->op.variant;
+  if (strcmp(fam, SC_OP_GEMM) == 0) {
+    double n[3] = {(double)d[0] * d[1] * d[3], (double)d[0] * d[3] * d[2],
+                   (double)d[0] * d[1] * d[2]};
+    size_t e[3] = {t, t, t};
+    return cu_alloc(b, 3, n, e, 0, err);
+  }
+  if (strcmp(fam, SC_OP_ATTENTION) == 0) {
+    double q = (double)d[0] * d[1] * d[3] * d[5], kv = (double)d[0] * d[2] * d[4] * d[5];
+    double n[5] = {q, kv, kv, (double)d[0] * d[1] * d[3] * d[4], q};
+    size_t e[5] = {t, t, t, t, t};
+    if (v != SC_ATTN_FLASH_FWD)
+      return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: attention: only the forward is "
+                            "measured (variant %u)", v);
+    if (d[1] % d[2] != 0)
+      return sc_plugin_fail(err, SC_EINVAL, "cuda: attention: kv_heads (%lld) must divide "
+                            "heads (%lld)", (long long)d[2], (long long)d[1]);
+    if (d[3] > d[4])
+      return sc_plugin_fail(err, SC_EINVAL, "cuda: attention: seq_q (%lld) must be <= seq_k "
+                            "(%lld)", (long long)d[3], (long long)d[4]);
+    return cu_alloc(b, 5, n, e, 0, err);
+  }
+  if (strcmp(fam, SC_OP_NORM) == 0) {
+    double nn = (double)d[0] * d[1];
+    double n[6] = {nn, nn, (double)d[1], (double)d[1], (double)d[0], (double)d[0]};
+    size_t e[6] = {t, t, t, t, 4, 4};
+    if (v != SC_NORM_OP_LAYERNORM_FWD && v != SC_NORM_OP_RMSNORM_FWD)
+      return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: norm: only the LayerNorm and "
+                            "RMSNorm forwards are measured (variant %u)", v);
+    return cu_alloc(b, 6, n, e, 0, err);
+  }
+  if (strcmp(fam, SC_OP_SOFTMAX) == 0) {
+    double nn = (double)d[0] * d[1];
+    double n[3] = {nn, nn, nn};
+    size_t e[3] = {t, t, t};
+    return cu_alloc(b, 3, n, e, 0, err);
+  }
+  if (strcmp(fam, SC_OP_ELEMENTWISE) == 0) {
+    double nn = (double)d[0];
+    double n[5] = {nn, nn, nn, nn, 4096};
+    size_t e[5] = {t, t, t, t, t};
+    float tab[2 * CU_ROPE_PAIRS];
+    cudaError_t ce;
+    int rc = cu_alloc(b, 5, n, e, nn, err);
+    if (rc != SC_OK) return rc;
+    for (int j = 0; j < CU_ROPE_PAIRS; j++) { /* angle j / 2048, as the cpu plugin */
+      tab[2 * j] = cosf((float)j / 2048.0f);
+      tab[2 * j + 1] = sinf((float)j / 2048.0f);
+    }
+    if ((ce = cudaMalloc((void **)&b->rope, sizeof tab)) != cudaSuccess ||
+        (ce = cudaMemcpy(b->rope, tab, sizeof tab, cudaMemcpyHostToDevice)) != cudaSuccess)
+      return cu_fail_rt(err, fam, "RoPE table", ce);
+    return SC_OK;
+  }
+  if (strcmp(fam, SC_OP_OPTIMIZER) == 0) {
+    double nn = (double)d[0];
+    double n[5] = {nn, nn, nn, nn, nn};
+    size_t e[5] = {t, 4, 4, 4, 4};
+    int rc = cu_alloc(b, 5, n, e, 0, err);
+    cudaError_t ce;
+    if (rc == SC_OK && (ce = (cudaError_t)sc__cu_fill(SC__CU_F32, b->p[4], (size_t)d[0], 11,
+                                                      0.0f, 1e-3f, NULL)) != cudaSuccess)
+      return cu_fail_rt(err, fam, "fill kernel", ce); /* v >= 0 */
+    return rc;
+  }
+  return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: no kernel for operator family '%s' "
+                        "(gemm, attention, norm, softmax, elementwise, optimizer)", fam);
+}
+
+static cudaDataType_t cu_datatype(const cu_bufs *b) {
+  return b->type == SC__CU_BF16 ? CUDA_R_16BF : b->type == SC__CU_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+/* Row-major C[m,n] = A[m,k] B[k,n] (batch times, consecutive) as column-major
+ * Cᵀ = Bᵀ Aᵀ. Returns SC_OK or fills err. */
+static int cu_gemm(const cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const float one = 1.0f, zero = 0.0f;
+  cudaDataType_t dt = cu_datatype(b);
+  cublasComputeType_t ct =
+      b->op.dtype == SC_DTYPE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  int m = (int)d[1], n = (int)d[2], k = (int)d[3];
+  cublasStatus_t s;
+  if (d[0] == 1)
+    s = cublasGemmEx(cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b->p[1], dt, n, b->p[0],
+                     dt, k, &zero, b->p[2], dt, n, ct, CUBLAS_GEMM_DEFAULT);
+  else
+    s = cublasGemmStridedBatchedEx(cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b->p[1], dt,
+                                   n, (long long)k * n, b->p[0], dt, k, (long long)m * k, &zero,
+                                   b->p[2], dt, n, (long long)m * n, (int)d[0], ct,
+                                   CUBLAS_GEMM_DEFAULT);
+  return s == CUBLAS_STATUS_SUCCESS ? SC_OK : cu_fail_blas(err, b->op.family, s);
+}
+
+/* Unfused attention forward: per (batch, kv group), S = Q Kᵀ over the group's heads (K
+ * stride 0), softmax in place (scale 1/sqrt(d), causal), O = P V. */
+static int cu_attention(const cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  int64_t B = d[0], H = d[1], G = d[2], sq = d[3], sk = d[4], hd = d[5], hpg = H / G;
+  const float one = 1.0f, zero = 0.0f;
+  cudaDataType_t dt = cu_datatype(b);
+  char *Q = b->p[0], *K = b->p[1], *V = b->p[2], *S = b->p[3], *O = b->p[4];
+  size_t e = b->elt;
+  int rc;
+  for (int64_t bb = 0; bb < B; bb++) {
+    for (int64_t g = 0; g < G; g++) {
+      int64_t h0 = bb * H + g * hpg, kv = bb * G + g;
+      cublasStatus_t s = cublasGemmStridedBatchedEx(
+          cu_blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)sk, (int)sq, (int)hd, &one,
+          K + (size_t)(kv * sk * hd) * e, dt, (int)hd, 0, Q + (size_t)(h0 * sq * hd) * e, dt,
+          (int)hd, sq * hd, &zero, S + (size_t)(h0 * sq * sk) * e, dt, (int)sk, sq * sk,
+          (int)hpg, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (s != CUBLAS_STATUS_SUCCESS) return cu_fail_blas(err, b->op.family, s);
+    }
+  }
+  rc = sc__cu_softmax_fwd(b->type, B * H * sq, sk, sq, sk - sq, (int)d[6],
+                          1.0f / sqrtf((float)hd), S, S, NULL);
+  if (rc != 0) return cu_fail_rt(err, b->op.family, "softmax kernel", (cudaError_t)rc);
+  for (int64_t bb = 0; bb < B; bb++) {
+    for (int64_t g = 0; g < G; g++) {
+      int64_t h0 = bb * H + g * hpg, kv = bb * G + g;
+      cublasStatus_t s = cublasGemmStridedBatchedEx(
+          cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)sk, &one,
+          V + (size_t)(kv * sk * hd) * e, dt, (int)hd, 0, S + (size_t)(h0 * sq * sk) * e, dt,
+          (int)sk, sq * sk, &zero, O + (size_t)(h0 * sq * hd) * e, dt, (int)hd, sq * hd,
+          (int)hpg, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (s != CUBLAS_STATUS_SUCCESS) return cu_fail_blas(err, b->op.family, s);
+    }
+  }
+  return SC_OK;
+}
+
+static int cu_run(const cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const char *fam = b->op.family;
+  void *const *p = b->p;
+  uint32_t v = b->op.variant;
+  int rc;
+  if (strcmp(fam, SC_OP_GEMM) == 0) return cu_gemm(b, err);
+  if (strcmp(fam, SC_OP_ATTENTION) == 0) return cu_attention(b, err);
+  if (strcmp(fam, SC_OP_NORM) == 0)
+    rc = sc__cu_norm_fwd(b->type, v == SC_NORM_OP_RMSNORM_FWD, d[0], d[1], p[0], p[2], p[3],
+                         p[1], p[4], p[5], NULL);
+  else if (strcmp(fam, SC_OP_SOFTMAX) == 0)
+    rc = v == SC_SOFTMAX_FWD
+             ? sc__cu_softmax_fwd(b->type, d[0], d[1], d[1], 0, 1, 0.125f, p[0], p[1], NULL)
+             : sc__cu_softmax_bwd(b->type, d[0], d[1], 0.125f, p[2], p[1], p[0], NULL);
+  else if (strcmp(fam, SC_OP_ELEMENTWISE) == 0)
+    rc = sc__cu_elementwise(b->type, (int)v, d[0], p[0], p[1], p[2], p[3], p[4],
+                            d[0] < 4096 ? d[0] : 4096, b->mask, b->rope, CU_ROPE_PAIRS, NULL);
+  else /* optimizer */
+    rc = sc__cu_adam(b->type, d[0], 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, p[0], p[1], p[2],
+                     p[3], p[4], NULL);
+  return rc == 0 ? SC_OK : cu_fail_rt(err, fam, "kernel launch", (cudaError_t)rc);
+}
+
+static int cu_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double cu_quantile(const double *s, uint32_t n, double q) {
+  double pos = q * (double)(n - 1);
+  uint32_t i = (uint32_t)pos;
+  if (i + 1 >= n) return s[n - 1];
+  return s[i] + (pos - (double)i) * (s[i + 1] - s[i]);
+}
+
+/* The timing loop of one prepared operator: warm-up, inner calls per sample, samples. */
+static int cu_time(const cu_bufs *b, uint32_t min_reps, double budget_s, double *samples,
+                   uint32_t *count, sc_error *err) {
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  cudaError_t ce;
+  uint32_t n = 0, inner = 1;
+  float ms = 0;
+  double start;
+  int rc = SC_OK;
+  if ((ce = cudaEventCreate(&e0)) != cudaSuccess || (ce = cudaEventCreate(&e1)) != cudaSuccess) {
+    rc = cu_fail_rt(err, b->op.family, "cudaEventCreate", ce);
+    goto done;
+  }
+  /* warm-up (cuBLAS heuristics, caches, lazy module loading), then one timed call */
+  if ((rc = cu_run(b, err)) != SC_OK) goto done;
+  if ((ce = cudaEventRecord(e0, NULL)) != cudaSuccess) goto rt;
+  if ((rc = cu_run(b, err)) != SC_OK) goto done;
+  if ((ce = cudaEventRecord(e1, NULL)) != cudaSuccess || (ce = cudaEventSynchronize(e1)) != cudaSuccess ||
+      (ce = cudaEventElapsedTime(&ms, e0, e1)) != cudaSuccess)
+    goto rt;
+  if (1e-3 * ms < CU_MIN_SAMPLE_S) {
+    double c = ceil(CU_MIN_SAMPLE_S / (1e-3 * ms > 1e-7 ? 1e-3 * ms : 1e-7));
+    inner = c > 10000 ? 10000 : (uint32_t)c;
+  }
+  start = cu_now();
+  while (n < CU_MAX_SAMPLES) {
+    if ((ce = cudaEventRecord(e0, NULL)) != cudaSuccess) goto rt;
+    for (uint32_t r = 0; r < inner; r++)
+      if ((rc = cu_run(b, err)) != SC_OK) goto done;
+    if ((ce = cudaEventRecord(e1, NULL)) != cudaSuccess ||
+        (ce = cudaEventSynchronize(e1)) != cudaSuccess ||
+        (ce = cudaEventElapsedTime(&ms, e0, e1)) != cudaSuccess)
+      goto rt;
+    samples[n++] = 1e-3 * (double)ms / (double)inner;
+    if (n >= min_reps && cu_now() - start + 1e-3 * (double)ms > budget_s) break;
+  }
+  goto done;
+rt:
+  rc = cu_fail_rt(err, b->op.family, "CUDA event", ce);
+done:
+  if (e0 != NULL) cudaEventDestroy(e0);
+  if (e1 != NULL) cudaEventDestroy(e1);
+  *count = n;
+  return rc;
+}
+
+static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
+                      double budget_s, sc_measurement *out, sc_error *err) {
+  static const char *const fams[] = {SC_OP_GEMM, SC_OP_ATTENTION, SC_OP_NORM,
+                                     SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_OPTIMIZER};
+  static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1};
+  static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT, SC_ATTN_VARIANT_COUNT,
+                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
+                                       SC_SOFTMAX_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT};
+  double samples[CU_MAX_SAMPLES];
+  uint32_t n = 0;
+  int count = 0, rc, fi = -1;
+  cudaError_t ce;
+  cu_bufs b;
+  (void)state;
+  if (dev == NULL || op == NULL || out == NULL || op->family == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: measure: NULL argument");
+  if (min_reps < 1 || min_reps > CU_MAX_SAMPLES || !(budget_s >= 0) || !isfinite(budget_s))
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: measure: min_reps must be in [1, %d] and "
+                          "budget_s finite and >= 0", CU_MAX_SAMPLES);
+  ce = cudaGetDeviceCount(&count);
+  if (ce != cudaSuccess)
+    return sc_plugin_fail(err, SC_EIO, "cuda: no usable CUDA device: cudaGetDeviceCount: %s (%s)",
+                          cudaGetErrorName(ce), cudaGetErrorString(ce));
+  if (count < 1)
+    return sc_plugin_fail(err, SC_EIO, "cuda: no CUDA device on this machine "
+                          "(cudaGetDeviceCount = 0)");
+  for (int i = 0; i < 6; i++) if (strcmp(op->family, fams[i]) == 0) fi = i;
+  if (fi < 0)
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: no kernel for operator family '%s' "
+                          "(gemm, attention, norm, softmax, elementwise, optimizer)", op->family);
+  if (op->ndims != ndims_of[fi])
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: %s: ndims must be %u (got %u)", op->family,
+                          ndims_of[fi], op->ndims);
+  for (uint32_t i = 0; i < op->ndims; i++) {
+    int ok = op->dims[i] > 0 && op->dims[i] < ((int64_t)1 << 31);
+    if (fi == 1 && i == 6) ok = op->dims[i] == 0 || op->dims[i] == 1;
+    if (!ok)
+      return sc_plugin_fail(err, SC_EINVAL, "cuda: %s: dims[%u] = %lld out of range",
+                            op->family, i, (long long)op->dims[i]);
+  }
+  if (op->variant >= nvariants[fi])
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: %s: variant %u unknown", op->family,
+                          op->variant);
+  memset(&b, 0, sizeof b);
+  b.op = *op;
+  switch (op->dtype) {
+  case SC_DTYPE_FP32:
+  case SC_DTYPE_TF32: b.type = SC__CU_F32; b.elt = 4; break;
+  case SC_DTYPE_FP16: b.type = SC__CU_F16; b.elt = 2; break;
+  case SC_DTYPE_BF16: b.type = SC__CU_BF16; b.elt = 2; break;
+  default:
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: measure: dtype %s: the CUDA sampler "
+                          "runs fp32, tf32, fp16 and bf16", sc_dtype_name(op->dtype));
+  }
+  if (cu_blas == NULL) {
+    cublasStatus_t s = cublasCreate(&cu_blas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      cu_blas = NULL;
+      return cu_fail_blas(err, op->family, s);
+    }
+  }
+  rc = cu_setup(&b, err);
+  if (rc == SC_OK) rc = cu_time(&b, min_reps, budget_s, samples, &n, err);
+  cu_bufs_free(&b);
+  if (rc != SC_OK) return rc;
+  qsort(samples, n, sizeof samples[0], cu_cmp);
+  memset(out, 0, sizeof *out);
+  out->median_s = cu_quantile(samples, n, 0.5);
+  out->min_s = samples[0];
+  out->max_s = samples[n - 1];
+  out->p10_s = cu_quantile(samples, n, 0.1);
+  out->p90_s = cu_quantile(samples, n, 0.9);
+  out->reps = n;
+  return SC_OK;
+}
+
+static void cu_fini(void *state) {
+  (void)state;
+  if (cu_blas != NULL) cublasDestroy(cu_blas);
+  cu_blas = NULL;
+}
+
+static const sc_hw_plugin cuda_plugin = {
+  .hdr = SC_PLUGIN_HEADER_FULL(sc_hw_plugin, SC_PLUGIN_KIND_HARDWARE, "cuda", "1.0.0", 0, NULL,
+                               cu_fini),
+  .describe = cu_describe,
+  .measure = cu_measure,
+};
+
+SC_PLUGIN_ENTRY(hardware_cuda) { return &cuda_plugin.hdr; }
