@@ -27,6 +27,7 @@
 #include "stepcast/plugin.h"
 
 #include "cpu_kernels.h"
+#include "hw_common.h"
 
 /* OpenBLAS's own controls (declared in its cblas.h; repeated for other CBLAS headers). */
 void openblas_set_num_threads(int num_threads);
@@ -39,69 +40,6 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
 #define CPU_MIN_SAMPLE_S 20e-6
-
-static int cpu_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
-                          const char *const *known, sc_error *err) {
-  const char *key = NULL;
-  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
-      host->table_key == NULL)
-    return SC_OK;
-  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
-    int ok = 0;
-    for (size_t k = 0; known[k] != NULL; k++) ok |= strcmp(key, known[k]) == 0;
-    if (!ok) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
-                            host->table_where(t, key), prefix, key);
-    }
-  }
-  return SC_OK;
-}
-
-/* A finite number > 0 (or >= 0 with zero_ok); required ones report a missing key. */
-static int cpu_number(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
-                      int required, int zero_ok, double *out, sc_error *err) {
-  int rc = host->table_number(t, key, out, err);
-  if (rc == SC_ENOTFOUND) {
-    if (!required) return SC_ENOTFOUND;
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
-                          host->table_where(t, NULL), prefix, key);
-  }
-  if (rc != SC_OK) return rc;
-  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0)) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
-                          host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
-  }
-  return SC_OK;
-}
-
-static int cpu_fraction(const sc_host *host, const sc_table *t, const char *key, double *out,
-                        sc_error *err) {
-  int rc = cpu_number(host, t, "", key, 0, 0, out, err);
-  if (rc == SC_ENOTFOUND) { *out = 1.0; return SC_OK; }
-  if (rc != SC_OK) return rc;
-  if (*out > 1) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
-                          host->table_where(t, key), key, *out);
-  }
-  return SC_OK;
-}
-
-static int cpu_string(const sc_host *host, const sc_table *t, const char *key, char *dst,
-                      size_t cap, sc_error *err) {
-  const char *s = NULL;
-  int rc = host->table_string(t, key, &s, err);
-  if (rc == SC_ENOTFOUND) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': missing required key in [hardware]",
-                          host->table_where(t, NULL), key);
-  }
-  if (rc != SC_OK) return rc;
-  if (s[0] == '\0' || strlen(s) >= cap) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must have 1 to %zu characters",
-                          host->table_where(t, key), key, cap - 1);
-  }
-  snprintf(dst, cap, "%s", s);
-  return SC_OK;
-}
 
 static int cpu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
                         sc_error *err) {
@@ -118,25 +56,25 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   }
   if (rc != SC_OK) return rc;
   memset(dev, 0, sizeof *dev);
-  if ((rc = cpu_check_keys(host, t, "", cpu_keys, err)) != SC_OK) return rc;
-  if ((rc = cpu_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
-  if ((rc = cpu_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, t, "", cpu_keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
   if (strcmp(dev->kind, "cpu") != 0) {
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cpu plugin describes kind \"cpu\", "
                           "not \"%s\"", host->table_where(t, "kind"), dev->kind);
   }
-  if ((rc = cpu_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
-  if ((rc = cpu_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
-  if ((rc = cpu_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
-  if ((rc = cpu_number(host, t, "", "threads", 1, 0, &v, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "threads", 1, 0, &v, err)) != SC_OK) return rc;
   if (!(v >= 1 && v <= 4096 && v == floor(v))) {
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'threads': must be a whole number in "
                           "[1, 4096] (is %g)", host->table_where(t, "threads"), v);
   }
   dev->compute_units = (uint32_t)v;
-  if ((rc = cpu_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
-  if ((rc = cpu_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
-  rc = cpu_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
+  if ((rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
+  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
   if (rc == SC_ENOTFOUND) dev->launch_s = 0;
   else if (rc != SC_OK) return rc;
   rc = host->table_table(t, "peak_flops_per_s", &peak, err);
@@ -148,10 +86,10 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if (rc != SC_OK) return rc;
   {
     static const char *const fp32_only[] = {"fp32", NULL};
-    if ((rc = cpu_check_keys(host, peak, "peak_flops_per_s.", fp32_only, err)) != SC_OK)
+    if ((rc = sc__hw_check_keys(host, peak, "peak_flops_per_s.", fp32_only, err)) != SC_OK)
       return rc;
   }
-  rc = cpu_number(host, peak, "peak_flops_per_s.", "fp32", 1, 0,
+  rc = sc__hw_number(host, peak, "peak_flops_per_s.", "fp32", 1, 0,
                   &dev->peak_flops_per_s[SC_DTYPE_FP32], err);
   if (rc != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
@@ -361,19 +299,6 @@ static void cpu_run(cpu_bufs *b) {
   }
 }
 
-static int cpu_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Value at quantile q of sorted s[0..n) by linear interpolation. */
-static double cpu_quantile(const double *s, uint32_t n, double q) {
-  double pos = q * (double)(n - 1);
-  uint32_t i = (uint32_t)pos;
-  if (i + 1 >= n) return s[n - 1];
-  return s[i] + (pos - (double)i) * (s[i + 1] - s[i]);
-}
-
 static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
                        double budget_s, sc_measurement *out, sc_error *err) {
   /* gemm attention norm elementwise softmax optimizer embedding cross_entropy */
@@ -442,14 +367,7 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
     if (n >= min_reps && (t1 - start) + (t1 - t0) > budget_s) break;
   }
   cpu_bufs_free(&b);
-  qsort(samples, n, sizeof samples[0], cpu_cmp);
-  memset(out, 0, sizeof *out);
-  out->median_s = cpu_quantile(samples, n, 0.5);
-  out->min_s = samples[0];
-  out->max_s = samples[n - 1];
-  out->p10_s = cpu_quantile(samples, n, 0.1);
-  out->p90_s = cpu_quantile(samples, n, 0.9);
-  out->reps = n;
+  sc__hw_summarise(samples, n, out);
   return SC_OK;
 }
 

@@ -11,33 +11,12 @@
 
 #include "stepcast/plugin.h"
 
+#include "hw_common.h"
+
 static const char *const gpu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
                                        "compute_units", "flops_efficiency", "mem_efficiency",
                                        "launch_s", "peak_flops_per_s", "tile", NULL};
 static const char *const gpu_tile_keys[] = {"m", "n", "k", NULL};
-
-static int gpu_has_table_key(const sc_host *host) {
-  return host->size >= offsetof(sc_host, table_key) + sizeof host->table_key &&
-         host->table_key != NULL;
-}
-
-/* Every key of t must be in known[] (NULL-terminated). */
-static int gpu_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
-                          const char *const *known, sc_error *err) {
-  const char *key = NULL;
-  if (!gpu_has_table_key(host)) return SC_OK; /* an older host cannot list keys */
-  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
-    int ok = 0;
-    for (size_t k = 0; known[k] != NULL; k++) {
-      if (strcmp(key, known[k]) == 0) { ok = 1; break; }
-    }
-    if (!ok) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
-                            host->table_where(t, key), prefix, key);
-    }
-  }
-  return SC_OK;
-}
 
 /* A number from t; required ones give "missing required key" naming the table. */
 static int gpu_number(const sc_host *host, const sc_table *t, const char *prefix,
@@ -105,7 +84,7 @@ static int gpu_describe(void *state, const sc_host *host, const sc_table *file, 
   }
   if (rc != SC_OK) return rc;
   memset(dev, 0, sizeof *dev);
-  if ((rc = gpu_check_keys(host, t, "", gpu_keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, t, "", gpu_keys, err)) != SC_OK) return rc;
 
   rc = host->table_string(t, "name", &s, err);
   if (rc == SC_ENOTFOUND) {
@@ -158,7 +137,7 @@ static int gpu_describe(void *state, const sc_host *host, const sc_table *file, 
     const char *known[SC_DTYPE_COUNT + 1];
     for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
     known[SC_DTYPE_COUNT] = NULL;
-    if ((rc = gpu_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
+    if ((rc = sc__hw_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
   }
   for (int d = 0; d < SC_DTYPE_COUNT; d++) {
     rc = gpu_number(host, peak, "peak_flops_per_s.", sc_dtype_name((sc_dtype)d), 0, &v, err);
@@ -184,7 +163,7 @@ static int gpu_describe(void *state, const sc_host *host, const sc_table *file, 
                           host->table_where(t, NULL));
   }
   if (rc != SC_OK) return rc;
-  if ((rc = gpu_check_keys(host, tile, "tile.", gpu_tile_keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, tile, "tile.", gpu_tile_keys, err)) != SC_OK) return rc;
   if ((rc = gpu_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
   if ((rc = gpu_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
   if ((rc = gpu_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK) return rc;

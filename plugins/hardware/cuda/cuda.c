@@ -41,6 +41,7 @@
 #include "stepcast/ops.h"
 #include "stepcast/plugin.h"
 
+#include "../hw_common.h"
 #include "kernels.h"
 
 _Static_assert(SC_EW_GELU_FWD == 0 && SC_EW_SWIGLU_FWD == 2 && SC_EW_DROPOUT_FWD == 4 &&
@@ -54,76 +55,6 @@ static const char *const cu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps",
                                       "compute_units", "flops_efficiency", "mem_efficiency",
                                       "launch_s", "peak_flops_per_s", "tile", NULL};
 static const char *const cu_tile_keys[] = {"m", "n", "k", NULL};
-
-static int cu_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
-                         const char *const *known, sc_error *err) {
-  const char *key = NULL;
-  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
-      host->table_key == NULL)
-    return SC_OK; /* an older host cannot list keys */
-  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
-    int ok = 0;
-    for (size_t k = 0; known[k] != NULL; k++) ok |= strcmp(key, known[k]) == 0;
-    if (!ok)
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
-                            host->table_where(t, key), prefix, key);
-  }
-  return SC_OK;
-}
-
-/* A finite number; > 0 (or >= 0 with zero_ok); required ones report a missing key. */
-static int cu_number(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
-                     int required, int zero_ok, double *out, sc_error *err) {
-  int rc = host->table_number(t, key, out, err);
-  if (rc == SC_ENOTFOUND) {
-    if (!required) return SC_ENOTFOUND;
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
-                          host->table_where(t, NULL), prefix, key);
-  }
-  if (rc != SC_OK) return rc;
-  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0))
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
-                          host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
-  return SC_OK;
-}
-
-static int cu_count(const sc_host *host, const sc_table *t, const char *prefix, const char *key,
-                    uint32_t *out, sc_error *err) {
-  double v = 0;
-  int rc = cu_number(host, t, prefix, key, 1, 0, &v, err);
-  if (rc != SC_OK) return rc;
-  if (!(v >= 1 && v < 2147483648.0 && v == floor(v)))
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number >= 1 (is %g)",
-                          host->table_where(t, key), prefix, key, v);
-  *out = (uint32_t)v;
-  return SC_OK;
-}
-
-static int cu_fraction(const sc_host *host, const sc_table *t, const char *key, double *out,
-                       sc_error *err) {
-  int rc = cu_number(host, t, "", key, 0, 0, out, err);
-  if (rc == SC_ENOTFOUND) { *out = 1.0; return SC_OK; }
-  if (rc != SC_OK) return rc;
-  if (*out > 1)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
-                          host->table_where(t, key), key, *out);
-  return SC_OK;
-}
-
-static int cu_string(const sc_host *host, const sc_table *t, const char *key, char *dst,
-                     size_t cap, sc_error *err) {
-  const char *s = NULL;
-  int rc = host->table_string(t, key, &s, err);
-  if (rc == SC_ENOTFOUND)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': missing required key in [hardware]",
-                          host->table_where(t, NULL), key);
-  if (rc != SC_OK) return rc;
-  if (s[0] == '\0' || strlen(s) >= cap)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must have 1 to %zu characters",
-                          host->table_where(t, key), key, cap - 1);
-  snprintf(dst, cap, "%s", s);
-  return SC_OK;
-}
 
 static int cu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
                        sc_error *err) {
@@ -139,19 +70,19 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
                           host->table_where(file, NULL));
   if (rc != SC_OK) return rc;
   memset(dev, 0, sizeof *dev);
-  if ((rc = cu_check_keys(host, t, "", cu_keys, err)) != SC_OK) return rc;
-  if ((rc = cu_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
-  if ((rc = cu_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, t, "", cu_keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
   if (strcmp(dev->kind, "cuda") != 0)
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cuda plugin describes kind "
                           "\"cuda\", not \"%s\"", host->table_where(t, "kind"), dev->kind);
-  if ((rc = cu_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
-  if ((rc = cu_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
-  if ((rc = cu_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
-  if ((rc = cu_count(host, t, "", "compute_units", &dev->compute_units, err)) != SC_OK) return rc;
-  if ((rc = cu_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
-  if ((rc = cu_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
-  rc = cu_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
+  if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_count(host, t, "", "compute_units", &dev->compute_units, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
+  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
   if (rc == SC_ENOTFOUND) dev->launch_s = 0;
   else if (rc != SC_OK) return rc;
   rc = host->table_table(t, "peak_flops_per_s", &peak, err);
@@ -161,9 +92,9 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
   if (rc != SC_OK) return rc;
   for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
   known[SC_DTYPE_COUNT] = NULL;
-  if ((rc = cu_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
   for (int d = 0; d < SC_DTYPE_COUNT; d++) {
-    rc = cu_number(host, peak, "peak_flops_per_s.", known[d], 0, 0,
+    rc = sc__hw_number(host, peak, "peak_flops_per_s.", known[d], 0, 0,
                    &dev->peak_flops_per_s[d], err);
     if (rc == SC_ENOTFOUND) { dev->peak_flops_per_s[d] = 0; continue; }
     if (rc != SC_OK) return rc;
@@ -177,10 +108,10 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'tile': missing required table in [hardware]",
                           host->table_where(t, NULL));
   if (rc != SC_OK) return rc;
-  if ((rc = cu_check_keys(host, tile, "tile.", cu_tile_keys, err)) != SC_OK) return rc;
-  if ((rc = cu_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
-  if ((rc = cu_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
-  return cu_count(host, tile, "tile.", "k", &dev->tile_k, err);
+  if ((rc = sc__hw_check_keys(host, tile, "tile.", cu_tile_keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
+  return sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err);
 }
 
 /* ---- measure -------------------------------------------------------------------------- */
@@ -414,18 +345,6 @@ static int cu_run(const cu_bufs *b, sc_error *err) {
   return rc == 0 ? SC_OK : cu_fail_rt(err, fam, "kernel launch", (cudaError_t)rc);
 }
 
-static int cu_cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double cu_quantile(const double *s, uint32_t n, double q) {
-  double pos = q * (double)(n - 1);
-  uint32_t i = (uint32_t)pos;
-  if (i + 1 >= n) return s[n - 1];
-  return s[i] + (pos - (double)i) * (s[i + 1] - s[i]);
-}
-
 /* The timing loop of one prepared operator: warm-up, inner calls per sample, samples. */
 static int cu_time(const cu_bufs *b, uint32_t min_reps, double budget_s, double *samples,
                    uint32_t *count, sc_error *err) {
@@ -537,14 +456,7 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
   if (rc == SC_OK) rc = cu_time(&b, min_reps, budget_s, samples, &n, err);
   cu_bufs_free(&b);
   if (rc != SC_OK) return rc;
-  qsort(samples, n, sizeof samples[0], cu_cmp);
-  memset(out, 0, sizeof *out);
-  out->median_s = cu_quantile(samples, n, 0.5);
-  out->min_s = samples[0];
-  out->max_s = samples[n - 1];
-  out->p10_s = cu_quantile(samples, n, 0.1);
-  out->p90_s = cu_quantile(samples, n, 0.9);
-  out->reps = n;
+  sc__hw_summarise(samples, n, out);
   return SC_OK;
 }
 

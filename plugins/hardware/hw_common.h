@@ -1,0 +1,127 @@
+/*
+ * What the hardware plugins that describe a [hardware] table and measure on a live device
+ * (cpu.c, cuda/cuda.c) share: typed lookups through the host services with file:line:key
+ * messages, and the summary of a set of timing samples. Plugins link only their own
+ * sources, so this is a header of static functions, like ops/op_common.h.
+ */
+#ifndef SC_PLUGINS_HW_COMMON_H
+#define SC_PLUGINS_HW_COMMON_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stepcast/plugin.h"
+
+/* Every key of t must be in known[] (NULL-terminated); an older host cannot list keys. */
+static inline int sc__hw_check_keys(const sc_host *host, const sc_table *t, const char *prefix,
+                                    const char *const *known, sc_error *err) {
+  const char *key = NULL;
+  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
+      host->table_key == NULL)
+    return SC_OK;
+  for (size_t i = 0; host->table_key(t, i, &key) == SC_OK; i++) {
+    int ok = 0;
+    for (size_t k = 0; known[k] != NULL; k++) ok |= strcmp(key, known[k]) == 0;
+    if (!ok) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': unknown key in [hardware]",
+                            host->table_where(t, key), prefix, key);
+    }
+  }
+  return SC_OK;
+}
+
+/* A finite number > 0 (or >= 0 with zero_ok); required ones report a missing key, optional
+ * ones return SC_ENOTFOUND. */
+static inline int sc__hw_number(const sc_host *host, const sc_table *t, const char *prefix,
+                                const char *key, int required, int zero_ok, double *out,
+                                sc_error *err) {
+  int rc = host->table_number(t, key, out, err);
+  if (rc == SC_ENOTFOUND) {
+    if (!required) return SC_ENOTFOUND;
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), prefix, key);
+  }
+  if (rc != SC_OK) return rc;
+  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
+                          host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
+  }
+  return SC_OK;
+}
+
+/* A required whole number in [1, 2^31). */
+static inline int sc__hw_count(const sc_host *host, const sc_table *t, const char *prefix,
+                               const char *key, uint32_t *out, sc_error *err) {
+  double v = 0;
+  int rc = sc__hw_number(host, t, prefix, key, 1, 0, &v, err);
+  if (rc != SC_OK) return rc;
+  if (!(v >= 1 && v < 2147483648.0 && v == floor(v))) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number >= 1 (is %g)",
+                          host->table_where(t, key), prefix, key, v);
+  }
+  *out = (uint32_t)v;
+  return SC_OK;
+}
+
+/* An optional fraction in (0, 1], 1 when absent. */
+static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const char *key,
+                                  double *out, sc_error *err) {
+  int rc = sc__hw_number(host, t, "", key, 0, 0, out, err);
+  if (rc == SC_ENOTFOUND) {
+    *out = 1.0;
+    return SC_OK;
+  }
+  if (rc != SC_OK) return rc;
+  if (*out > 1) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
+                          host->table_where(t, key), key, *out);
+  }
+  return SC_OK;
+}
+
+/* A required non-empty string that fits dst[cap]. */
+static inline int sc__hw_string(const sc_host *host, const sc_table *t, const char *key,
+                                char *dst, size_t cap, sc_error *err) {
+  const char *s = NULL;
+  int rc = host->table_string(t, key, &s, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': missing required key in [hardware]",
+                          host->table_where(t, NULL), key);
+  }
+  if (rc != SC_OK) return rc;
+  if (s[0] == '\0' || strlen(s) >= cap) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must have 1 to %zu characters",
+                          host->table_where(t, key), key, cap - 1);
+  }
+  snprintf(dst, cap, "%s", s);
+  return SC_OK;
+}
+
+static inline int sc__hw_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Value at quantile q of sorted s[0..n) by linear interpolation. */
+static inline double sc__hw_quantile(const double *s, uint32_t n, double q) {
+  double pos = q * (double)(n - 1);
+  uint32_t i = (uint32_t)pos;
+  if (i + 1 >= n) return s[n - 1];
+  return s[i] + (pos - (double)i) * (s[i + 1] - s[i]);
+}
+
+/* Sort samples[0..n) (n >= 1) and fill out with their median, extremes and p10/p90. */
+static inline void sc__hw_summarise(double *samples, uint32_t n, sc_measurement *out) {
+  qsort(samples, n, sizeof samples[0], sc__hw_cmp);
+  memset(out, 0, sizeof *out);
+  out->median_s = sc__hw_quantile(samples, n, 0.5);
+  out->min_s = samples[0];
+  out->max_s = samples[n - 1];
+  out->p10_s = sc__hw_quantile(samples, n, 0.1);
+  out->p90_s = sc__hw_quantile(samples, n, 0.9);
+  out->reps = n;
+}
+
+#endif
