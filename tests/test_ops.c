@@ -282,6 +282,35 @@ START_TEST(test_attention) {
 }
 END_TEST
 
+START_TEST(test_kernel_class_efficiencies) {
+  sc_device dev = a100();
+  dev.flops_efficiency = 0.8;
+  /* GEMM: the dtype's matmul efficiency when stated, else flops_efficiency. 4096^3 as in
+   * test_gemm_compute_bound_wave: 4.645998276923077e-4 s at full peak. */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.time_s, 4.645998276923077e-4 / 0.8);
+  dev.matmul_efficiency[SC_DTYPE_BF16] = 0.5;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.time_s, 4.645998276923077e-4 / 0.5);
+  /* Another dtype keeps flops_efficiency. */
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP16, 1, 4096, 4096, 4096));
+  REL(e.time_s, 4.645998276923077e-4 / 0.8);
+  /* Vector families never use the matmul figure: norm stays at flops_efficiency. */
+  ck_assert(sc_device_matmul_efficiency(&dev, SC_DTYPE_FP16) == 0.8);
+  ck_assert(sc_device_matmul_efficiency(&dev, SC_DTYPE_BF16) == 0.5);
+  /* Attention: falls back to the dtype's matmul efficiency, then uses its own forward and
+   * backward figures. 34359738368 FLOPs forward (test_attention). */
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 2, 16, 16, 2048, 2048, 128, 1));
+  REL(e.time_s, 34359738368.0 / (312e12 * 0.5));
+  dev.attention_fwd_efficiency = 0.4;
+  dev.attention_bwd_efficiency = 0.25;
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_BF16, 2, 16, 16, 2048, 2048, 128, 1));
+  REL(e.time_s, 34359738368.0 / (312e12 * 0.4));
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_BWD, SC_DTYPE_BF16, 2, 16, 16, 2048, 2048, 128, 1));
+  REL(e.time_s, 2.5 * 34359738368.0 / (312e12 * 0.25));
+}
+END_TEST
+
 START_TEST(test_vector_families) {
   sc_device dev = a100();
   double bw = 1.555e12;
@@ -372,6 +401,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_gemm_memory_bound);
   tcase_add_test(tc, test_unsupported_and_malformed);
   tcase_add_test(tc, test_attention);
+  tcase_add_test(tc, test_kernel_class_efficiencies);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

@@ -197,6 +197,14 @@ START_TEST(hardware_contents) {
   ck_assert_uint_eq(d.compute_units, 108);
   ck_assert_uint_eq(d.tile_m, 256);
   ck_assert(d.flops_efficiency > 0 && d.flops_efficiency <= 1);
+  ck_assert(d.matmul_efficiency[SC_DTYPE_BF16] == 0.0); /* not stated: flops_efficiency */
+  ck_assert(d.attention_fwd_efficiency == 0.0);
+  /* H100: FP8 GEMMs at their own measured fraction, fused attention at its own. */
+  ck_assert_msg(sc_hardware_load(reg, "h100-sxm5-80gb", &d, &err) == SC_OK, "%s", err.msg);
+  ck_assert_double_eq_tol(d.matmul_efficiency[SC_DTYPE_FP8], 0.709, 1e-9);
+  ck_assert(sc_device_matmul_efficiency(&d, SC_DTYPE_BF16) == d.flops_efficiency);
+  ck_assert(d.attention_fwd_efficiency > 0 && d.attention_fwd_efficiency <= 1);
+  ck_assert(d.attention_bwd_efficiency > 0 && d.attention_bwd_efficiency <= 1);
   sc_registry_free(reg);
 }
 END_TEST
@@ -253,6 +261,9 @@ static const bad_case bad_cases[] = {
   {"hw_missing_key.toml", SC_SPEC_HARDWARE, ":1:1: ", "key 'mem_bytes'", "missing required key"},
   {"hw_wrong_type.toml", SC_SPEC_HARDWARE, ":7:1: ", "key 'compute_units'", "expected a number"},
   {"hw_unknown_kind.toml", SC_SPEC_HARDWARE, ":3:1: ", "key 'kind'", "no hardware plugin"},
+  {"hw_matmul_eff_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.bf16'", "(0, 1]"},
+  {"hw_matmul_eff_no_peak.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.fp8'", "no peak_flops_per_s.fp8"},
+  {"hw_attention_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_bwd_efficiency'", "> 0"},
 };
 
 START_TEST(malformed_is_named) {

@@ -586,6 +586,36 @@ START_TEST(test_fp8_linear_only) {
   ck_assert_double_eq(c->bytes, 128.0 * 64 * 2); /* 2-byte elements */
   ck_assert_int_eq(W.p2p_dtype, SC_DTYPE_BF16);
   ck_assert_double_eq(W.p2p_send_fwd_bytes, 128.0 * 64 * 2 / 2);
+  /* Casts to fp8 before the GEMMs whose first operand A[m,k] is not already fp8: the
+   * projection and fc2 forward (not QKV and fc1: the fused norm writes fp8) and every
+   * dgrad, never a wgrad; each a memcpy of 2*m*k bytes (read 2, write value + transpose). */
+  static const char *const cast[] = {"attn_proj", "mlp_fc2"};
+  static const char *const nocast[] = {"qkv", "mlp_fc1"};
+  for (int i = 0; i < 2; i++) {
+    char cl[32];
+    snprintf(cl, sizeof cl, "%s.fp8_cast", cast[i]);
+    const sc_work_op *o = find_op(f, cl), *g = find_op(f, cast[i]);
+    ck_assert_msg(o != NULL, "%s missing", cl);
+    ck_assert_str_eq(o->desc.family, SC_OP_MEMCPY);
+    ck_assert_int_eq(o->desc.dims[0], 2 * g->desc.dims[1] * g->desc.dims[3]);
+    snprintf(cl, sizeof cl, "%s.fp8_cast", nocast[i]);
+    ck_assert_ptr_null(find_op(f, cl));
+  }
+  for (int i = 0; i < 4; i++) {
+    char dg[32], cl[48];
+    snprintf(dg, sizeof dg, "%s.dgrad", lin[i]);
+    snprintf(cl, sizeof cl, "%s.fp8_cast", dg);
+    const sc_work_op *o = find_op(b, cl), *g = find_op(b, dg);
+    ck_assert_msg(o != NULL, "%s missing", cl);
+    ck_assert_int_eq(o->desc.dims[0], 2 * g->desc.dims[1] * g->desc.dims[3]);
+    snprintf(cl, sizeof cl, "%s.wgrad.fp8_cast", lin[i]);
+    ck_assert_ptr_null(find_op(b, cl));
+  }
+  /* bf16: no casts. */
+  p.dtype = SC_DTYPE_BF16;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  ck_assert_ptr_null(find_op(&W.per_micro[SC_PHASE_FWD], "attn_proj.fp8_cast"));
+  ck_assert_ptr_null(find_op(&W.per_micro[SC_PHASE_BWD], "mlp_fc2.dgrad.fp8_cast"));
 }
 END_TEST
 

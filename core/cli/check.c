@@ -52,6 +52,14 @@ static void print_device(const sc_device *d, const char *path) {
   printf("  l2               %.1f MB\n", d->l2_bytes / 1e6);
   printf("  compute units    %u\n", d->compute_units);
   printf("  flops efficiency %.3f\n", d->flops_efficiency);
+  for (int i = 0; i < SC_DTYPE_COUNT; i++) {
+    if (d->matmul_efficiency[i] > 0)
+      printf("    matmul %-5s    %.3f\n", sc_dtype_name((sc_dtype)i), d->matmul_efficiency[i]);
+  }
+  if (d->attention_fwd_efficiency > 0)
+    printf("  attention fwd    %.3f\n", d->attention_fwd_efficiency);
+  if (d->attention_bwd_efficiency > 0)
+    printf("  attention bwd    %.3f\n", d->attention_bwd_efficiency);
   printf("  mem efficiency   %.3f\n", d->mem_efficiency);
   printf("  launch           %.2f us\n", d->launch_s * 1e6);
   printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);

@@ -25,7 +25,7 @@ static void validate_usage(FILE *out) {
           "  --algo NAME              collective algorithm (auto, ring, tree)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
-          "when virtual_stages>1), virtual_stages=1, sequence_parallel=false,\n"
+          "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
           "dp is derived from gpus. Empty recompute and distributed_optimizer take the first\n"
           "setting that fits in memory: none before selective before full, off before on.\n");
@@ -183,10 +183,13 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   text_of(c, row, idx[C_DTYPE], buf, sizeof buf);
   if (buf[0] == '\0') add_assumed(r, "dtype=bf16");
   else if ((rc = job_field(c, row, C_DTYPE, r, buf, err)) != SC_OK) return rc;
+  int sp_unknown = 0;
   for (size_t k = 0; k < sizeof bools / sizeof bools[0]; k++) {
     int col = bools[k];
     text_of(c, row, idx[col], buf, sizeof buf);
-    if (buf[0] == '\0' && col == C_DOPT) {
+    if (buf[0] == '\0' && col == C_SP) {
+      sp_unknown = 1; /* decided below, once tp is known */
+    } else if (buf[0] == '\0' && col == C_DOPT) {
       r->dopt_unknown = 1;
       if ((rc = job_field(c, row, col, r, "false", err)) != SC_OK) return rc;
     } else if (buf[0] == '\0') {
@@ -207,6 +210,16 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
     if (!known[col]) continue;
     snprintf(buf, sizeof buf, "%lld", (long long)v[col]);
     if ((rc = job_field(c, row, col, r, buf, err)) != SC_OK) return rc;
+  }
+  if (sp_unknown) {
+    /* Megatron-Core and NeMo turn sequence parallelism on whenever tp > 1: it costs no
+     * extra communication (reduce-scatter + all-gather move what the all-reduce moved)
+     * and saves activation memory. */
+    const char *sp = known[C_TP] && v[C_TP] > 1 ? "true" : "false";
+    char a[64];
+    snprintf(a, sizeof a, "sequence_parallel=%s", sp);
+    add_assumed(r, a);
+    if ((rc = job_field(c, row, C_SP, r, sp, err)) != SC_OK) return rc;
   }
   if (!known[C_MB]) add_assumed(r, "micro_batch=1");
   if (!known[C_CP]) {

@@ -15,7 +15,9 @@
 
 static const char *const gpu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
                                        "compute_units", "flops_efficiency", "mem_efficiency",
-                                       "launch_s", "peak_flops_per_s", "tile", NULL};
+                                       "launch_s", "peak_flops_per_s", "tile",
+                                       "flops_efficiency_by_dtype", "attention_fwd_efficiency",
+                                       "attention_bwd_efficiency", NULL};
 static const char *const gpu_tile_keys[] = {"m", "n", "k", NULL};
 
 /* A number from t; required ones give "missing required key" naming the table. */
@@ -167,7 +169,7 @@ static int gpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = gpu_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
   if ((rc = gpu_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
   if ((rc = gpu_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK) return rc;
-  return SC_OK;
+  return sc__hw_kernel_efficiencies(host, t, dev, err);
 }
 
 static const sc_hw_plugin gpu_plugin = {

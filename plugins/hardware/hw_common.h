@@ -81,6 +81,59 @@ static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const 
   return SC_OK;
 }
 
+/* An optional fraction in (0, 1] into *out; absent leaves *out unchanged. */
+static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, const char *prefix,
+                                      const char *key, double *out, sc_error *err) {
+  double v = 0;
+  int rc = sc__hw_number(host, t, prefix, key, 0, 0, &v, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  if (v > 1) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be in (0, 1] (is %g)",
+                          host->table_where(t, key), prefix, key, v);
+  }
+  *out = v;
+  return SC_OK;
+}
+
+/* The optional kernel-class efficiencies of a [hardware] table t (docs/formats.md):
+ *   [hardware.flops_efficiency_by_dtype]  <dtype> = fraction   (matmul efficiency per type;
+ *                                          the type must have a peak)
+ *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
+ * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
+static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
+                                             sc_device *dev, sc_error *err) {
+  const sc_table *by = NULL;
+  int rc = sc__hw_opt_fraction(host, t, "", "attention_fwd_efficiency",
+                               &dev->attention_fwd_efficiency, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
+                           &dev->attention_bwd_efficiency, err);
+  if (rc != SC_OK) return rc;
+  rc = host->table_table(t, "flops_efficiency_by_dtype", &by, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  const char *known[SC_DTYPE_COUNT + 1];
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
+  known[SC_DTYPE_COUNT] = NULL;
+  if ((rc = sc__hw_check_keys(host, by, "flops_efficiency_by_dtype.", known, err)) != SC_OK)
+    return rc;
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) {
+    double v = 0;
+    rc = sc__hw_opt_fraction(host, by, "flops_efficiency_by_dtype.", known[d], &v, err);
+    if (rc != SC_OK) return rc;
+    if (v == 0) continue;
+    if (!(dev->peak_flops_per_s[d] > 0)) {
+      return sc_plugin_fail(err, SC_ESPEC,
+                            "%s: key 'flops_efficiency_by_dtype.%s': the device has no "
+                            "peak_flops_per_s.%s", host->table_where(by, known[d]), known[d],
+                            known[d]);
+    }
+    dev->matmul_efficiency[d] = v;
+  }
+  return SC_OK;
+}
+
 /* A required non-empty string that fits dst[cap]. */
 static inline int sc__hw_string(const sc_host *host, const sc_table *t, const char *key,
                                 char *dst, size_t cap, sc_error *err) {

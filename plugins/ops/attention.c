@@ -18,6 +18,10 @@
  *                    + 12 * B*H*seq_q [read LSE; write and read D = rowsum(dO * O), fp32]
  * Bytes are compulsory traffic (K/V re-reads per query block assumed served by on-chip
  * memory and L2); the kernel is compute bound in practice.
+ * Compute runs at peak[dtype] x the device's attention_fwd_efficiency or
+ * attention_bwd_efficiency (what fused attention kernels reach at long sequences: softmax,
+ * masking and the online rescaling keep them below GEMM rates), falling back to the matmul
+ * efficiency of the dtype when the hardware file does not state them.
  */
 #include "op_common.h"
 
@@ -65,7 +69,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     flops = 2.5 * c * W;
     bytes = e * (4.0 * B * H * sq * d + 4.0 * B * G * sk * d) + 12.0 * B * H * sq;
   }
-  sc__op_roofline(dev, dev->peak_flops_per_s[op->dtype], 1.0, flops, bytes, out);
+  double eff = bwd ? dev->attention_bwd_efficiency : dev->attention_fwd_efficiency;
+  if (!(eff > 0.0)) eff = sc_device_matmul_efficiency(dev, op->dtype);
+  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype], eff, 1.0, flops, bytes, out);
   double f[NFEATURES] = {sc__op_log10(flops), sc__op_log10(bytes),
                          sc__op_log10(sc__op_intensity(flops, bytes)), sc__op_log2(sq),
                          sc__op_log2(sk), sc__op_log2(d), sc__op_log2(B * H), H / G,

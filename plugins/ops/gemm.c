@@ -14,7 +14,9 @@
  *     compute_units at a time (one resident tile per SM assumed), so the last wave may be
  *     partial: waves = ceil(tiles / compute_units),
  *         wave_eff = tiles / (waves * compute_units)
- *   compute time = flops / (peak[dtype] * flops_efficiency * tile_eff * wave_eff)
+ *   compute time = flops / (peak[dtype] * eff[dtype] * tile_eff * wave_eff)
+ * with eff[dtype] the device's matmul efficiency of the dtype (flops_efficiency_by_dtype,
+ * e.g. a measured maximum achievable matmul rate over the peak; else flops_efficiency).
  * A device with tile_m/n/k = 0 has no tile quantisation (tile_eff = 1, tiles counted as if
  * each dimension were one tile) and compute_units = 0 disables wave quantisation.
  */
@@ -54,7 +56,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     waves = ceil(tiles / dev->compute_units);
     wave_eff = tiles / (waves * dev->compute_units);
   }
-  sc__op_roofline(dev, dev->peak_flops_per_s[op->dtype], tile_eff * wave_eff, flops, bytes, out);
+  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype],
+                      sc_device_matmul_efficiency(dev, op->dtype), tile_eff * wave_eff, flops,
+                      bytes, out);
   double f[NFEATURES] = {sc__op_log10(flops), sc__op_log10(bytes),
                          sc__op_log10(sc__op_intensity(flops, bytes)), tile_eff, wave_eff,
                          sc__op_log2(batch), sc__op_log2(m), sc__op_log2(n), sc__op_log2(k),

@@ -3,9 +3,12 @@
  * plugin is its own module). Only the SDK header is used.
  *
  * The roofline of every family:
- *     time_s = max(flops / (peak * flops_efficiency * util), bytes / (mem_bw_Bps * mem_efficiency))
+ *     time_s = max(flops / (peak * eff * util), bytes / (mem_bw_Bps * mem_efficiency))
  *              + launch_s
- * where peak is the device's dense peak for the dtype (matrix families: gemm, attention) or
+ * where eff is the device's flops_efficiency, except for GEMMs (the matmul efficiency of the
+ * dtype: flops_efficiency_by_dtype, else flops_efficiency) and fused attention (its forward or
+ * backward efficiency, else the matmul efficiency of its dtype),
+ * peak is the device's dense peak for the dtype (matrix families: gemm, attention) or
  * its fp32 rate (vector families: the arithmetic of elementwise, norm, softmax, embedding,
  * cross-entropy and optimizer kernels runs in fp32 registers on the non-tensor units
  * whatever the storage dtype), and util <= 1 is a family's quantisation efficiency (gemm:
@@ -94,9 +97,10 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, d
 }
 
 /* Fill time, bound, flops and bytes of out from the roofline; clears the features. */
-static inline void sc__op_roofline(const sc_device *dev, double peak, double util,
-                                   double flops, double bytes, sc_estimate *out) {
-  double tc = flops > 0.0 ? flops / (peak * dev->flops_efficiency * util) : 0.0;
+static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double eff,
+                                       double util, double flops, double bytes,
+                                       sc_estimate *out) {
+  double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
   double tm = bytes / (dev->mem_bw_Bps * dev->mem_efficiency);
   double t = tc > tm ? tc : tm;
   memset(out, 0, sizeof *out);
@@ -108,6 +112,12 @@ static inline void sc__op_roofline(const sc_device *dev, double peak, double uti
   out->busbw_Bps = 0.0;
   out->bound_tier = -1;
   out->nfeatures = 0;
+}
+
+/* The roofline at the device's general flops_efficiency. */
+static inline void sc__op_roofline(const sc_device *dev, double peak, double util,
+                                   double flops, double bytes, sc_estimate *out) {
+  sc__op_roofline_eff(dev, peak, dev->flops_efficiency, util, flops, bytes, out);
 }
 
 /* log10(max(x, 1)): features stay finite for zero-FLOP operators. */

@@ -161,7 +161,22 @@ typedef struct sc_device {
   double launch_s;                          /* fixed per-kernel launch/overhead time */
   /* Tensor-core tile (for tile quantisation): a GEMM dimension not a multiple wastes work. */
   uint32_t tile_m, tile_n, tile_k;
+  /* Appended at ABI 1.0 (0 = not stated; a hardware plugin that predates them leaves them 0,
+   * since the host zeroes the device first). Matrix-multiply efficiency per dtype: the
+   * achievable fraction of peak_flops_per_s[d] for GEMMs in that type (a measured maximum
+   * achievable matmul rate over the peak); 0 = flops_efficiency. Fused attention: the
+   * achievable fraction of the peak of the attention's dtype for the forward and backward
+   * kernels at long sequences; 0 = the matmul efficiency of that dtype. */
+  double matmul_efficiency[SC_DTYPE_COUNT];
+  double attention_fwd_efficiency, attention_bwd_efficiency;
 } sc_device;
+
+/* The achievable fraction of peak for dense matrix multiplies in dtype d. */
+static inline double sc_device_matmul_efficiency(const sc_device *dev, sc_dtype d) {
+  if ((unsigned)d < SC_DTYPE_COUNT && dev->matmul_efficiency[d] > 0.0)
+    return dev->matmul_efficiency[d];
+  return dev->flops_efficiency;
+}
 
 /* ------------------------------------------------------------------------- */
 /* Operators                                                                 */

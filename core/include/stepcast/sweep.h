@@ -173,7 +173,10 @@ void sc_sweep_result_free(sc_sweep_result *r);
 
 /* One --vary: a field and its values. Fields are named by their struct names:
  * "hardware.<f>" with f one of mem_bytes, mem_bw_Bps, l2_bytes, flops_efficiency,
- * mem_efficiency, launch_s, peak_flops_per_s (every dtype) or peak_flops_per_s[<dtype>];
+ * mem_efficiency, launch_s, attention_fwd_efficiency, attention_bwd_efficiency,
+ * peak_flops_per_s (every dtype) or peak_flops_per_s[<dtype>]; flops_efficiency as a
+ * multiplier also scales the per-dtype matmul and the attention efficiencies the device
+ * states, as an absolute value it replaces the per-dtype matmul efficiencies;
  * "topology.tier[<i>].<f>" with f one of bw_Bps, latency_s, oversubscription, efficiency.
  * A value is a multiplier of the loaded figure ("1.5x") or an absolute number ("2e12"). */
 typedef struct sc_vary {

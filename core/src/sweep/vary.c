@@ -25,6 +25,8 @@ static const vfield hw_fields[] = {
     {"flops_efficiency", offsetof(sc_device, flops_efficiency), 2},
     {"mem_efficiency", offsetof(sc_device, mem_efficiency), 2},
     {"launch_s", offsetof(sc_device, launch_s), 1},
+    {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), 2},
+    {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), 2},
     {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), 0},
 };
 
@@ -208,9 +210,32 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
       return SC_OK;
     }
     double *p = (double *)((char *)dev + v->offset);
-    double nv = mult ? *p * x : x;
+    double old = *p;
+    int attn = v->offset == offsetof(sc_device, attention_fwd_efficiency) ||
+               v->offset == offsetof(sc_device, attention_bwd_efficiency);
+    if (attn && old == 0) old = sc_device_matmul_efficiency(dev, SC_DTYPE_BF16); /* not stated */
+    double nv = mult ? old * x : x;
     int rc = check_value(v, f->kind, nv, err);
     if (rc != SC_OK) return rc;
+    if (v->offset == offsetof(sc_device, flops_efficiency)) {
+      /* The per-dtype matmul and the attention efficiencies follow: a multiplier scales the
+       * stated ones, an absolute value replaces the per-dtype matmul figures. */
+      double *also[SC_DTYPE_COUNT + 2];
+      size_t n = 0;
+      for (int d = 0; d < SC_DTYPE_COUNT; d++) also[n++] = &dev->matmul_efficiency[d];
+      also[n++] = &dev->attention_fwd_efficiency;
+      also[n++] = &dev->attention_bwd_efficiency;
+      for (size_t k = 0; k < n; k++) {
+        if (*also[k] == 0) continue;
+        if (!mult) {
+          if (k < SC_DTYPE_COUNT) *also[k] = 0;
+          continue;
+        }
+        double sv = *also[k] * x;
+        if ((rc = check_value(v, f->kind, sv, err)) != SC_OK) return rc;
+        *also[k] = sv;
+      }
+    }
     *p = nv;
     return SC_OK;
   }

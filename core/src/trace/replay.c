@@ -257,8 +257,8 @@ static int dp_scale(const sc_trace_edits *ed, uint32_t from, int kind, double by
 }
 
 static double achievable_flops(const sc_device *d, sc_dtype t) {
-  double eff = d->flops_efficiency > 0 ? d->flops_efficiency : 1.0;
-  return d->peak_flops_per_s[t] * eff;
+  double eff = sc_device_matmul_efficiency(d, t);
+  return d->peak_flops_per_s[t] * (eff > 0 ? eff : 1.0);
 }
 static double achievable_bw(const sc_device *d) {
   double eff = d->mem_efficiency > 0 ? d->mem_efficiency : 1.0;

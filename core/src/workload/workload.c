@@ -290,9 +290,22 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
 #define DIMS(...) (const int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
 /* A linear layer's GEMM (QKV, attention projection, MLP fc1/fc2, forward, dgrad and wgrad):
- * the one place the job's compute dtype applies as given (fp8 included). */
+ * the one place the job's compute dtype applies as given (fp8 included).
+ * fp8 (Transformer Engine's recipe): the GEMM's first operand A[m,k] (the activation of a
+ * forward GEMM, the output gradient of a dgrad) is quantised from bf16 before it, and its
+ * transpose is written too for the wgrad, which needs no cast of its own: a memory-bound
+ * pass reading 2 bytes and writing 2 per element, modelled as a memcpy of 2*m*k bytes
+ * (memcpy moves twice its size) labelled "<label>.fp8_cast". cast = 0 where there is no such
+ * pass: wgrads, and the QKV and fc1 forward GEMMs, whose input comes out of the fused
+ * norm-and-cast kernel (LayerNormLinear) in fp8 already. Weight casts (once per iteration,
+ * at the first micro-batch) are not modelled. */
 static void linear(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
-                   const char *label, const int64_t *dims, uint32_t nd) {
+                   const char *label, int cast, const int64_t *dims, uint32_t nd) {
+  if (cast && B->p->dtype == SC_DTYPE_FP8) {
+    char cl[32];
+    snprintf(cl, sizeof cl, "%s.fp8_cast", label);
+    op(B, l, ph, rep, where, SC_OP_MEMCPY, 0, cl, DIMS(2 * dims[0] * dims[1] * dims[3]));
+  }
   uint32_t before = l->nops;
   op(B, l, ph, rep, where, SC_OP_GEMM, SC_GEMM_PLAIN, label, dims, nd);
   if (l->nops > before) l->ops[before].desc.dtype = B->p->dtype;
@@ -387,22 +400,22 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   sc_work_where W = SC_WHERE_LAYER;
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "qkv.ag");
-  linear(B, l, ph, L, W, "qkv", DIMS(1, d->T, d->qkv_t, d->h));
+  linear(B, l, ph, L, W, "qkv", 0, DIMS(1, d->T, d->qkv_t, d->h));
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_FWD, "rope",
        DIMS(d->T * (d->a_t + d->g_t) * d->d));
   }
   attn_core_fwd(B, l, ph, L);
-  linear(B, l, ph, L, W, "attn_proj", DIMS(1, d->T, d->h, d->q_t));
+  linear(B, l, ph, L, W, "attn_proj", 1, DIMS(1, d->T, d->h, d->q_t));
   tp_reduce(B, l, ph, L, W, "attn_proj.ar", "attn_proj.rs");
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "attn_bda",
      DIMS(d->T_sp * d->h));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "mlp_fc1.ag");
-  linear(B, l, ph, L, W, "mlp_fc1", DIMS(1, d->T, d->f1_t, d->h));
+  linear(B, l, ph, L, W, "mlp_fc1", 0, DIMS(1, d->T, d->f1_t, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_FWD : SC_EW_GELU_FWD,
      swiglu ? "mlp_swiglu" : "mlp_gelu", DIMS(d->T * d->f_t));
-  linear(B, l, ph, L, W, "mlp_fc2", DIMS(1, d->T, d->h, d->f_t));
+  linear(B, l, ph, L, W, "mlp_fc2", 1, DIMS(1, d->T, d->h, d->f_t));
   tp_reduce(B, l, ph, L, W, "mlp_fc2.ar", "mlp_fc2.rs");
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
      DIMS(d->T_sp * d->h));
@@ -421,14 +434,14 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "mlp_bda.bwd",
      DIMS(d->T_sp * d->h));
   sp_gather(B, l, ph, L, W, "mlp_fc2.ag");
-  linear(B, l, ph, L, W, "mlp_fc2.dgrad", DIMS(1, d->T, d->f_t, d->h));
-  linear(B, l, ph, L, W, "mlp_fc2.wgrad", DIMS(1, d->h, d->f_t, d->T));
+  linear(B, l, ph, L, W, "mlp_fc2.dgrad", 1, DIMS(1, d->T, d->f_t, d->h));
+  linear(B, l, ph, L, W, "mlp_fc2.wgrad", 0, DIMS(1, d->h, d->f_t, d->T));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_BWD : SC_EW_GELU_BWD,
      swiglu ? "mlp_swiglu.bwd" : "mlp_gelu.bwd", DIMS(d->T * d->f_t));
-  linear(B, l, ph, L, W, "mlp_fc1.dgrad", DIMS(1, d->T, d->h, d->f1_t));
+  linear(B, l, ph, L, W, "mlp_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->f1_t));
   sp_gather(B, l, ph, L, W, "mlp_fc1.wgrad_ag");
   tp_reduce(B, l, ph, L, W, "mlp_fc1.ar", "mlp_fc1.rs");
-  linear(B, l, ph, L, W, "mlp_fc1.wgrad", DIMS(1, d->f1_t, d->h, d->T));
+  linear(B, l, ph, L, W, "mlp_fc1.wgrad", 0, DIMS(1, d->f1_t, d->h, d->T));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm2.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "mlp_residual.bwd", DIMS(d->T_sp * d->h));
 
@@ -436,8 +449,8 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "attn_bda.bwd",
      DIMS(d->T_sp * d->h));
   sp_gather(B, l, ph, L, W, "attn_proj.ag");
-  linear(B, l, ph, L, W, "attn_proj.dgrad", DIMS(1, d->T, d->q_t, d->h));
-  linear(B, l, ph, L, W, "attn_proj.wgrad", DIMS(1, d->h, d->q_t, d->T));
+  linear(B, l, ph, L, W, "attn_proj.dgrad", 1, DIMS(1, d->T, d->q_t, d->h));
+  linear(B, l, ph, L, W, "attn_proj.wgrad", 0, DIMS(1, d->h, d->q_t, d->T));
   if (p->cp > 1) {
     /* The ring passes K/V again and returns dK/dV to their owners. */
     coll(B, l, ph, L, W, SC_COLL_ALLGATHER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), B->d.act, 1,
@@ -464,10 +477,10 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_BWD, "rope.bwd",
        DIMS(d->T * (d->a_t + d->g_t) * d->d));
   }
-  linear(B, l, ph, L, W, "qkv.dgrad", DIMS(1, d->T, d->h, d->qkv_t));
+  linear(B, l, ph, L, W, "qkv.dgrad", 1, DIMS(1, d->T, d->h, d->qkv_t));
   sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
   tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
-  linear(B, l, ph, L, W, "qkv.wgrad", DIMS(1, d->qkv_t, d->h, d->T));
+  linear(B, l, ph, L, W, "qkv.wgrad", 0, DIMS(1, d->qkv_t, d->h, d->T));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm1.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
 }

@@ -53,7 +53,9 @@ _Static_assert(SC_EW_GELU_FWD == 0 && SC_EW_SWIGLU_FWD == 2 && SC_EW_DROPOUT_FWD
 
 static const char *const cu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
                                       "compute_units", "flops_efficiency", "mem_efficiency",
-                                      "launch_s", "peak_flops_per_s", "tile", NULL};
+                                      "launch_s", "peak_flops_per_s", "tile",
+                                       "flops_efficiency_by_dtype", "attention_fwd_efficiency",
+                                       "attention_bwd_efficiency", NULL};
 static const char *const cu_tile_keys[] = {"m", "n", "k", NULL};
 
 static int cu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
@@ -111,7 +113,8 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
   if ((rc = sc__hw_check_keys(host, tile, "tile.", cu_tile_keys, err)) != SC_OK) return rc;
   if ((rc = sc__hw_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
   if ((rc = sc__hw_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
-  return sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err);
+  if ((rc = sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK) return rc;
+  return sc__hw_kernel_efficiencies(host, t, dev, err);
 }
 
 /* ---- measure -------------------------------------------------------------------------- */
