@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "job.h"
+#include "stepcast/estimate.h"
 #include "stepcast/workload.h"
 
 static void ops_usage(FILE *out) {
@@ -14,7 +15,8 @@ static void ops_usage(FILE *out) {
           "usage: stepcast ops --model M --hardware H [options]\n\n"
           "Lists, per pipeline stage (and virtual chunk) and phase, every operator of one\n"
           "micro-batch with its per-GPU shape, FLOPs, bytes, bound and estimated time (the\n"
-          "analytical operator plugins), the collectives it implies (kind, group, bytes per\n"
+          "operator plugins' roofline, or --estimator hybrid|learned: the device's fitted\n"
+          "residual models), the collectives it implies (kind, group, bytes per\n"
           "rank; their times are stepcast predict's business), the per-iteration optimizer\n"
           "step and data-parallel collectives, then totals and the memory per GPU.\n\n"
           "options:\n"
@@ -31,6 +33,8 @@ static void ops_usage(FILE *out) {
           "  --distributed-optimizer   shard optimizer states over data parallel\n"
           "  --no-flash                unfused attention instead of flash attention\n"
           "  --dtype D                 fp32 | bf16 | fp16 | fp8 (default bf16)\n"
+          "  --estimator E             analytical | hybrid | learned (default analytical;\n"
+          "                            the others need hardware/<device>/residuals/)\n"
           "  --stage N                 only pipeline stage N\n"
           "  --json | --csv            machine-readable output (default: a table)\n\n"
           "Exit status: 0 ok, 1 impossible configuration or unreadable spec (one line naming\n"
@@ -61,6 +65,8 @@ typedef struct ctx {
   const sc_device *dev;
   out_format fmt;
   int first_json_item;
+  sc_estimator estimator;
+  const sc_residuals *resid; /* NULL with the analytical estimator */
 } ctx;
 
 /* Estimate every op of a list; prints rows; adds to *time_s and *flops (x repeat). */
@@ -74,6 +80,12 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
     sc_estimate e;
     int rc = sc_registry_estimate_op(c->reg, c->dev, &o->desc, &e, err);
     if (rc != SC_OK) return rc;
+    if (c->estimator != SC_ESTIMATOR_ANALYTICAL) {
+      double t = e.time_s;
+      rc = sc_residuals_apply(c->resid, c->estimator, o->desc.family, &e, &t, err);
+      if (rc != SC_OK) return rc;
+      e.time_s = t;
+    }
     char shape[160];
     shape_string(&o->desc, shape, sizeof shape);
     double total = e.time_s * o->repeat;
@@ -225,7 +237,7 @@ static int ops_key(const char *name) {
   static const char *const allowed[] = {
       "model", "hardware", "tp", "pp", "dp", "cp", "micro-batch", "global-batch", "seq-len",
       "virtual-stages", "schedule", "recompute", "dtype", "sequence-parallel",
-      "distributed-optimizer", "flash-attention", "no-flash-attention", NULL};
+      "distributed-optimizer", "flash-attention", "no-flash-attention", "estimator", NULL};
   for (int i = 0; allowed[i] != NULL; i++) {
     if (strcmp(name, allowed[i]) == 0) return 1;
   }
@@ -310,33 +322,39 @@ int sc_cli_ops(int argc, char **argv) {
   int rc = sc_cli_registry_open(&reg, &err);
   sc_device dev;
   if (rc == SC_OK) rc = sc_hardware_load(reg, hardware, &dev, &err);
+  sc_residuals *resid = NULL;
+  if (rc == SC_OK && job.opts.estimator != SC_ESTIMATOR_ANALYTICAL)
+    rc = sc_residuals_for_hardware(hardware, dev.name, job.opts.estimator, &resid, &err);
   if (rc != SC_OK) {
+    sc_residuals_free(resid);
     sc_registry_free(reg);
     return sc_cli_fail(&err);
   }
   sc_stage_work *w = malloc(sizeof *w);
   if (w == NULL) {
+    sc_residuals_free(resid);
     sc_registry_free(reg);
     sc_error_set(&err, SC_ENOMEM, "out of memory");
     return sc_cli_fail(&err);
   }
 
-  ctx c = {reg, &dev, fmt, 1};
+  ctx c = {reg, &dev, fmt, 1, job.opts.estimator, resid};
   uint32_t mb = sc_parallel_microbatches(&p);
   if (fmt == FMT_TABLE) {
     printf("%s on %s: tp %u pp %u dp %u cp %u (%u GPUs), micro-batch %u, global batch %u "
            "(%u micro-batches), seq %u, %s, %s schedule%s, recompute %s, %s attention, "
-           "sequence parallel %s, distributed optimizer %s\n",
+           "sequence parallel %s, distributed optimizer %s, %s estimator\n",
            m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.tp * p.pp * p.dp * p.cp, p.micro_batch,
            p.global_batch, mb, p.seq_len, sc_dtype_name(p.dtype), sc_cli_schedule_name(p.schedule),
            p.virtual_stages > 1 ? " (virtual stages)" : "", sc_recompute_name(p.recompute),
            p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
-           p.distributed_optimizer ? "on" : "off");
+           p.distributed_optimizer ? "on" : "off", sc_estimator_name(c.estimator));
   } else if (fmt == FMT_JSON) {
     printf("{\"schema_version\": 1, \"model\": ");
     sc_json_string(stdout, m.name);
     printf(", \"hardware\": ");
     sc_json_string(stdout, dev.name);
+    printf(", \"estimator\": \"%s\"", sc_estimator_name(c.estimator));
     printf(", \"parallel\": "
            "{\"tp\": %u, \"pp\": %u, \"dp\": %u, \"cp\": %u, \"micro_batch\": %u, "
            "\"global_batch\": %u, \"microbatches\": %u, \"seq_len\": %u, \"virtual_stages\": %u, "
@@ -375,6 +393,7 @@ int sc_cli_ops(int argc, char **argv) {
     if (rc == SC_OK) printf("]}\n");
   }
   free(w);
+  sc_residuals_free(resid);
   sc_registry_free(reg);
   if (rc != SC_OK) {
     fflush(stdout);
