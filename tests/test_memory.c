@@ -107,6 +107,15 @@ START_TEST(test_output_and_flash) {
   p.flash_attention = 1;
   want = 4 * (34 * SBH + 4 * B * A * S) + SBH;
   ck_assert_double_eq_tol(stage0(&m, &p) / want, 1.0, 1e-12);
+  /* fp8: the QKV, projection and fc1 inputs (2 sbh each) and the fc2 input (8 sbh) are kept
+   * in 1 byte: 34 - 1 - 1 - 1 - 4 = 27 sbh per layer; the rest stays bf16. */
+  p.dtype = SC_DTYPE_FP8;
+  want = 4 * (27 * SBH + 4 * B * A * S) + SBH;
+  ck_assert_double_eq_tol(stage0(&m, &p) / want, 1.0, 1e-12);
+  /* Full recomputation keeps the bf16 layer input whatever the compute dtype. */
+  p.recompute = SC_RECOMPUTE_FULL;
+  want = 4 * 2 * SBH + SBH;
+  ck_assert_double_eq_tol(stage0(&m, &p) / want, 1.0, 1e-12);
 }
 END_TEST
 

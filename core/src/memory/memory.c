@@ -28,6 +28,8 @@
  * with the model's actual widths, so grouped-query attention (K and V g*d wide), SwiGLU (fc1
  * output 2f wide, fc2 input f wide), any ffn_hidden and any dtype size reduce to the
  * table's numbers for GPT (a*d = h, g = a, f = 4h, 2-byte dtype); test_memory checks this.
+ * fp8 training (Transformer Engine) keeps the four linear layers' inputs (QKV, projection,
+ * fc1, fc2) as the 1-byte copies their quantisation made, the rest in bf16.
  * Context parallelism divides s by cp (the score block is s/cp x s). Flash attention
  * stores no score matrix (the 5as/h term goes, as with selective recomputation) but
  * keeps its fp32 log-sum-exp, 4 b a/t s/cp bytes.
@@ -52,12 +54,15 @@ static double layer_activation_bytes(const sc_parallel *p, const sc__dims *d) {
   double e = d->e;
   double T = (double)d->T, Tsp = (double)d->T_sp, h = (double)d->h;
   if (p->recompute == SC_RECOMPUTE_FULL) return e * Tsp * h;
-  /* Replicated over TP without SP, sharded with it: norm1, QKV, norm2, fc1 inputs; two
-   * 1-byte dropout masks. */
-  double rep = Tsp * h * (4.0 * e + 2.0);
-  /* Split over TP: Q and K, V, projection input, activation input (fc1 output), fc2 input. */
-  double split = e * T *
-                 (double)((d->a_t + d->g_t) * d->d + d->g_t * d->d + d->q_t + d->f1_t + d->f_t);
+  /* fp8 (Transformer Engine): the inputs of the four linear layers are kept for the wgrad
+   * as the fp8 copies their forward cast made (1 byte), not in bf16. */
+  double q = p->dtype == SC_DTYPE_FP8 ? 1.0 : e;
+  /* Replicated over TP without SP, sharded with it: norm1 and norm2 inputs, QKV and fc1
+   * inputs; two 1-byte dropout masks. */
+  double rep = Tsp * h * (2.0 * e + 2.0 * q + 2.0);
+  /* Split over TP: Q and K, V, activation input (fc1 output); projection and fc2 inputs. */
+  double split = e * T * (double)((d->a_t + d->g_t) * d->d + d->g_t * d->d + d->f1_t) +
+                 q * T * (double)(d->q_t + d->f_t);
   double scores;
   if (p->flash_attention) {
     scores = 4.0 * (double)d->b * (double)d->a_t * (double)d->s_c;
