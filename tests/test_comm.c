@@ -244,6 +244,52 @@ START_TEST(placement_three_tiers) {
 }
 END_TEST
 
+/* A group that spreads unevenly over a tier: 8-GPU nodes, 40-GPU (5-node) leaves, spine.
+ * tp = 8, pp = 7: the PP group {0, 8, ..., 48} has one member per node, and its members sit
+ * 5 and 2 to a leaf, so the leaf tier gets fan-out 1 and the spine all 7 (priced there). The
+ * DP group of dp = 6 (tp = 4, pp = 1, 24 GPUs) is even: 2 per node, 3 nodes in one leaf. */
+START_TEST(placement_uneven_tier) {
+  sc_topology t = two_tier(8, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c;
+  sc_error err = {0};
+  sc_parallel p;
+  t.ntiers = 3;
+  t.tiers[1].scope_gpus = 40;
+  t.tiers[2] = t.tiers[1];
+  snprintf(t.tiers[2].name, sizeof t.tiers[2].name, "spine");
+  t.tiers[2].scope_gpus = 0;
+  sc_parallel_defaults(&p);
+  p.tp = 8;
+  p.pp = 7;
+  memset(&c, 0, sizeof c);
+  ck_assert_msg(sc_comm_group(&t, &p, SC_GROUP_PP, &c, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(c.nranks, 7);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].ranks, 1);
+  ck_assert_uint_eq(c.tiers[2].ranks, 7);
+  /* Uneven inside a node: tp = 3 does not divide the 8-GPU node, so a DP group of 8
+   * (stride 3, 24 GPUs) has 3, 3 and 2 members per node: fan-out 1 at the node tier, and
+   * all 8 meet in one leaf (fan-out 8 there, 1 on the spine). */
+  sc_parallel_defaults(&p);
+  p.tp = 3;
+  p.dp = 8;
+  memset(&c, 0, sizeof c);
+  ck_assert_msg(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(c.tiers[0].ranks, 1);
+  ck_assert_uint_eq(c.tiers[1].ranks, 8);
+  ck_assert_uint_eq(c.tiers[2].ranks, 1);
+  /* Even spreads are unchanged. */
+  sc_parallel_defaults(&p);
+  p.tp = 4;
+  p.dp = 6;
+  memset(&c, 0, sizeof c);
+  ck_assert_msg(sc_comm_group(&t, &p, SC_GROUP_DP, &c, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(c.tiers[0].ranks, 2);
+  ck_assert_uint_eq(c.tiers[1].ranks, 3);
+  ck_assert_uint_eq(c.tiers[2].ranks, 1);
+}
+END_TEST
+
 START_TEST(resolve_sharing_nics) {
   /* Perlmutter-like: 4 GPUs, 4 NICs, 25 GB/s per GPU. A DP group with one member per node
    * and 4 groups sharing: a = 4 GPUs on the node's 4 NICs -> 25 GB/s each, factor 1.
@@ -655,6 +701,7 @@ static Suite *comm_suite(void) {
   tcase_add_test(tc, protocol_latency_terms);
   tcase_add_test(tc, placement_megatron_order);
   tcase_add_test(tc, placement_three_tiers);
+  tcase_add_test(tc, placement_uneven_tier);
   tcase_add_test(tc, resolve_sharing_nics);
   tcase_add_test(tc, hierarchical_composition);
   tcase_add_test(tc, auto_choice);

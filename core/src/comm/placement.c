@@ -167,21 +167,21 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
   d = deg[g];
 
   /* Members are ranks k * stride (k < d), on GPUs of the same index. Tier instances are
-   * monotone in the GPU index, so members of one instance form one run; every run of a
-   * tier must have the same length (per[i]) for the group to spread evenly. */
+   * monotone in the GPU index, so members of one instance form one run. When every run of a
+   * tier has the same length, that length is per[i]. When they differ (35 pipeline stages
+   * over 20-node scalable units: runs of 20 and 15), the group is treated at that tier as if
+   * its members shared no instance beyond the tier below (per[i] = per[i-1]): its traffic is
+   * priced on the next tier up, exact in bandwidth where the two tiers give a GPU the same
+   * rate (a full fat tree), pessimistic otherwise. Runs of an evenly spread tier above are
+   * sums of the runs below, so every fan-out per[i] / per[i-1] stays whole. */
   for (uint32_t i = 0; i < t->ntiers; i++) {
     uint32_t run = 0, len = 0, cur = 0;
+    int uneven = 0;
     for (uint32_t k = 0; k < d; k++) {
       uint32_t in = sc__inst(t, i, (uint64_t)k * stride);
       if (k == 0 || in != cur) {
         if (k != 0) {
-          if (len != 0 && run != len) {
-            return sc_error_set(err, SC_ECONFIG,
-                                "%s group of %u (stride %llu) spreads unevenly over tier %u "
-                                "('%s'): %u and %u members in two instances",
-                                sc__group_name(g), (unsigned)d, (unsigned long long)stride,
-                                (unsigned)i, t->tiers[i].name, (unsigned)len, (unsigned)run);
-          }
+          if (len != 0 && run != len) uneven = 1;
           len = run;
         }
         cur = in;
@@ -189,14 +189,8 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
       }
       run++;
     }
-    if (len != 0 && run != len) {
-      return sc_error_set(err, SC_ECONFIG,
-                          "%s group of %u (stride %llu) spreads unevenly over tier %u ('%s'): "
-                          "%u and %u members in two instances",
-                          sc__group_name(g), (unsigned)d, (unsigned long long)stride,
-                          (unsigned)i, t->tiers[i].name, (unsigned)len, (unsigned)run);
-    }
-    per[i] = run; /* members under one instance of tier i */
+    if (len != 0 && run != len) uneven = 1;
+    per[i] = uneven ? (i == 0 ? 1u : per[i - 1]) : run; /* members under one instance */
   }
   if (per[t->ntiers - 1] != d) {
     return sc_error_set(err, SC_ECONFIG,
