@@ -1,6 +1,7 @@
 /*
  * Communication: collective plugin formulas, rank placement, hierarchical composition,
- * algorithm choice and rejection of impossible groups (docs/comm.md).
+ * algorithm choice (NVLink SHARP included) and rejection of impossible groups
+ * (docs/comm.md).
  * Every expected number below is derived by hand in the comment next to it.
  */
 #include <check.h>
@@ -599,6 +600,263 @@ START_TEST(rejections) {
 END_TEST
 
 /* ------------------------------------------------------------------------- */
+/* NVLink SHARP (docs/comm.md, "NVLink SHARP"; NCCL 2.20.3 tuning.cc / search.cc)      */
+
+START_TEST(nvls_plugin_formula) {
+  /* allreduce.nvls inside one node, n = 8, S = 1e9 B, 100 GB/s, 1 us per step: each member
+   * moves (n+1)/n S = 1.125e9 B through its switch ports, at NCCL's 5/6 ratio:
+   * 1.125e9 / (5/6) = 1.35e9 B -> 13.5e-3 s; one step: 1 us. */
+  sc_registry *reg = new_reg();
+  sc_coll_desc c = one_tier(SC_COLL_ALLREDUCE, 8, 1e9, 100e9, 1e-6);
+  sc_estimate e;
+  sc_error err = {0};
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "nvls")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 1e-6 + 1.35e9 / 100e9, "nvls one node");
+  ck_assert_int_eq(e.bound_tier, 0);
+  close_to(e.busbw_Bps, 1e9 / e.time_s * 1.75, "nvls busbw");
+  /* The same for all-gather and reduce-scatter (NCCL prices them alike). */
+  c.kind = SC_COLL_ALLGATHER;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLGATHER, "nvls")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 1e-6 + 1.35e9 / 100e9, "nvls all-gather");
+  c.kind = SC_COLL_REDUCESCATTER;
+  ck_assert_int_eq(plugin(reg, SC_COLL_REDUCESCATTER, "nvls")->estimate(NULL, &c, &e, &err),
+                   SC_OK);
+  close_to(e.time_s, 1e-6 + 1.35e9 / 100e9, "nvls reduce-scatter");
+  /* NVLSTree: 4 nodes x 8, tier 1 at 10 GB/s, 5 us. Tier 0 as above (13.5e-3 s); tier 1:
+   * more than two subtrees, so 2 S / m_1 = 2.5e8 B per member, / (5/6) = 3e8 B -> 30e-3 s
+   * (the bound, NCCL's bwInter/2 beyond 2 nodes); steps 1 on tier 0 and 2 ceil(log2 4) = 4
+   * on tier 1: 1 + 4 * 5 = 21 us. */
+  memset(&c, 0, sizeof c);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 1e9;
+  c.nranks = 32;
+  c.ntiers = 2;
+  c.tiers[0] = (sc_tier_span){8, 100e9, 1e-6, 1.0, 1};
+  c.tiers[1] = (sc_tier_span){4, 10e9, 5e-6, 1.0, 1};
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "nvls")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 21e-6 + 3e8 / 10e9, "nvls tree 4 nodes");
+  ck_assert_int_eq(e.bound_tier, 1);
+  /* 2 nodes: two subtrees, S / m_1 = 1.25e8 B / (5/6) = 1.5e8 B -> 15e-3 s; tier 0 (13.5e-3
+   * s) is not the bound; steps 1 + 2 * 5 = 11 us. */
+  c.nranks = 16;
+  c.tiers[1].ranks = 2;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLREDUCE, "nvls")->estimate(NULL, &c, &e, &err), SC_OK);
+  close_to(e.time_s, 11e-6 + 1.5e8 / 10e9, "nvls tree 2 nodes");
+  /* NVLS all-gather and reduce-scatter stay inside one node (NCCL 2.20.3). */
+  c.kind = SC_COLL_ALLGATHER;
+  ck_assert_int_eq(plugin(reg, SC_COLL_ALLGATHER, "nvls")->estimate(NULL, &c, &e, &err),
+                   SC_EUNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "one node") != NULL, "%s", err.msg);
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* An H100-like topology: 8 GPUs per node, NVLink 450 GB/s at efficiency 0.822 (369.9 GB/s),
+ * 0.6 us; NICs 50 GB/s, 2.7 us; the node's switch does NVLink SHARP unless nvls = 0. */
+static sc_topology h100_like(int nvls) {
+  sc_topology t = two_tier(8, 450e9, 0.6e-6, 50e9, 2.7e-6);
+  t.tiers[0].efficiency = 0.822;
+  t.tiers[0].nvls = nvls;
+  return t;
+}
+
+START_TEST(nvls_auto_choice) {
+  /* 8 GPUs, S = 8 GiB: NVLS Simple: latency = NCCL's hwLat[NVLINK][NVLS][Simple] = 23 us
+   * (baseLat 0; one step: 0.6 + (23 - 0.6) us); bandwidth term S (9/8) / (5/6) / 369.9e9.
+   * busbw = S / T * 14/8 = 479.15 GB/s (nccl-tests issue 347: 479.41 measured). The ring
+   * (Simple: 8.4 + 14 * 3.4 = 56 us + 1.75 S / 369.9e9) is slower: 2.7x bytes / 1.35x. */
+  sc_registry *reg = new_reg();
+  sc_topology t = h100_like(1), a = h100_like(0);
+  sc_coll_desc c;
+  sc_estimate e;
+  const sc_coll_plugin *chosen = NULL;
+  const char *proto = NULL;
+  sc_error err = {0};
+  const double S = 8589934592.0, B0 = 450e9 * 0.822;
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = S;
+  ck_assert_msg(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err) == SC_OK,
+                "%s", err.msg);
+  ck_assert_str_eq(chosen->algorithm, "nvls");
+  ck_assert_str_eq(proto, "Simple");
+  close_to(e.time_s, 23e-6 + S * 1.125 / (5.0 / 6.0) / B0, "nvls 8 GiB");
+  ck_assert_msg(fabs(e.busbw_Bps / 1e9 - 479.15) < 0.01, "busbw %g", e.busbw_Bps / 1e9);
+  ck_assert_int_eq(e.bound, SC_BOUND_BANDWIDTH);
+  ck_assert_int_eq(e.bound_tier, 0);
+  /* --algo nvls gives the same; small messages stay on the ring's LL (15 us < 23 us). */
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
+                   SC_OK);
+  close_to(e.time_s, 23e-6 + S * 1.35 / B0, "nvls forced");
+  c.bytes = 8;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  ck_assert_str_eq(proto, "LL");
+  /* Forced at 8 B: Simple, 23 us + 8 * 1.35 / B0. */
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(proto, "Simple");
+  close_to(e.time_s, 23e-6 + 8.0 * 1.35 / B0, "nvls forced 8 B");
+  /* Without NVLink SHARP on the switch (A100): never NVLS, at any size and node count. */
+  for (uint32_t g = 8; g <= 32; g *= 2) {
+    ck_assert_int_eq(sc_comm_group_flat(&a, g, &c, &err), SC_OK);
+    c.kind = SC_COLL_ALLREDUCE;
+    for (double b = 8; b <= S; b *= 4) {
+      c.bytes = b;
+      ck_assert_int_eq(sc_comm_estimate_proto(reg, &a, &c, "auto", &e, &chosen, &proto, &err),
+                       SC_OK);
+      ck_assert_msg(strcmp(chosen->algorithm, "nvls") != 0, "nvls chosen without SHARP");
+    }
+  }
+  /* NVLSTree, 2 nodes x 8, 8 GiB: latency 23 + 2 (2.7 + 14 - 2.7) = 51 us (NCCL: intraLat
+   * + 2 log2i(2) interLat, interLat = hwLat[NET][NVLSTree][Simple] = 14 us); bandwidth:
+   * tier 0 S 1.35 / 369.9e9 (the bound) vs tier 1 S / 8 / (5/6) / 50e9 = S * 3e-12. The flat
+   * ring is NIC-bound at 2 * 15/16 S / 8 / 50e9 = S * 4.6875e-12: NVLS wins. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = S;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "nvls");
+  close_to(e.time_s, 51e-6 + S * 1.35 / B0, "nvls tree 2 nodes");
+  ck_assert_int_eq(e.bound_tier, 0);
+  /* 4 nodes: NCCL halves the NVLSTree's inter-node bandwidth (2 S / 8 / (5/6) / 50e9 =
+   * S * 6e-12) while the ring needs 2 * 31/32 S / 8 / 50e9 = S * 4.84e-12: the ring wins. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 32, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = S;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
+                   SC_OK);
+  /* 23 + 2 * 2 * 14 = 79 us + the NIC term. */
+  close_to(e.time_s, 79e-6 + 2.0 * S / 8.0 / (5.0 / 6.0) / 50e9, "nvls tree 4 nodes");
+  ck_assert_int_eq(e.bound_tier, 1);
+  /* All-gather in one node: NVLS forced prices as the all-reduce (NCCL's tuner); auto keeps
+   * the ring, whose all-gather moves only 7/8 S. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLGATHER;
+  c.bytes = S;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
+                   SC_OK);
+  close_to(e.time_s, 23e-6 + S * 1.35 / B0, "nvls all-gather");
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(nvls_rejections) {
+  sc_registry *reg = new_reg();
+  sc_topology t = h100_like(1), a = h100_like(0);
+  sc_coll_desc c;
+  sc_estimate e;
+  sc_error err = {0};
+  memset(&c, 0, sizeof c);
+  /* --algo nvls where the switch has no SHARP: a clear error, not a number. */
+  ck_assert_int_eq(sc_comm_group_flat(&a, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 1e6;
+  ck_assert_int_eq(sc_comm_estimate(reg, &a, &c, "nvls", &e, NULL, &err), SC_EUNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "NVLink SHARP") != NULL && strstr(err.msg, "nvls = true") != NULL,
+                "%s", err.msg);
+  /* Two GPUs of the group per node: NCCL does not enable NVLS (gpuCount <= 2). */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 2, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 1e9;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "nvls", &e, NULL, &err), SC_EUNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "more than 2") != NULL, "%s", err.msg);
+  {
+    const sc_coll_plugin *chosen = NULL;
+    ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "auto", &e, &chosen, &err), SC_OK);
+    ck_assert_str_eq(chosen->algorithm, "ring");
+  }
+  /* All-gather across nodes: NVLS runs inside one node only. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLGATHER;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "nvls", &e, NULL, &err), SC_EUNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "one node") != NULL, "%s", err.msg);
+  /* 8-bit types are not reduced by the switch. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.dtype = SC_DTYPE_FP8;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "nvls", &e, NULL, &err), SC_EUNSUPPORTED);
+  ck_assert_msg(strstr(err.msg, "fp8") != NULL, "%s", err.msg);
+  c.dtype = SC_DTYPE_BF16;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "nvls", &e, NULL, &err), SC_OK);
+  /* No NVLS broadcast. */
+  c.kind = SC_COLL_BROADCAST;
+  ck_assert_int_eq(sc_comm_estimate(reg, &t, &c, "nvls", &e, NULL, &err), SC_ENOTFOUND);
+  /* nvls is a property of the node's switch: not on a network tier. */
+  t.tiers[1].nvls = 1;
+  ck_assert_int_eq(sc_comm_check_topology(&t, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "nvls") != NULL, "%s", err.msg);
+  sc_registry_free(reg);
+}
+END_TEST
+
+static const char *write_toml(const char *text) {
+  static char path[256];
+  FILE *f;
+  snprintf(path, sizeof path, "/tmp/sc_test_comm_%d.toml", (int)getpid());
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+START_TEST(nvls_topology_files) {
+  /* The shipped files: DGX H100's NVSwitch has NVLink SHARP, DGX A100's has not; auto picks
+   * NVLS for 8 GPUs and 8 GiB on the first and never on the second. */
+  sc_registry *reg = new_reg();
+  sc_topology h, a;
+  sc_coll_desc c;
+  sc_estimate e;
+  const sc_coll_plugin *chosen = NULL;
+  sc_error err = {0};
+  const char *bad;
+  ck_assert_msg(sc_topology_load("dgx-h100-superpod", &h, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_topology_load("dgx-a100-superpod", &a, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(h.tiers[0].nvls, 1);
+  ck_assert_int_eq(h.tiers[1].nvls, 0);
+  ck_assert_int_eq(a.tiers[0].nvls, 0);
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(sc_comm_group_flat(&h, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8589934592.0;
+  ck_assert_int_eq(sc_comm_estimate(reg, &h, &c, "auto", &e, &chosen, &err), SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "nvls");
+  ck_assert_int_eq(sc_comm_group_flat(&a, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8589934592.0;
+  ck_assert_int_eq(sc_comm_estimate(reg, &a, &c, "auto", &e, &chosen, &err), SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "ring");
+  /* The key is refused on a network tier and must be a boolean. */
+  bad = write_toml("[topology]\nname = \"x\"\nhardware = \"h100-sxm5-80gb\"\n"
+                   "gpus_per_node = 8\nnics_per_node = 8\n"
+                   "[[topology.tier]]\nname = \"nvswitch\"\nscope_gpus = 8\nbw_Bps = 450e9\n"
+                   "[[topology.tier]]\nname = \"net\"\nscope_gpus = 0\nbw_Bps = 50e9\n"
+                   "nvls = true\n");
+  ck_assert_int_eq(sc_topology_load(bad, &h, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "nvls") != NULL && strstr(err.msg, ":14:") != NULL, "%s",
+                err.msg);
+  bad = write_toml("[topology]\nname = \"x\"\nhardware = \"h100-sxm5-80gb\"\n"
+                   "gpus_per_node = 8\nnics_per_node = 8\n"
+                   "[[topology.tier]]\nname = \"nvswitch\"\nscope_gpus = 8\nbw_Bps = 450e9\n"
+                   "nvls = 1\n");
+  ck_assert_int_eq(sc_topology_load(bad, &h, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "nvls") != NULL, "%s", err.msg);
+  unlink(bad);
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------- */
 /* Validation file reader                                                    */
 
 static char *write_tmp(const char *text) {
@@ -706,6 +964,10 @@ static Suite *comm_suite(void) {
   tcase_add_test(tc, hierarchical_composition);
   tcase_add_test(tc, auto_choice);
   tcase_add_test(tc, rejections);
+  tcase_add_test(tc, nvls_plugin_formula);
+  tcase_add_test(tc, nvls_auto_choice);
+  tcase_add_test(tc, nvls_rejections);
+  tcase_add_test(tc, nvls_topology_files);
   tcase_add_test(tc, validation_reader);
   tcase_add_test(tc, validation_file_parses);
   suite_add_tcase(s, tc);

@@ -80,8 +80,9 @@ static void print_topology(const sc_topology *t) {
     char scope[32];
     if (r->scope_gpus) snprintf(scope, sizeof scope, "%u GPUs", r->scope_gpus);
     else snprintf(scope, sizeof scope, "all GPUs");
-    printf("  tier %u %-10s scope %-10s bw %.1f GB/s  latency %.2f us  oversubscription %.2f\n",
-           i, r->name, scope, r->bw_Bps / 1e9, r->latency_s * 1e6, r->oversubscription);
+    printf("  tier %u %-10s scope %-10s bw %.1f GB/s  latency %.2f us  oversubscription %.2f%s\n",
+           i, r->name, scope, r->bw_Bps / 1e9, r->latency_s * 1e6, r->oversubscription,
+           r->nvls ? "  nvls" : "");
   }
 }
 

@@ -47,7 +47,7 @@ static const job_key keys[] = {
     {"overlap-param-gather", K_BOOL, NULL, "overlap parameter all-gather with forward"},
     {"overlap-tp-comm", K_BOOL, NULL, "overlap TP communication with GEMMs"},
     {"estimator", K_ENUM, estimator_names, "operator estimator"},
-    {"algo", K_STR, NULL, "collective algorithm: auto, ring, tree"},
+    {"algo", K_STR, NULL, "collective algorithm: auto, ring, tree, nvls"},
     {"tokens", K_DOUBLE, NULL, "token budget for time to train"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -156,8 +156,8 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is empty or too long", k->name, value);
     memcpy(dst, value, strlen(value) + 1);
     if (dst == j->algo && strcmp(value, "auto") != 0 && strcmp(value, "ring") != 0 &&
-        strcmp(value, "tree") != 0)
-      return sc_error_set(err, SC_EINVAL, "algo: '%s' is not auto, ring or tree", value);
+        strcmp(value, "tree") != 0 && strcmp(value, "nvls") != 0)
+      return sc_error_set(err, SC_EINVAL, "algo: '%s' is not auto, ring, tree or nvls", value);
     return SC_OK;
   }
   case K_U32:

@@ -22,7 +22,7 @@ static void validate_usage(FILE *out) {
           "options:\n"
           "  --json                   one JSON object instead of a table\n"
           "  --estimator NAME         operator estimator (analytical, hybrid, learned)\n"
-          "  --algo NAME              collective algorithm (auto, ring, tree)\n"
+          "  --algo NAME              collective algorithm (auto, ring, tree, nvls)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"

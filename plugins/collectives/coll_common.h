@@ -219,4 +219,42 @@ static inline void sc__ring_flat(const sc_coll_desc *c, double passes, double *l
   }
 }
 
+/* NVLink SHARP (NCCL's NVLS inside a node, NVLSTree across nodes) as NCCL 2.20.3 prices it
+ * (NVIDIA/nccl src/graph/tuning.cc and src/graph/search.cc, commit
+ * b6475625fbcaa2c3c0e50eed2fa1255d7514d4a2; docs/comm.md, "NVLink SHARP"). Whether the
+ * switch can do it is the caller's business (sc_comm_estimate checks the topology's nvls
+ * tier); the plugin prices the span it is given.
+ *   tier 0: each member sends and receives (r_0+1)/r_0 * S through its NVSwitch ports.
+ *     NCCL's NVLS graph search (ncclTopoSearchTryNvls) books one unit of a channel's speed
+ *     on every GPU's link to and from the switch and two units on the channel's head GPU,
+ *     "d0 == g ? 2 : 1", with one channel per GPU (minChannels = maxChannels = GPU count):
+ *     the largest speed with (r_0+1) * speed <= a GPU's NVLink bandwidth gives
+ *     nChannels * bwIntra = r_0/(r_0+1) of it (the graph's discrete speeds are not
+ *     modelled). One step: NCCL's NVLS latency is a single hwLat, not a per-rank count.
+ *   tier t >= 1 (NVLSTree, all-reduce across nodes): the inter-node tree of NCCL carries
+ *     each node's reduced shard: NCCL takes bw = min(bwIntra, nNodes <= 2 ? bwInter :
+ *     bwInter/2), i.e. per member k * S / m_t with k = 1 for two subtrees, 2 otherwise (the
+ *     tree's traffic, as allreduce.tree, without the tree's 0.92); 2 ceil(log2 r_t) steps
+ *     ("2 * log2i(nNodes) * interLat").
+ * Every byte is divided by 5/6: NCCL converts NVLS and NVLSTree bus bandwidth to algorithm
+ * bandwidth with "ratio *= 5.0/6.0" (tuning.cc, ncclTopoTuneModel). */
+#define SC__NVLS_BW_FRACTION (5.0 / 6.0)
+
+static inline void sc__nvls(const sc_coll_desc *c, double *link_bytes, double *hops) {
+  int top = sc__coll_top(c);
+  double r0 = (double)c->tiers[0].ranks;
+  if (top < 0) return;
+  if (r0 > 1.0) {
+    link_bytes[0] = c->bytes * (r0 + 1.0) / r0 / SC__NVLS_BW_FRACTION;
+    hops[0] = 1.0;
+  }
+  for (uint32_t t = 1; t < c->ntiers && (int)t <= top; t++) {
+    double r = (double)c->tiers[t].ranks, above = 1.0;
+    for (uint32_t u = t; u < c->ntiers; u++) above *= (double)c->tiers[u].ranks;
+    link_bytes[t] = (above > 2.0 ? 2.0 : 1.0) * c->bytes / sc__coll_below(c, t) /
+                    SC__NVLS_BW_FRACTION;
+    if (r > 1.0) hops[t] = 2.0 * ceil(log2(r));
+  }
+}
+
 #endif /* SC_COLL_COMMON_H */

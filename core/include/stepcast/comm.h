@@ -22,8 +22,9 @@ extern "C" {
  * scope is gpus_per_node (with one GPU per node, as on Vista, tier 0 may be the network
  * itself: then it joins more GPUs, or 0 = all, and no intra-node tier exists); each later scope is a multiple of the one before (or 0 = the
  * whole system, last tier only); every tier has bw_Bps > 0, latency_s >= 0,
- * oversubscription >= 1 and efficiency in [0,1] (0 = not stated = 1). nics_per_node 0
- * means unknown and is read as one NIC per GPU. SC_ESPEC naming the topology and the tier
+ * oversubscription >= 1 and efficiency in [0,1] (0 = not stated = 1); nvls (NVLink SHARP)
+ * only on tier 0 of a topology with more than one GPU per node. nics_per_node 0 means
+ * unknown and is read as one NIC per GPU. SC_ESPEC naming the topology and the tier
  * otherwise. */
 int sc_comm_check_topology(const sc_topology *t, sc_error *err);
 
@@ -80,11 +81,16 @@ double sc_comm_bus_factor(sc_coll_kind kind, uint32_t nranks);
  * algo: "auto" (or NULL) tries every active plugin of reg serving c->kind, with NCCL's
  * protocols (LL, LL128, Simple), and keeps the pair NCCL 2.20.3's tuner would choose
  * (sc_comm_estimate_proto, docs/comm.md "Protocols and algorithm choice"); otherwise the algorithm name ("ring", "tree",
- * "direct") selects the plugin (SC_ENOTFOUND naming kind and algorithm when none).
+ * "direct", "nvls") selects the plugin (SC_ENOTFOUND naming kind and algorithm when none).
+ * Algorithm "nvls" (NVLink SHARP: NCCL's NVLS in one node, NVLSTree across nodes) is a
+ * candidate only where NCCL 2.20.3 would run it (docs/comm.md "NVLink SHARP"): tier 0 of
+ * t sets nvls, more than 2 members of the group per node, all-reduce (any node count) or
+ * all-gather / reduce-scatter inside one node, a type other than fp8 and int8; forced
+ * where it cannot run, SC_EUNSUPPORTED with the reason.
  * The span is first resolved (sc_comm_resolve). The ring algorithm is NCCL's flat ring
- * over all ranks (channels on the NIC rails) and goes to its plugin whole. With any other
- * all-reduce algorithm (tree, ...), a group that has more than one member per node and
- * crosses a tier above the node is composed hierarchically:
+ * over all ranks (channels on the NIC rails) and goes to its plugin whole, as does nvls.
+ * With any other all-reduce algorithm (tree, ...), a group that has more than one member
+ * per node and crosses a tier above the node is composed hierarchically:
  * reduce-scatter inside the node (tier 0), all-reduce of the 1/r_0 shard across the outer
  * tiers with the chosen algorithm (one NIC rail per GPU), all-gather inside the node;
  * the phases are pipelined as NCCL pipelines its chunks, so
@@ -92,7 +98,8 @@ double sc_comm_bus_factor(sc_coll_kind kind, uint32_t nranks);
  * (a phase's latency term is its time at 0 bytes). Any other group or kind goes to the
  * plugin whole. out->busbw_Bps follows nccl-tests; out->bound_tier indexes t's tiers.
  * *chosen (may be NULL) receives the plugin of the chosen algorithm. Errors: those of
- * sc_comm_resolve and the plugins; SC_ENOTFOUND when no plugin serves c->kind. */
+ * sc_comm_resolve and the plugins; SC_ENOTFOUND when no plugin serves c->kind;
+ * SC_EUNSUPPORTED for a forced "nvls" that cannot run on the span. */
 int sc_comm_estimate(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
                      const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
                      sc_error *err);

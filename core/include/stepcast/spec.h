@@ -57,6 +57,12 @@ typedef struct sc_tier {
    * large-message transfers achieve on this tier (protocol overhead, PCIe/NIC efficiency),
    * in (0,1]; 0 = not stated, taken as 1. */
   double efficiency;
+  /* Added for NVLink SHARP (docs/comm.md, "NVLink SHARP"): 1 when this tier is the node's
+   * NVSwitch with in-network reduction and multicast (third-generation NVSwitch, NVLink 4:
+   * DGX/HGX H100 and H200), so that NCCL's NVLS and NVLSTree algorithms can run on it;
+   * 0 = no (the default; A100's NVSwitch has none). Tier 0 of a topology with more than
+   * one GPU per node only. */
+  int nvls;
 } sc_tier;
 
 /* A cluster (topologies/<name>.toml). */

@@ -4,6 +4,7 @@
  * "Hierarchical composition"; constants of NVIDIA/nccl src/graph/tuning.cc, NCCL 2.20.3).
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "stepcast/comm.h"
@@ -63,7 +64,16 @@ static int sc__phase(sc_registry *reg, const sc_coll_plugin *p, const sc_coll_de
   return SC_OK;
 }
 
-/* The fastest plugin of reg for kind on c (whole, not composed). */
+/* Algorithms whose plugin answers a multi-node all-reduce whole rather than as the
+ * inter-node stage of the hierarchical composition: NCCL's flat ring, and NVLink SHARP
+ * (NVLSTree is its own intra/inter-node pipeline, priced by its plugin). */
+static int sc__whole_algo(const sc_coll_plugin *p) {
+  return strcmp(p->algorithm, "ring") == 0 || strcmp(p->algorithm, "nvls") == 0;
+}
+
+/* The fastest plugin of reg for kind on c (whole, not composed). NVLink SHARP plugins are
+ * left out: the composition prices NCCL's tree, whose intra-node phases are ring-like, and
+ * the plugins would not know whether the switch can reduce. */
 static int sc__best_whole(sc_registry *reg, sc_coll_kind kind, const sc_coll_desc *c,
                           const sc_coll_plugin **best, sc_error *err) {
   const sc_coll_plugin *cand[SC__COMM_MAX_CANDIDATES];
@@ -74,7 +84,9 @@ static int sc__best_whole(sc_registry *reg, sc_coll_kind kind, const sc_coll_des
   *best = NULL;
   for (size_t i = 0; i < n; i++) {
     sc_estimate e;
-    int rc = sc__call(reg, cand[i], &k, &e, err);
+    int rc;
+    if (strcmp(cand[i]->algorithm, "nvls") == 0) continue;
+    rc = sc__call(reg, cand[i], &k, &e, err);
     if (rc != SC_OK) return rc;
     if (e.time_s < best_t) {
       best_t = e.time_s;
@@ -166,11 +178,11 @@ static int sc__one(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin
   for (uint32_t i = 0; i < r->ntiers; i++) {
     if (r->tiers[i].ranks > 1) top = (int)i;
   }
-  /* NCCL's ring is one flat ring over every rank (its channels on the NIC rails): the
-   * plugin answers it whole. Any other all-reduce algorithm (tree, third-party ones) is
-   * the inter-node stage of the hierarchical composition. */
-  if (r->kind == SC_COLL_ALLREDUCE && top >= 1 && r->tiers[0].ranks > 1 &&
-      strcmp(p->algorithm, "ring") != 0) {
+  /* NCCL's ring is one flat ring over every rank (its channels on the NIC rails) and
+   * NVLSTree its own pipeline: their plugins answer them whole. Any other all-reduce
+   * algorithm (tree, third-party ones) is the inter-node stage of the hierarchical
+   * composition. */
+  if (r->kind == SC_COLL_ALLREDUCE && top >= 1 && r->tiers[0].ranks > 1 && !sc__whole_algo(p)) {
     return sc__compose_allreduce(reg, r, p, out, err);
   }
   return sc__call(reg, p, r, out, err);
@@ -183,18 +195,25 @@ static int sc__one(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin
 /* ncclTopoGetAlgoTime. Index order of the protocols: LL, LL128, Simple.        */
 
 enum { SC__P_LL = 0, SC__P_LL128, SC__P_SIMPLE, SC__P_COUNT };
-enum { SC__A_TREE = 0, SC__A_RING, SC__A_COUNT };
+/* NVLS: NVLink SHARP inside one node; NVLS_TREE: NVLS in each node, a tree between nodes
+ * (the "nvls" plugins; which one follows from the span). */
+enum { SC__A_TREE = 0, SC__A_RING, SC__A_NVLS, SC__A_NVLS_TREE, SC__A_COUNT };
 enum { SC__HW_NVLINK = 0, SC__HW_NET, SC__HW_COUNT };
 
 static const char *const sc__proto_names[SC__P_COUNT] = {"LL", "LL128", "Simple"};
 
-/* baseLat[algo][proto] in us: Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4}. */
-static const double sc__base_lat_us[SC__A_COUNT][SC__P_COUNT] = {{6.8, 14.0, 0.0},
-                                                                 {6.6, 14.0, 8.4}};
-/* hwLat[hw][algo][proto] in us, per step: NVLINK Tree {.6, 1.25, 28}, Ring {.6, 1.9, 3.4};
- * NET Tree {5.0, 8.5, 28}, Ring {2.7, 4.0, 14.0}. */
+/* baseLat[algo][proto] in us: Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4}, NVLS {0, 0, 0},
+ * NVLS Tree {0, 0, 0}. */
+static const double sc__base_lat_us[SC__A_COUNT][SC__P_COUNT] = {
+    {6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+/* hwLat[hw][algo][proto] in us, per step: NVLINK Tree {.6, 1.25, 28}, Ring {.6, 1.9, 3.4},
+ * NVLS {0, 0, 23}, NVLSTree {0, 0, 23}; NET Tree {5.0, 8.5, 28}, Ring {2.7, 4.0, 14.0},
+ * NVLS {0, 0, 18}, NVLSTree {0, 0, 14}. NCCL prices NVLS at "latencies = intraLat" (23 us
+ * in a node) and NVLSTree at "intraLat + 2 * log2i(nNodes) * interLat" (23 + 2 log2(nodes)
+ * x 14 us): the plugins count one NVLink step and 2 ceil(log2 r_t) network steps. */
 static const double sc__hw_lat_us[SC__HW_COUNT][SC__A_COUNT][SC__P_COUNT] = {
-    {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}}, {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}};
+    {{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}, {0.0, 0.0, 23.0}, {0.0, 0.0, 23.0}},
+    {{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}, {0.0, 0.0, 18.0}, {0.0, 0.0, 14.0}}};
 /* treeCorrectionFactor[proto][log2(bytes >> 6)], powers of two from 64 B to 256 MiB. */
 static const double sc__tree_corr[SC__P_COUNT][23] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
@@ -237,7 +256,8 @@ static int sc__tier_hw(const sc_topology *t, uint32_t tier) {
 /* What the tuner needs of one candidate algorithm on the resolved span. */
 typedef struct sc__cand {
   const sc_coll_plugin *p;
-  int algo;                     /* SC__A_TREE for "tree", SC__A_RING otherwise */
+  int algo;                     /* SC__A_TREE for "tree", SC__A_NVLS(_TREE) for "nvls",
+                                   SC__A_RING otherwise */
   sc_estimate full;             /* the plugin's own answer (tier latencies as stated) */
   double bw_s;                  /* bandwidth term: time with every tier latency 0 */
   int bw_tier;                  /* tier bounding the bandwidth term */
@@ -287,6 +307,13 @@ static int sc__probe_span(sc_registry *reg, const sc_coll_desc *r, const sc_coll
   int rc;
   cd->p = p;
   cd->algo = strcmp(p->algorithm, "tree") == 0 ? SC__A_TREE : SC__A_RING;
+  if (strcmp(p->algorithm, "nvls") == 0) {
+    int top = -1;
+    for (uint32_t t = 0; t < r->ntiers; t++) {
+      if (r->tiers[t].ranks > 1) top = (int)t;
+    }
+    cd->algo = top >= 1 ? SC__A_NVLS_TREE : SC__A_NVLS;
+  }
   rc = sc__one(reg, r, p, &cd->full, err);
   if (rc != SC_OK) return rc;
   for (uint32_t t = 0; t < z.ntiers; t++) z.tiers[t].latency_s = 0.0;
@@ -341,7 +368,7 @@ static void sc__proto_time(const sc_topology *t, const sc_coll_desc *r, const sc
     } else if (p == SC__P_LL128) {
       frac = ppn < 2 ? 0.7 : 0.92;
     }
-  } else {
+  } else if (cd->algo == SC__A_TREE) {
     if (p == SC__P_LL) frac = 1.0 / 3.8;
     else if (p == SC__P_LL128) frac = nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
     {
@@ -350,10 +377,12 @@ static void sc__proto_time(const sc_topology *t, const sc_coll_desc *r, const sc
       if (ls < 23) corr = sc__tree_corr[p][ls];
     }
   }
+  /* NVLS and NVLSTree: Simple only (the caller skips the others), no correction. */
   *lat_s = lat;
   *phys_s = cd->bw_s / (frac * corr);
-  /* The ring (and any non-tree algorithm) is priced by the tuner as it runs; the caller
-   * replaces the tree's price (sc__tree_tuner_bw). */
+  /* The ring, NVLS (priced from its own graph) and any other non-tree algorithm are
+   * priced by the tuner as they run; the caller replaces the tree's price
+   * (sc__tree_tuner_bw). */
   *tuner_s = *phys_s;
 }
 
@@ -388,6 +417,57 @@ static double sc__tree_tuner_bw(const sc_topology *t, const sc_coll_desc *r, con
   return r->bytes / (0.5 * tree_bus * frac * corr);
 }
 
+/* Whether NCCL 2.20.3 would run NVLink SHARP (NVLS in one node, NVLSTree across nodes)
+ * for the resolved span r on t; 1 if so, else 0 with the reason in why (docs/comm.md,
+ * "NVLink SHARP"):
+ *   - the node's switch reduces: tier 0 of t has nvls = true (several GPUs per node);
+ *   - more than 2 members of the group per node: "if (!ncclParamNvlsEnable() || gpuCount
+ *     <= 2) return ncclSuccess;" (src/transport/nvls.cc, ncclNvlsInit; gpuCount = the
+ *     communicator's GPUs in the node);
+ *   - all-gather and reduce-scatter inside one node only ("now we only support
+ *     single-node NVLS allgather and reducescatter", src/enqueue.cc); an all-reduce across
+ *     nodes runs NVLSTree (NVLS itself is disabled across nodes without CollNet,
+ *     "if (comm->nNodes > 1 || comm->MNNVL) algoEnable[NCCL_ALGO_NVLS] = 0", tuning.cc);
+ *   - a type the switch reduces: ncclNvlsSupported() takes float, double, half, bfloat16
+ *     and 32/64-bit integers, not 8-bit types (stepcast: fp32, tf32, bf16, fp16; not fp8,
+ *     int8). */
+static int sc__nvls_ok(const sc_topology *t, const sc_coll_desc *r, char *why, size_t cap) {
+  int top = -1;
+  for (uint32_t i = 0; i < r->ntiers; i++) {
+    if (r->tiers[i].ranks > 1) top = (int)i;
+  }
+  if (t->gpus_per_node <= 1 || t->ntiers < 1 || !t->tiers[0].nvls) {
+    snprintf(why, cap,
+             "needs NVLink SHARP, and topology '%s' has none (its node tier '%s' does not "
+             "set nvls = true; NVSwitch gen 3 / NVLink 4 nodes such as DGX H100 have it, "
+             "A100's NVSwitch does not)",
+             t->name, t->ntiers >= 1 ? t->tiers[0].name : "?");
+    return 0;
+  }
+  if (r->tiers[0].ranks <= 2) {
+    snprintf(why, cap,
+             "needs more than 2 GPUs of the group in a node (NCCL enables NVLS only then); "
+             "this group has %u per node",
+             (unsigned)r->tiers[0].ranks);
+    return 0;
+  }
+  if (r->kind != SC_COLL_ALLREDUCE && r->kind != SC_COLL_ALLGATHER &&
+      r->kind != SC_COLL_REDUCESCATTER) {
+    snprintf(why, cap, "serves all-reduce, all-gather and reduce-scatter only");
+    return 0;
+  }
+  if (r->kind != SC_COLL_ALLREDUCE && top > 0) {
+    snprintf(why, cap, "runs inside one node only (NCCL 2.20.3); this group spans nodes");
+    return 0;
+  }
+  if (r->dtype == SC_DTYPE_FP8 || r->dtype == SC_DTYPE_INT8) {
+    snprintf(why, cap, "cannot reduce %s (the switch reduces fp32, fp16 and bf16)",
+             sc_dtype_name(r->dtype));
+    return 0;
+  }
+  return 1;
+}
+
 int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll_desc *c,
                            const char *algo, sc_estimate *out, const sc_coll_plugin **chosen,
                            const char **protocol, sc_error *err) {
@@ -413,16 +493,30 @@ int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll
   rc = sc_comm_resolve(t, c, &r, err);
   if (rc != SC_OK) return rc;
   if (algo == NULL || algo[0] == '\0' || strcmp(algo, "auto") == 0) {
+    char why[512];
+    size_t k = 0;
     n = sc_registry_colls(reg, c->kind, cand, SC__COMM_MAX_CANDIDATES);
+    /* NVLink SHARP only where NCCL would run it. */
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(cand[i]->algorithm, "nvls") != 0 || sc__nvls_ok(t, &r, why, sizeof why)) {
+        cand[k++] = cand[i];
+      }
+    }
+    n = k;
     if (n == 0) {
       return sc_error_set(err, SC_ENOTFOUND, "no collective plugin serves %s",
                           sc_comm_kind_name(c->kind));
     }
   } else {
+    char why[512];
     cand[0] = sc_registry_coll(reg, c->kind, algo);
     if (cand[0] == NULL) {
       return sc_error_set(err, SC_ENOTFOUND, "no '%s' algorithm for %s", algo,
                           sc_comm_kind_name(c->kind));
+    }
+    if (strcmp(cand[0]->algorithm, "nvls") == 0 && !sc__nvls_ok(t, &r, why, sizeof why)) {
+      return sc_error_set(err, SC_EUNSUPPORTED, "algorithm 'nvls' for %s %s",
+                          sc_comm_kind_name(c->kind), why);
     }
     n = 1;
   }
@@ -447,6 +541,11 @@ int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll
   for (size_t i = 0; i < n; i++) {
     for (int p = 0; p < SC__P_COUNT; p++) {
       double lat, phys, tuner;
+      /* NVLS and NVLSTree run the Simple protocol only ("if ((a == NCCL_ALGO_NVLS || a ==
+       * NCCL_ALGO_NVLS_TREE) && p != NCCL_PROTO_SIMPLE) continue;", tuning.cc). */
+      if ((cd[i].algo == SC__A_NVLS || cd[i].algo == SC__A_NVLS_TREE) && p != SC__P_SIMPLE) {
+        continue;
+      }
       sc__proto_time(t, &r, &cd[i], p, &lat, &phys, &tuner);
       if (cd[i].algo == SC__A_TREE) tuner = sc__tree_tuner_bw(t, &r, &cd[i], p, ring_bw);
       tuner += lat;

@@ -86,6 +86,11 @@ int sc_comm_check_topology(const sc_topology *t, sc_error *err) {
                           "%s: tier %u ('%s'): efficiency must be in (0,1] (got %g)", nm,
                           (unsigned)i, tn, tr->efficiency);
     }
+    if (tr->nvls != 0 && (i > 0 || t->gpus_per_node <= 1)) {
+      return sc_error_set(err, SC_ESPEC,
+                          "%s: tier %u ('%s'): nvls (NVLink SHARP) is allowed on tier 0 of a "
+                          "topology with several GPUs per node only", nm, (unsigned)i, tn);
+    }
   }
   return SC_OK;
 }

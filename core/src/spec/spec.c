@@ -385,7 +385,7 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
 
 static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error *err) {
   static const char *const known[] = {"name", "scope_gpus", "bw_Bps", "latency_s",
-                                      "oversubscription", "efficiency", NULL};
+                                      "oversubscription", "efficiency", "nvls", NULL};
   char what[48];
   const char *name = NULL;
   int64_t scope = 0;
@@ -423,6 +423,9 @@ static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error
   if (rc == SC_OK && !(tier->efficiency > 0 && tier->efficiency <= 1)) {
     return sc__bad(tt, "efficiency", err, "must be in (0, 1] (is %g)", tier->efficiency);
   }
+  tier->nvls = 0; /* not stated: no NVLink SHARP */
+  rc = sc__table_bool(tt, "nvls", &tier->nvls, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
   return SC_OK;
 }
 
@@ -490,7 +493,12 @@ int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err) 
     rc = sc__tier_load(tt, i, &topo.tiers[i], err);
     if (rc != SC_OK) break;
     topo.ntiers = (uint32_t)(i + 1);
-    if (i == 0 && topo.gpus_per_node > 1 && topo.tiers[0].scope_gpus != topo.gpus_per_node) {
+    if (topo.tiers[i].nvls && (i > 0 || topo.gpus_per_node <= 1)) {
+      rc = sc__bad(tt, "nvls", err,
+                   "only tier 0 of a topology with several GPUs per node (the node's NVSwitch) "
+                   "can be NVLink SHARP");
+    } else if (i == 0 && topo.gpus_per_node > 1 &&
+               topo.tiers[0].scope_gpus != topo.gpus_per_node) {
       rc = sc__bad(tt, "scope_gpus", err,
                    "tier 0 must join exactly the GPUs of one node (gpus_per_node = %u, "
                    "scope_gpus = %u)", topo.gpus_per_node, topo.tiers[0].scope_gpus);
