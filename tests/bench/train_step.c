@@ -47,6 +47,32 @@ typedef struct acts { /* what one layer's forward keeps for its backward */
   uint8_t *mask1, *mask2;
 } acts;
 
+/* Time spent in GEMMs and in fused attention during the timed steps (per-family check of
+ * the prediction); everything else is the step's time minus these. */
+static double t_gemm, t_attn, t_opt, t_zero;
+static void prof_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A,
+                      int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                      int64_t ldc) {
+  double t = now_s();
+  sc__cpu_gemm_t(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+  t_gemm += now_s() - t;
+}
+static void prof_attn_fwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk, int64_t d,
+                          int causal, const float *Q, const float *K, const float *V, float *O,
+                          float *lse, float *scratch) {
+  double t = now_s();
+  sc__cpu_attn_fwd(B, H, G, sq, sk, d, causal, Q, K, V, O, lse, scratch);
+  t_attn += now_s() - t;
+}
+static void prof_attn_bwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk, int64_t d,
+                          int causal, const float *Q, const float *K, const float *V,
+                          const float *O, const float *dO, const float *lse, float *dQ,
+                          float *dK, float *dV, float *scratch) {
+  double t = now_s();
+  sc__cpu_attn_bwd(B, H, G, sq, sk, d, causal, Q, K, V, O, dO, lse, dQ, dK, dV, scratch);
+  t_attn += now_s() - t;
+}
+
 static float *arena_take(float **cur, size_t n) {
   float *p = *cur;
   *cur += n;
@@ -239,9 +265,11 @@ int main(int argc, char **argv) {
   const float p_drop = 0.1f;
 
   double *times = xcalloc((size_t)steps + 1, sizeof *times);
+  double gemm_sum = 0.0, attn_sum = 0.0, step_sum = 0.0, opt_sum = 0.0, zero_sum = 0.0;
   float last_loss = 0.0f;
   for (int it = 0; it <= steps; it++) { /* step 0 is the warm-up */
     double t0 = now_s();
+    t_gemm = t_attn = 0.0;
     /* ---------------- forward ---------------- */
     sc__cpu_embed_fwd(T, h, ids, wte, e1);                          /* embed */
     sc__cpu_embed_fwd(T, h, pos, wpe, e2);                          /* embed_pos */
@@ -251,61 +279,63 @@ int main(int argc, char **argv) {
       acts *a = &ac[l];
       layer *w = &Wl[l];
       sc__cpu_layernorm_fwd(T, h, a->x, w->ln1_g, w->ln1_b, a->xn1, a->mean1, a->rstd1);
-      sc__cpu_gemm_t(0, 1, T, 3 * h, h, a->xn1, h, w->wqkv, h, 0.0f, a->qkv, 3 * h); /* qkv */
+      prof_gemm(0, 1, T, 3 * h, h, a->xn1, h, w->wqkv, h, 0.0f, a->qkv, 3 * h); /* qkv */
       for (int64_t t = 0; t < T; t++)                                /* qkv bias */
         for (int64_t c = 0; c < 3 * h; c++) a->qkv[t * 3 * h + c] += w->bqkv[c];
       split_heads(B, S, A, d, a->qkv, a->q, a->k, a->v);
-      sc__cpu_attn_fwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, a->lse, scratch); /* attn_core */
+      prof_attn_fwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, a->lse, scratch); /* attn_core */
       merge_heads(B, S, A, d, a->o, a->o2, h, 0);
-      sc__cpu_gemm_t(0, 1, T, h, h, a->o2, h, w->wproj, h, 0.0f, a->pr, h); /* attn_proj */
+      prof_gemm(0, 1, T, h, h, a->o2, h, w->wproj, h, 0.0f, a->pr, h); /* attn_proj */
       sc__cpu_bda_fwd((int64_t)th, p_drop, 100u + (uint64_t)l, a->pr, w->bproj, h, a->x, a->x1,
                       a->mask1);                                    /* attn_bda */
       sc__cpu_layernorm_fwd(T, h, a->x1, w->ln2_g, w->ln2_b, a->xn2, a->mean2, a->rstd2);
-      sc__cpu_gemm_t(0, 1, T, f, h, a->xn2, h, w->w1, h, 0.0f, a->u, f); /* mlp_fc1 */
+      prof_gemm(0, 1, T, f, h, a->xn2, h, w->w1, h, 0.0f, a->u, f); /* mlp_fc1 */
       sc__cpu_gelu_fwd(T * f, a->u, w->b1, f, a->g);                /* mlp_gelu (bias + GeLU) */
-      sc__cpu_gemm_t(0, 1, T, h, f, a->g, f, w->w2, f, 0.0f, a->w, h); /* mlp_fc2 */
+      prof_gemm(0, 1, T, h, f, a->g, f, w->w2, f, 0.0f, a->w, h); /* mlp_fc2 */
       sc__cpu_bda_fwd((int64_t)th, p_drop, 200u + (uint64_t)l, a->w, w->b2, h, a->x1, ac[l + 1].x,
                       a->mask2);                                    /* mlp_bda */
     }
     sc__cpu_layernorm_fwd(T, h, ac[L].x, lnf_g, lnf_b, xf, meanf, rstdf); /* final_norm */
-    sc__cpu_gemm_t(0, 1, T, Vp, h, xf, h, wte, h, 0.0f, logits, Vp); /* logits */
+    prof_gemm(0, 1, T, Vp, h, xf, h, wte, h, 0.0f, logits, Vp); /* logits */
     for (int64_t t = 0; t < T; t++)                                  /* padded rows never win */
       for (int64_t c = V; c < Vp; c++) logits[t * Vp + c] = -1e30f;
     sc__cpu_xent_fwd(T, Vp, labels, logits, loss);                  /* cross_entropy */
     /* ---------------- backward ---------------- */
+    double tz = now_s();
     memset(G, 0, nparams * sizeof(float));
+    t_zero = now_s() - tz;
     sc__cpu_xent_bwd(T, Vp, labels, 1.0f / (float)T, logits);       /* cross_entropy.bwd */
-    sc__cpu_gemm_t(0, 0, T, h, Vp, logits, Vp, wte, h, 0.0f, dxf, h); /* logits.dgrad */
-    sc__cpu_gemm_t(1, 0, Vp, h, T, logits, Vp, xf, h, 1.0f, dwte, h); /* logits.wgrad */
+    prof_gemm(0, 0, T, h, Vp, logits, Vp, wte, h, 0.0f, dxf, h); /* logits.dgrad */
+    prof_gemm(1, 0, Vp, h, T, logits, Vp, xf, h, 1.0f, dwte, h); /* logits.wgrad */
     sc__cpu_layernorm_bwd(T, h, dxf, ac[L].x, lnf_g, meanf, rstdf, dx, dlnf_g, dlnf_b);
     for (int64_t l = L - 1; l >= 0; l--) {
       acts *a = &ac[l];
       layer *w = &Wl[l], *gw = &dWl[l];
       sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, a->mask2, dw);   /* mlp_bda.bwd */
-      sc__cpu_gemm_t(0, 0, T, f, h, dw, h, w->w2, f, 0.0f, dg, f);  /* mlp_fc2.dgrad */
-      sc__cpu_gemm_t(1, 0, h, f, T, dw, h, a->g, f, 1.0f, gw->w2, f); /* mlp_fc2.wgrad */
+      prof_gemm(0, 0, T, f, h, dw, h, w->w2, f, 0.0f, dg, f);  /* mlp_fc2.dgrad */
+      prof_gemm(1, 0, h, f, T, dw, h, a->g, f, 1.0f, gw->w2, f); /* mlp_fc2.wgrad */
       sc__cpu_gelu_bwd(T * f, dg, a->u, w->b1, f, du);              /* mlp_gelu.bwd */
-      sc__cpu_gemm_t(0, 0, T, h, f, du, f, w->w1, h, 0.0f, dxn, h); /* mlp_fc1.dgrad */
-      sc__cpu_gemm_t(1, 0, f, h, T, du, f, a->xn2, h, 1.0f, gw->w1, h); /* mlp_fc1.wgrad */
+      prof_gemm(0, 0, T, h, f, du, f, w->w1, h, 0.0f, dxn, h); /* mlp_fc1.dgrad */
+      prof_gemm(1, 0, f, h, T, du, f, a->xn2, h, 1.0f, gw->w1, h); /* mlp_fc1.wgrad */
       sc__cpu_layernorm_bwd(T, h, dxn, a->x1, w->ln2_g, a->mean2, a->rstd2, dxb, gw->ln2_g,
                             gw->ln2_b);                             /* norm2.bwd */
       sc__cpu_add((int64_t)th, dx, dxb, dx1);                       /* mlp_residual.bwd */
       sc__cpu_dropout_bwd((int64_t)th, p_drop, dx1, a->mask1, dpr); /* attn_bda.bwd */
-      sc__cpu_gemm_t(0, 0, T, h, h, dpr, h, w->wproj, h, 0.0f, do2, h); /* attn_proj.dgrad */
-      sc__cpu_gemm_t(1, 0, h, h, T, dpr, h, a->o2, h, 1.0f, gw->wproj, h); /* attn_proj.wgrad */
+      prof_gemm(0, 0, T, h, h, dpr, h, w->wproj, h, 0.0f, do2, h); /* attn_proj.dgrad */
+      prof_gemm(1, 0, h, h, T, dpr, h, a->o2, h, 1.0f, gw->wproj, h); /* attn_proj.wgrad */
       /* do2 is [T][h]: its heads into dO [B][A][S][d] */
       for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
           for (int64_t aa = 0; aa < A; aa++)
             memcpy(dO + ((b * A + aa) * S + s) * d, do2 + (b * S + s) * h + aa * d,
                    (size_t)d * sizeof(float));
-      sc__cpu_attn_bwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, dO, a->lse, dQ, dK, dV,
+      prof_attn_bwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, dO, a->lse, dQ, dK, dV,
                        scratch);                                    /* attn_core.bwd */
       merge_heads(B, S, A, d, dQ, dqkv, 3 * h, 0);
       merge_heads(B, S, A, d, dK, dqkv, 3 * h, h);
       merge_heads(B, S, A, d, dV, dqkv, 3 * h, 2 * h);
-      sc__cpu_gemm_t(0, 0, T, h, 3 * h, dqkv, 3 * h, w->wqkv, h, 0.0f, dxn, h); /* qkv.dgrad */
-      sc__cpu_gemm_t(1, 0, 3 * h, h, T, dqkv, 3 * h, a->xn1, h, 1.0f, gw->wqkv, h); /* qkv.wgrad */
+      prof_gemm(0, 0, T, h, 3 * h, dqkv, 3 * h, w->wqkv, h, 0.0f, dxn, h); /* qkv.dgrad */
+      prof_gemm(1, 0, 3 * h, h, T, dqkv, 3 * h, a->xn1, h, 1.0f, gw->wqkv, h); /* qkv.wgrad */
       sc__cpu_layernorm_bwd(T, h, dxn, a->x, w->ln1_g, a->mean1, a->rstd1, dxb, gw->ln1_g,
                             gw->ln1_b);                             /* norm1.bwd */
       sc__cpu_add((int64_t)th, dx1, dxb, dx);                       /* attn_residual.bwd */
@@ -314,8 +344,17 @@ int main(int argc, char **argv) {
     sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe);               /* embed_pos.bwd */
     sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte);              /* embed.bwd */
     /* ---------------- optimizer ---------------- */
+    double to = now_s();
     sc__cpu_adam((int64_t)nparams, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, it + 1, P, G, M1, M2);
+    t_opt = now_s() - to;
     times[it] = now_s() - t0;
+    if (it > 0) {
+      gemm_sum += t_gemm;
+      attn_sum += t_attn;
+      opt_sum += t_opt;
+      zero_sum += t_zero;
+      step_sum += times[it];
+    }
     last_loss = 0.0f;
     for (int64_t t = 0; t < T; t++) last_loss += loss[t] / (float)T;
   }
@@ -371,6 +410,29 @@ int main(int argc, char **argv) {
   if (have_h)
     printf("hybrid     %.4f s (error %+.1f%%)\n", rh.iteration_s,
            100.0 * (rh.iteration_s - measured) / measured);
+  {
+    /* Per family, mean over the timed steps, against the prediction's compute terms. */
+    sc_report_term ta[32], th_[32];
+    size_t na = sc_report_terms(&ra.breakdown, ta, 32), nh = have_h ? sc_report_terms(&rh.breakdown, th_, 32) : 0;
+    double pa[3] = {0}, ph[3] = {0};
+    for (size_t i = 0; i < na; i++) {
+      int k = strcmp(ta[i].key, "compute.gemm") == 0 ? 0 : strcmp(ta[i].key, "compute.attention") == 0 ? 1 : 2;
+      pa[k] += ta[i].seconds;
+    }
+    for (size_t i = 0; i < nh; i++) {
+      int k = strcmp(th_[i].key, "compute.gemm") == 0 ? 0 : strcmp(th_[i].key, "compute.attention") == 0 ? 1 : 2;
+      ph[k] += th_[i].seconds;
+    }
+    double mg = gemm_sum / steps, mat = attn_sum / steps, mo = step_sum / steps - mg - mat;
+    static const char *const nm[3] = {"gemm", "attention", "other"};
+    double meas[3] = {mg, mat, mo};
+    printf("per family (mean of the timed steps): measured / analytical / hybrid, ms\n");
+    for (int k = 0; k < 3; k++)
+      printf("  %-10s %9.3f %9.3f %9.3f\n", nm[k], meas[k] * 1e3, pa[k] * 1e3,
+             have_h ? ph[k] * 1e3 : NAN);
+    printf("  (of other: optimizer step %.3f ms, zeroing the gradients %.3f ms)\n",
+           opt_sum / steps * 1e3, zero_sum / steps * 1e3);
+  }
   printf("csv,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", model_name, (long long)L,
          (long long)h, (long long)A, (long long)f, (long long)V, (long long)S, (long long)B,
          measured, ra.iteration_s, have_h ? rh.iteration_s : NAN);
