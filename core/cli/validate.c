@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "stepcast/estimate.h"
 #include "job.h"
 #include "stepcast/csv.h"
 #include "stepcast/predict.h"
@@ -65,6 +66,11 @@ typedef struct vtopo {
   sc_device dev;
   int dev_loaded;
   char dev_err[SC_ERROR_MSG_MAX];
+  /* Fitted residuals of the device, loaded at the first row that needs them (estimator
+   * hybrid or learned); resid_err holds why they could not be. */
+  sc_residuals *resid;
+  int resid_tried;
+  char resid_err[SC_ERROR_MSG_MAX];
 } vtopo;
 
 static void add_assumed(vrow *r, const char *what) {
@@ -297,6 +303,23 @@ static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *o
     r->status = ROW_ERROR;
     return;
   }
+  if (r->job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
+    if (!t->resid_tried) {
+      t->resid_tried = 1;
+      if (sc_residuals_for_hardware(t->topo.hardware, t->dev.name, r->job.opts.estimator,
+                                    &t->resid, &e) != SC_OK) {
+        snprintf(t->resid_err, sizeof t->resid_err, "%s", e.msg);
+        t->resid = NULL;
+      }
+      sc_error_clear(&e);
+    }
+    if (t->resid == NULL) {
+      snprintf(r->reason, sizeof r->reason, "%s", t->resid_err);
+      r->status = ROW_ERROR;
+      return;
+    }
+    r->job.opts.residuals = t->resid;
+  }
   /* Settings the source leaves empty that decide whether the run fits: the cheapest
    * combination that fits, tried in order (no distributed optimizer before one; no
    * recomputation before selective before full), as a practitioner would configure it. */
@@ -528,6 +551,7 @@ fail:
 done:
   free(groups);
   free(rows);
+  for (size_t i = 0; i < ntopos; i++) sc_residuals_free(topos[i].resid);
   free(topos);
   sc_predictor_free(pr);
   sc_registry_free(reg);
