@@ -662,9 +662,11 @@ static sc_topology h100_like(int nvls) {
 
 START_TEST(nvls_auto_choice) {
   /* 8 GPUs, S = 8 GiB: NVLS Simple: latency = NCCL's hwLat[NVLINK][NVLS][Simple] = 23 us
-   * (baseLat 0; one step: 0.6 + (23 - 0.6) us); bandwidth term S (9/8) / (5/6) / 369.9e9.
-   * busbw = S / T * 14/8 = 479.15 GB/s (nccl-tests issue 347: 479.41 measured). The ring
-   * (Simple: 8.4 + 14 * 3.4 = 56 us + 1.75 S / 369.9e9) is slower: 2.7x bytes / 1.35x. */
+   * (baseLat 0; one step: 0.6 + (23 - 0.6) us); bandwidth term T_bw = S (9/8) / (5/6) /
+   * 369.9e9, plus the pipeline fill of 2 units of 16 channels x 8 heads x 128 KiB = 16 MiB,
+   * 2 T_bw / 512 (nvls_pipeline_fill). busbw = S / T * 14/8 = 477.29 GB/s (nccl-tests
+   * issue 347: 479.41 measured). The ring (Simple: 8.4 + 14 * 3.4 = 56 us + 1.75 S /
+   * 369.9e9) is slower: 2.7x bytes / 1.35x. */
   sc_registry *reg = new_reg();
   sc_topology t = h100_like(1), a = h100_like(0);
   sc_coll_desc c;
@@ -681,24 +683,25 @@ START_TEST(nvls_auto_choice) {
                 "%s", err.msg);
   ck_assert_str_eq(chosen->algorithm, "nvls");
   ck_assert_str_eq(proto, "Simple");
-  close_to(e.time_s, 23e-6 + S * 1.125 / (5.0 / 6.0) / B0, "nvls 8 GiB");
-  ck_assert_msg(fabs(e.busbw_Bps / 1e9 - 479.15) < 0.01, "busbw %g", e.busbw_Bps / 1e9);
+  close_to(e.time_s, 23e-6 + S * 1.125 / (5.0 / 6.0) / B0 * (1.0 + 2.0 / 512.0), "nvls 8 GiB");
+  ck_assert_msg(fabs(e.busbw_Bps / 1e9 - 477.29) < 0.01, "busbw %g", e.busbw_Bps / 1e9);
   ck_assert_int_eq(e.bound, SC_BOUND_BANDWIDTH);
   ck_assert_int_eq(e.bound_tier, 0);
   /* --algo nvls gives the same; small messages stay on the ring's LL (15 us < 23 us). */
   ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
                    SC_OK);
-  close_to(e.time_s, 23e-6 + S * 1.35 / B0, "nvls forced");
+  close_to(e.time_s, 23e-6 + S * 1.35 / B0 * (1.0 + 2.0 / 512.0), "nvls forced");
   c.bytes = 8;
   ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
                    SC_OK);
   ck_assert_str_eq(chosen->algorithm, "ring");
   ck_assert_str_eq(proto, "LL");
-  /* Forced at 8 B: Simple, 23 us + 8 * 1.35 / B0. */
+  /* Forced at 8 B: Simple, 23 us + 8 * 1.35 / B0 three times (one pipeline unit: the
+   * scatter, reduce and gather stages back to back). */
   ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
                    SC_OK);
   ck_assert_str_eq(proto, "Simple");
-  close_to(e.time_s, 23e-6 + 8.0 * 1.35 / B0, "nvls forced 8 B");
+  close_to(e.time_s, 23e-6 + 3.0 * 8.0 * 1.35 / B0, "nvls forced 8 B");
   /* Without NVLink SHARP on the switch (A100): never NVLS, at any size and node count. */
   for (uint32_t g = 8; g <= 32; g *= 2) {
     ck_assert_int_eq(sc_comm_group_flat(&a, g, &c, &err), SC_OK);
@@ -746,6 +749,71 @@ START_TEST(nvls_auto_choice) {
   ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
                    SC_OK);
   ck_assert_str_eq(chosen->algorithm, "ring");
+  sc_registry_free(reg);
+}
+END_TEST
+
+START_TEST(nvls_pipeline_fill) {
+  /* NCCL 2.20's NVLS chunk (computeCollChunkInfo, 16 NVLS channels): 128 KiB, then 64 KiB
+   * below 64 x ops x 128 KiB, 32 KiB below 8 x ops x 64 KiB, 16 KiB below 2 x ops x 32 KiB,
+   * ops = 16 x heads. With 8 heads (ops = 128): 64 KiB below 1 GiB, 32 KiB below 64 MiB,
+   * 16 KiB below 8 MiB. */
+  const double KiB = 1024.0, MiB = 1048576.0, GiB = 1073741824.0;
+  sc_registry *reg = new_reg();
+  sc_topology t = h100_like(1);
+  sc_coll_desc c;
+  sc_estimate e;
+  const sc_coll_plugin *chosen = NULL;
+  const char *proto = NULL;
+  sc_error err = {0};
+  const double B0 = 450e9 * 0.822;
+  close_to(sc__comm_nvls_chunk_bytes(8.0 * GiB, 8), 128.0 * KiB, "chunk 8 GiB");
+  close_to(sc__comm_nvls_chunk_bytes(GiB, 8), 128.0 * KiB, "chunk 1 GiB");
+  close_to(sc__comm_nvls_chunk_bytes(GiB - 1.0, 8), 64.0 * KiB, "chunk 1 GiB - 1");
+  close_to(sc__comm_nvls_chunk_bytes(64.0 * MiB, 8), 64.0 * KiB, "chunk 64 MiB");
+  close_to(sc__comm_nvls_chunk_bytes(64.0 * MiB - 1.0, 8), 32.0 * KiB, "chunk 64 MiB - 1");
+  close_to(sc__comm_nvls_chunk_bytes(8.0 * MiB, 8), 32.0 * KiB, "chunk 8 MiB");
+  close_to(sc__comm_nvls_chunk_bytes(8.0 * MiB - 1.0, 8), 16.0 * KiB, "chunk 8 MiB - 1");
+  /* 4 heads (a TP group of 4): ops = 64, thresholds halved: 512 MiB, 32 MiB, 4 MiB. */
+  close_to(sc__comm_nvls_chunk_bytes(512.0 * MiB, 4), 128.0 * KiB, "chunk 512 MiB x4");
+  close_to(sc__comm_nvls_chunk_bytes(32.0 * MiB - 1.0, 4), 32.0 * KiB, "chunk 32 MiB x4");
+  close_to(sc__comm_nvls_chunk_bytes(4.0 * MiB - 1.0, 4), 16.0 * KiB, "chunk 4 MiB x4");
+  /* Fill = 2 stage times of one unit U = 16 x heads x chunk, T_bw = 1 s for the whole:
+   * 64 MiB, 8 heads: U = 128 x 64 KiB = 8 MiB -> 2 x 8/64 = 0.25 s; 16 MiB: U = 128 x 32 KiB
+   * = 4 MiB -> 0.5 s; 1 GiB: U = 16 MiB -> 2/64 s; 1 MiB: U = 2 MiB > S, one unit, the
+   * three stages back to back -> 2 s; nothing for 0 bytes. */
+  close_to(sc__comm_nvls_fill_s(64.0 * MiB, 8, 1.0), 0.25, "fill 64 MiB");
+  close_to(sc__comm_nvls_fill_s(16.0 * MiB, 8, 1.0), 0.5, "fill 16 MiB");
+  close_to(sc__comm_nvls_fill_s(GiB, 8, 1.0), 2.0 / 64.0, "fill 1 GiB");
+  close_to(sc__comm_nvls_fill_s(MiB, 8, 1.0), 2.0, "fill 1 MiB");
+  ck_assert(sc__comm_nvls_fill_s(0.0, 8, 1.0) == 0.0);
+  /* Through the estimator, DGX H100-like node, 8 GPUs, 64 MiB: auto keeps NVLS (NCCL's
+   * tuner price, 23 us + T_bw, has no fill); the time is 23 us + T_bw (1 + 1/4) with
+   * T_bw = S (9/8) / (5/6) / 369.9e9 = S 1.35 / B0: 23 + 244.9 + 61.2 = 329.1 us, busbw
+   * 356.8 GB/s (measured 361.7 on DGX H100 and Azure ND H100 v5, docs/validation). */
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(sc_comm_group_flat(&t, 8, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 64.0 * MiB;
+  ck_assert_msg(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err) == SC_OK,
+                "%s", err.msg);
+  ck_assert_str_eq(chosen->algorithm, "nvls");
+  close_to(e.time_s, 23e-6 + 64.0 * MiB * 1.35 / B0 * 1.25, "nvls 64 MiB");
+  ck_assert_msg(fabs(e.busbw_Bps / 1e9 - 356.80) < 0.01, "busbw %g", e.busbw_Bps / 1e9);
+  /* 1 MiB: one unit, 23 us + 3 T_bw; NVLS still NCCL's choice (26.8 us priced against the
+   * ring LL's 15 + 19.8 us). */
+  c.bytes = MiB;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "auto", &e, &chosen, &proto, &err),
+                   SC_OK);
+  ck_assert_str_eq(chosen->algorithm, "nvls");
+  close_to(e.time_s, 23e-6 + 3.0 * MiB * 1.35 / B0, "nvls 1 MiB");
+  /* Not for NVLSTree (2 nodes), nor for the ring on a node without SHARP. */
+  ck_assert_int_eq(sc_comm_group_flat(&t, 16, &c, &err), SC_OK);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 8589934592.0;
+  ck_assert_int_eq(sc_comm_estimate_proto(reg, &t, &c, "nvls", &e, &chosen, &proto, &err),
+                   SC_OK);
+  close_to(e.time_s, 51e-6 + 8589934592.0 * 1.35 / B0, "nvls tree 2 nodes, no fill");
   sc_registry_free(reg);
 }
 END_TEST
@@ -966,6 +1034,7 @@ static Suite *comm_suite(void) {
   tcase_add_test(tc, rejections);
   tcase_add_test(tc, nvls_plugin_formula);
   tcase_add_test(tc, nvls_auto_choice);
+  tcase_add_test(tc, nvls_pipeline_fill);
   tcase_add_test(tc, nvls_rejections);
   tcase_add_test(tc, nvls_topology_files);
   tcase_add_test(tc, validation_reader);

@@ -38,4 +38,16 @@ typedef struct sc__vrow {
  * is SC_EPARSE too. */
 int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_error *err);
 
+/* NCCL 2.20's chunk size in bytes for an NVLS all-reduce of `bytes` bytes with `heads`
+ * GPUs of the node in the group (16 NVLS channels; src/enqueue.cc computeCollChunkInfo):
+ * 128 KiB, 64 KiB below 64 * 16 * heads * 128 KiB, 32 KiB below 8 * 16 * heads * 64 KiB,
+ * 16 KiB below 2 * 16 * heads * 32 KiB. */
+double sc__comm_nvls_chunk_bytes(double bytes, uint32_t heads);
+
+/* Pipeline fill and drain of NCCL's single-node NVLS all-reduce (scatter, reduce/multicast,
+ * gather), in seconds: 2 * bw_s * min(U, bytes) / bytes with U = 16 * heads * chunk
+ * (sc__comm_nvls_chunk_bytes) and bw_s the bandwidth term of the whole operation;
+ * 0 for bytes <= 0 or bw_s <= 0 (estimate.c; docs/comm.md, "NVLink SHARP"). */
+double sc__comm_nvls_fill_s(double bytes, uint32_t heads, double bw_s);
+
 #endif /* SC_COMM_INT_H */

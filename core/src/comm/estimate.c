@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/stepcast.h"
 
@@ -225,6 +226,68 @@ static const double sc__tree_corr[SC__P_COUNT][23] = {
  * Hopper {38.7, 41.4, 36.0}. */
 static const double sc__tree_ch_max_GBps[2][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
 
+/* NVLS pipeline fill (docs/comm.md, "NVLink SHARP", "Pipeline fill").
+ *
+ * NCCL 2.20's single-node NVLS all-reduce kernel (src/device/all_reduce.h,
+ * RunWorkElement<ncclFuncAllReduce, T, RedOp, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>, branch
+ * "if (args->oneNode)") splits each channel's threads into three warp groups joined by the
+ * NVLS FIFOs: "// Scatter" (prims.scatter: the input into the local unicast buffers of the
+ * nHeads heads), "// Reduce, broadcast through NVLS" (prims.directRecvDirectSend with
+ * ProtoSimple<1, 1, COLL_UNROLL, 1, 1>: multimem.ld_reduce then multimem.st of the head's
+ * chunk) and "// Gather" (the multicast result into recvbuff). Each group walks the
+ * channel's share in iterations of "const ssize_t loopCount = nvls->nHeads * chunkSize;"
+ * elements, so one iteration over all channels moves U = nChannels * nHeads * chunkSize
+ * bytes through three stages in sequence: a pipeline of depth 3. Its first unit passes
+ * scatter and reduce before the first gather starts, its last unit leaves reduce one stage
+ * time before the end; with every stage paced at the pipeline's rate (T_bw for S bytes),
+ * that is (3 - 1) stage times of one unit:
+ *   fill = 2 * T_bw * min(U, S) / S
+ * (one iteration, S <= U, runs the three stages back to back: 3 T_bw in all).
+ *
+ * NCCL's constants:
+ *   nChannels = 16: NCCL_PARAM(NvlsChannels, "NVLS_NCHANNELS", 16) and "comm->nvlsChannels =
+ *     std::max(comm->config.minCTAs, std::min(comm->config.maxCTAs,
+ *     (int)ncclParamNvlsChannels()));" (src/transport/nvls.cc, ncclNvlsInit, commit
+ *     b6475625); getChannnelThreadInfo keeps them at every size ("// NVLS should not need
+ *     more than 16 channels to get peak BW. nc = comm->nvlsChannels;", src/enqueue.cc).
+ *   nHeads = the group's GPUs in the node: the NVLS graph has one channel per GPU ("// NVLS
+ *     search must have ngpus heads at most." ... "graph->maxChannels =
+ *     system->nodes[GPU].count;", src/graph/search.cc, ncclTopoCompute, commit b6475625),
+ *     and connectNvls sets "channel->nvls.nHeads = nHeads;" from that graph.
+ *   chunkSize: src/enqueue.cc, computeCollChunkInfo (NCCL 2.20): "int stepSize =
+ *     collInfo->comm->buffSizes[collInfo->protocol] / NCCL_STEPS;" = 4 MiB / 8 = 512 KiB
+ *     ("#define DEFAULT_BUFFSIZE (1 << 22)", src/init.cc; "#define NCCL_STEPS 8",
+ *     src/include/device.h), chunkSteps 1 outside the ring, then for NCCL_ALGO_NVLS:
+ *     "int maxChunkSize = 131072;" ... "if (chunkSize > maxChunkSize) chunkSize =
+ *     maxChunkSize;" "uint64_t concurrentOps = nChannels *
+ *     collInfo->comm->channels[0].nvls.nHeads;"
+ *     "if ((nBytes < (64 * (concurrentOps * chunkSize))) && (chunkSize > 65536))
+ *     chunkSize = 65536;" "if ((nBytes < (8 * (concurrentOps * chunkSize))) && (chunkSize >
+ *     32768)) chunkSize = 32768;" "if ((nBytes < (2 * (concurrentOps * chunkSize))) &&
+ *     (chunkSize > 16384)) chunkSize = 16384;"
+ *     (the 32 KiB cap for several nodes applies to NVLS over CollNet, not modelled). */
+#define SC__NVLS_NCHANNELS 16.0
+#define SC__NVLS_STEP_BYTES (4194304.0 / 8.0)
+#define SC__NVLS_MAX_CHUNK_BYTES 131072.0
+#define SC__NVLS_STAGES 3.0
+
+double sc__comm_nvls_chunk_bytes(double bytes, uint32_t heads) {
+  double chunk = SC__NVLS_STEP_BYTES, ops = SC__NVLS_NCHANNELS * (double)(heads ? heads : 1);
+  if (chunk > SC__NVLS_MAX_CHUNK_BYTES) chunk = SC__NVLS_MAX_CHUNK_BYTES;
+  if (bytes < 64.0 * ops * chunk && chunk > 65536.0) chunk = 65536.0;
+  if (bytes < 8.0 * ops * chunk && chunk > 32768.0) chunk = 32768.0;
+  if (bytes < 2.0 * ops * chunk && chunk > 16384.0) chunk = 16384.0;
+  return chunk;
+}
+
+double sc__comm_nvls_fill_s(double bytes, uint32_t heads, double bw_s) {
+  double unit, h = (double)(heads ? heads : 1);
+  if (!(bytes > 0.0) || !(bw_s > 0.0)) return 0.0;
+  unit = SC__NVLS_NCHANNELS * h * sc__comm_nvls_chunk_bytes(bytes, heads);
+  if (unit > bytes) unit = bytes;
+  return (SC__NVLS_STAGES - 1.0) * bw_s * unit / bytes;
+}
+
 /* log2i of NCCL (floor of log2, 0 for v < 2). */
 static int sc__log2i(double v) {
   int l = 0;
@@ -384,6 +447,12 @@ static void sc__proto_time(const sc_topology *t, const sc_coll_desc *r, const sc
    * priced by the tuner as they run; the caller replaces the tree's price
    * (sc__tree_tuner_bw). */
   *tuner_s = *phys_s;
+  /* NVLS all-reduce inside one node: the kernel's three-stage pipeline fills and drains
+   * (sc__comm_nvls_fill_s). Physical time only: NCCL's tuner does not price it, so the
+   * choice stays NCCL's. */
+  if (cd->algo == SC__A_NVLS && r->kind == SC_COLL_ALLREDUCE) {
+    *phys_s += sc__comm_nvls_fill_s(r->bytes, r->tiers[0].ranks, cd->bw_s);
+  }
 }
 
 /* NCCL's tuner price of the tree's bandwidth term: it prices the tree at
