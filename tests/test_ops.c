@@ -331,6 +331,13 @@ START_TEST(test_vector_families) {
   REL(e.time_s, 4e6 / bw);
   e = run(&dev, DESC("elementwise", SC_EW_DROPOUT_FWD, SC_DTYPE_BF16, 1000000));
   REL(e.bytes, 5e6);
+  REL(e.flops, 12e6); /* compare, scale and the mask's random number (10) */
+  ck_assert_uint_eq(e.nfeatures, 6);
+  ck_assert(e.features[4] == 1.0 && e.features[5] == 0.0); /* rng, not backward */
+  e = run(&dev, DESC("elementwise", SC_EW_DROPOUT_BWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 5e6);
+  REL(e.flops, 2e6);
+  ck_assert(e.features[4] == 0.0 && e.features[5] == 1.0);
   e = run(&dev, DESC("elementwise", SC_EW_SWIGLU_BWD, SC_DTYPE_FP32, 1000000));
   REL(e.bytes, 20e6);
   REL(e.flops, 10e6);

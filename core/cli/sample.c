@@ -107,9 +107,12 @@ static int want(const char *families, const char *f) {
 
 /* The plan of one family: count Halton points kept under a work cap. gpu != 0 (any device
  * but the host CPU): transformer-scale ranges (GEMMs up to 8192, attention sequences up to
- * 8192, memory-bound families up to 2^28 elements). */
+ * 8192, memory-bound families up to 2^28 elements). On the CPU the memory-bound families go
+ * up to 2^25 elements (a 2048-token x 16384 activation), well past the last-level cache, so
+ * that the larger half of each range is in the DRAM regime where real layers run: a fit whose
+ * largest training shapes are all cache-resident cannot know the DRAM regime. */
 static int plan_family(plan *p, const char *fam, uint32_t count, int gpu) {
-  const double big = gpu ? (double)(1 << 28) : (double)(1 << 24);
+  const double big = gpu ? (double)(1 << 28) : (double)(1 << 25);
   uint32_t kept = 0;
   for (uint32_t i = 1; kept < count && i < 100000; i++) {
     double u[6] = {halton(i, 2), halton(i, 3), halton(i, 5), halton(i, 7), halton(i, 11),
@@ -161,15 +164,15 @@ static int plan_family(plan *p, const char *fam, uint32_t count, int gpu) {
       d[0] = logpick(u[0], 64, 4096, 16);
       d[1] = logpick(u[1], 64, 2048, 64);
       d[2] = logpick(u[2], 1024, 65536, 64);
-      if ((double)d[2] * d[1] > (1 << 24)) continue;
+      if ((double)d[2] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_EMBEDDING, i % SC_EMBED_VARIANT_COUNT, 3, d);
     } else if (strcmp(fam, "cross_entropy") == 0) {
       d[0] = logpick(u[0], 16, 2048, 16);
       d[1] = logpick(u[1], 1024, 65536, 64);
-      if ((double)d[0] * d[1] > (1 << 24)) continue;
+      if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_CROSS_ENTROPY, i % SC_CE_VARIANT_COUNT, 2, d);
     } else { /* optimizer */
-      d[0] = logpick(u[0], 1 << 10, gpu ? 1 << 28 : 1 << 23, 64);
+      d[0] = logpick(u[0], 1 << 10, gpu ? 1 << 28 : 1 << 25, 64);
       rc = plan_add(p, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, 1, d);
     }
     if (rc != SC_OK) return rc;

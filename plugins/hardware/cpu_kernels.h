@@ -159,12 +159,19 @@ static inline void sc__cpu_softmax_bwd(int64_t rows, int64_t cols, float scale, 
 
 #define SC__CPU_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-/* y = gelu(x + bias[i % nbias]) (tanh form). */
+/* tanh(u) = 1 - 2 / (1 + exp(2u)), without branches on u (glibc's tanhf switches formulas by
+ * |u|; on activations those branches are data-dependent, and a measurement repeating the same
+ * small input lets the branch predictor learn them, which a training step never does).
+ * exp overflowing to +inf gives 1, underflowing to 0 gives -1. */
+static inline float sc__cpu_tanh(float u) { return 1.0f - 2.0f / (1.0f + expf(2.0f * u)); }
+
+/* y = gelu(x + bias[i % nbias]) (tanh form). The bias index wraps with a counter, not a
+ * division per element. */
 static inline void sc__cpu_gelu_fwd(int64_t n, const float *x, const float *bias, int64_t nbias,
                                     float *y) {
-  for (int64_t i = 0; i < n; i++) {
-    float v = x[i] + bias[i % nbias];
-    float t = tanhf(SC__CPU_GELU_K * (v + 0.044715f * v * v * v));
+  for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
+    float v = x[i] + bias[j];
+    float t = sc__cpu_tanh(SC__CPU_GELU_K * (v + 0.044715f * v * v * v));
     y[i] = 0.5f * v * (1.0f + t);
   }
 }
@@ -172,10 +179,10 @@ static inline void sc__cpu_gelu_fwd(int64_t n, const float *x, const float *bias
 /* dx = dy * gelu'(x + bias). */
 static inline void sc__cpu_gelu_bwd(int64_t n, const float *dy, const float *x,
                                     const float *bias, int64_t nbias, float *dx) {
-  for (int64_t i = 0; i < n; i++) {
-    float v = x[i] + bias[i % nbias];
+  for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
+    float v = x[i] + bias[j];
     float u = SC__CPU_GELU_K * (v + 0.044715f * v * v * v);
-    float t = tanhf(u);
+    float t = sc__cpu_tanh(u);
     float du = SC__CPU_GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
     dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
   }
@@ -216,7 +223,7 @@ static inline void sc__cpu_dropout_fwd(int64_t n, float p, uint64_t seed, const 
   for (int64_t i = 0; i < n; i++) {
     uint8_t k = sc__cpu_hash(seed, (uint64_t)i) >= thr;
     mask[i] = k;
-    y[i] = k ? x[i] * sc : 0.0f;
+    y[i] = x[i] * ((float)k * sc); /* no branch on the random mask */
   }
 }
 
@@ -224,7 +231,7 @@ static inline void sc__cpu_dropout_fwd(int64_t n, float p, uint64_t seed, const 
 static inline void sc__cpu_dropout_bwd(int64_t n, float p, const float *dy, const uint8_t *mask,
                                        float *dx) {
   float sc = 1.0f / (1.0f - p);
-  for (int64_t i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * sc : 0.0f;
+  for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * ((float)mask[i] * sc); /* branch-free */
 }
 
 /* out = res + dropout(x + bias[i % nbias]) (Megatron's fused bias-dropout-add). */
@@ -233,10 +240,10 @@ static inline void sc__cpu_bda_fwd(int64_t n, float p, uint64_t seed, const floa
                                    float *out, uint8_t *mask) {
   uint32_t thr = (uint32_t)(p * 4294967295.0f);
   float sc = 1.0f / (1.0f - p);
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
     uint8_t k = sc__cpu_hash(seed, (uint64_t)i) >= thr;
     mask[i] = k;
-    out[i] = res[i] + (k ? (x[i] + bias[i % nbias]) * sc : 0.0f);
+    out[i] = res[i] + (x[i] + bias[j]) * ((float)k * sc);
   }
 }
 

@@ -12,37 +12,43 @@
  *   SWIGLU_FWD              3e         5      a, b | y   (sigmoid 3, * a 1, * b 1)
  *   SWIGLU_BWD              5e         10     a, b, dy | da, db  (sigmoid 3, silu 1,
  *                                                      db 1, silu' 3, da 2)
- *   DROPOUT_FWD             2e + 1     2      x | y, mask   (compare, scale; RNG not counted)
+ *   DROPOUT_FWD             2e + 1     12     x | y, mask   (compare, scale; the mask's random
+ *                                                      number: 10, a counter-based hash such as
+ *                                                      Philox or splitmix64 takes about ten
+ *                                                      integer operations per value)
  *   DROPOUT_BWD             2e + 1     2      dy, mask | dx
- *   BIAS_DROPOUT_ADD_FWD    3e + 1     4      y, residual | out, mask  (+bias, dropout 2,
- *                                                      +residual)
+ *   BIAS_DROPOUT_ADD_FWD    3e + 1     14     y, residual | out, mask  (+bias, dropout 2,
+ *                                                      +residual, random number 10)
  *   BIAS_DROPOUT_ADD_BWD    2e + 1     2      dy, mask | dy_branch  (the residual branch's
  *                                                      gradient is dy itself, not copied)
  *   ADD                     3e         1      a, b | c
  *   ROPE_FWD, ROPE_BWD      2e         3      x | y   (x cos + rotate(x) sin; the cos/sin
  *                                                      tables are small and cache-resident)
- * Arithmetic at the device's fp32 rate.
+ * Arithmetic at the device's fp32 rate. Features add two flags the FLOP and byte counts do
+ * not separate: `rng` (the variant draws a random number per element) and `backward`.
  */
 #include "op_common.h"
 
 static const char *const dim_names[] = {"elements"};
-static const char *const feature_names[] = {"log10_bytes", "log10_elements",
-                                            "bytes_per_element", "flops_per_element"};
+static const char *const feature_names[] = {"log10_bytes",       "log10_elements",
+                                            "bytes_per_element", "flops_per_element",
+                                            "rng",               "backward"};
 #define NFEATURES (sizeof feature_names / sizeof feature_names[0])
 
-/* Per element: bytes = a * e + c, flops. Indexed by variant. */
-static const struct { double a, c, flops; } cost[SC_EW_VARIANT_COUNT] = {
-    [SC_EW_GELU_FWD] = {2, 0, 10},
-    [SC_EW_GELU_BWD] = {3, 0, 19},
-    [SC_EW_SWIGLU_FWD] = {3, 0, 5},
-    [SC_EW_SWIGLU_BWD] = {5, 0, 10},
-    [SC_EW_DROPOUT_FWD] = {2, 1, 2},
-    [SC_EW_DROPOUT_BWD] = {2, 1, 2},
-    [SC_EW_BIAS_DROPOUT_ADD_FWD] = {3, 1, 4},
-    [SC_EW_BIAS_DROPOUT_ADD_BWD] = {2, 1, 2},
-    [SC_EW_ADD] = {3, 0, 1},
-    [SC_EW_ROPE_FWD] = {2, 0, 3},
-    [SC_EW_ROPE_BWD] = {2, 0, 3},
+/* Per element: bytes = a * e + c, flops, whether a random number is drawn, backward.
+ * Indexed by variant. */
+static const struct { double a, c, flops, rng, bwd; } cost[SC_EW_VARIANT_COUNT] = {
+    [SC_EW_GELU_FWD] = {2, 0, 10, 0, 0},
+    [SC_EW_GELU_BWD] = {3, 0, 19, 0, 1},
+    [SC_EW_SWIGLU_FWD] = {3, 0, 5, 0, 0},
+    [SC_EW_SWIGLU_BWD] = {5, 0, 10, 0, 1},
+    [SC_EW_DROPOUT_FWD] = {2, 1, 12, 1, 0},
+    [SC_EW_DROPOUT_BWD] = {2, 1, 2, 0, 1},
+    [SC_EW_BIAS_DROPOUT_ADD_FWD] = {3, 1, 14, 1, 0},
+    [SC_EW_BIAS_DROPOUT_ADD_BWD] = {2, 1, 2, 0, 1},
+    [SC_EW_ADD] = {3, 0, 1, 0, 0},
+    [SC_EW_ROPE_FWD] = {2, 0, 3, 0, 0},
+    [SC_EW_ROPE_BWD] = {2, 0, 3, 0, 1},
 };
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
@@ -57,7 +63,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double bpe = cost[op->variant].a * e + cost[op->variant].c;
   double flops = cost[op->variant].flops * n, bytes = bpe * n;
   sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
-  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(n), bpe, cost[op->variant].flops};
+  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(n), bpe, cost[op->variant].flops,
+                         cost[op->variant].rng, cost[op->variant].bwd};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];
   return SC_OK;
