@@ -341,10 +341,15 @@ START_TEST(test_vector_families) {
   e = run(&dev, DESC("elementwise", SC_EW_SWIGLU_BWD, SC_DTYPE_FP32, 1000000));
   REL(e.bytes, 20e6);
   REL(e.flops, 10e6);
-  /* Softmax fwd 1024 x 2048 bf16: 2*2*N bytes; bwd 3*2*N. */
+  /* Softmax fwd 1024 x 2048 bf16: 2*2*N bytes; the causal mask leaves rows 0..1023 with
+   * 1..1024 keys: V = 1024*1025/2 = 524800 unmasked elements, 7 flops each. Whole heads
+   * (4096 x 2048 = 2 heads of 2048 queries): V = 2 * 2048*2049/2. Bwd 3*2*N bytes. */
   e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_BF16, 1024, 2048));
   REL(e.bytes, 4.0 * 2097152);
-  REL(e.flops, 7.0 * 2097152);
+  REL(e.flops, 7.0 * 524800);
+  REL(e.features[4], 524800.0 / 2097152);
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_BF16, 4096, 2048));
+  REL(e.flops, 7.0 * 2048 * 2049);
   e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_BF16, 1024, 2048));
   REL(e.bytes, 6.0 * 2097152);
   /* Embedding fwd 4096 tokens x 1024: 2*2*T*h + 8*T; bwd T*h*2 + 8T + V*h*(2*2 + 8). */

@@ -2,8 +2,12 @@
  * softmax: Megatron's fused scale + causal mask + softmax of attention scores (unfused
  * attention path), and its backward. dims {rows, cols}; variants SC_SOFTMAX_FWD / _BWD.
  * See docs/operators.md. With e = dtype bytes and N = rows * cols:
+ *   causal mask: row r is query position r mod cols and sees keys 0 .. r mod cols, so the
+ *             unmasked elements are V = floor(rows/cols) * cols(cols+1)/2 + m(m+1)/2 with
+ *             m = rows mod cols (V = N(cols+1)/(2 cols) for whole heads, rows = k * cols)
  *   forward:  bytes 2eN (read scores, write probabilities; the causal mask is generated,
- *             not read); flops 7N (scale, mask select, max, subtract, exp, sum, normalise)
+ *             not read); flops 7V (scale, mask select, max, subtract, exp, sum, normalise
+ *             on the unmasked elements; the masked ones are written as zero)
  *   backward: bytes 3eN (read y and dy, write dx); flops 5N (y*dy, row sum, subtract,
  *             * y, scale)
  * Arithmetic at the device's fp32 rate.
@@ -12,7 +16,7 @@
 
 static const char *const dim_names[] = {"rows", "cols"};
 static const char *const feature_names[] = {"log10_bytes", "log10_rows", "log2_cols",
-                                            "backward"};
+                                            "backward", "unmasked_fraction"};
 #define NFEATURES (sizeof feature_names / sizeof feature_names[0])
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
@@ -25,9 +29,12 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_SOFTMAX_BWD;
-  double flops = (bwd ? 5.0 : 7.0) * N, bytes = (bwd ? 3.0 : 2.0) * e * N;
+  double whole = floor(rows / cols), m = rows - whole * cols;
+  double V = whole * cols * (cols + 1.0) / 2.0 + m * (m + 1.0) / 2.0;
+  double flops = bwd ? 5.0 * N : 7.0 * V, bytes = (bwd ? 3.0 : 2.0) * e * N;
   sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
-  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols), (double)bwd};
+  double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols), (double)bwd,
+                         V / N};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];
   return SC_OK;
