@@ -311,6 +311,22 @@ START_TEST(test_kernel_class_efficiencies) {
 }
 END_TEST
 
+/* The vector families price their arithmetic at vector_flops_per_s when the device states
+ * it (a CPU whose fp32 peak is its sgemm rate), GEMMs keep the peak. */
+START_TEST(test_vector_rate) {
+  sc_device dev = a100();
+  dev.peak_flops_per_s[SC_DTYPE_FP32] = 1e12;
+  dev.mem_bw_Bps = 1e15; /* memory never binds here */
+  sc_estimate e = run(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_FWD, SC_DTYPE_FP32, 1024, 1024));
+  REL(e.time_s, 7.0 * 1048576 / 1e12);
+  dev.vector_flops_per_s = 5e9;
+  e = run(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_FWD, SC_DTYPE_FP32, 1024, 1024));
+  REL(e.time_s, 7.0 * 1048576 / 5e9);
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.time_s, 4.645998276923077e-4); /* unchanged: bf16 peak, tile and wave as before */
+}
+END_TEST
+
 START_TEST(test_vector_families) {
   sc_device dev = a100();
   double bw = 1.555e12;
@@ -414,6 +430,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_unsupported_and_malformed);
   tcase_add_test(tc, test_attention);
   tcase_add_test(tc, test_kernel_class_efficiencies);
+  tcase_add_test(tc, test_vector_rate);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

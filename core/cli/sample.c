@@ -341,8 +341,8 @@ int sc_cli_sample(int argc, char **argv) {
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
   {
     /* Microbenchmarks describing the device for the analytical estimate. */
-    sc_op_desc g = {0}, add = {0}, one = {0};
-    sc_measurement mg, ma, m1;
+    sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0};
+    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0};
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
     const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
@@ -352,12 +352,30 @@ int sc_cli_sample(int argc, char **argv) {
     add.ndims = 1; add.dims[0] = (int64_t)1 << (gpu ? 28 : 24);
     one = add;
     one.dims[0] = 1;
+    /* CPU: the vector families' arithmetic rate, a layer-norm forward of 256 x 1024 fp32
+     * (1 MiB, cache resident), in the norm plugin's count of 7 flops per element. */
+    ln.family = SC_OP_NORM; ln.variant = SC_NORM_OP_LAYERNORM_FWD; ln.dtype = dtype;
+    ln.ndims = 2; ln.dims[0] = 256; ln.dims[1] = 1024;
+    /* CPU: the attention kernel's rate, forward and backward, on one causal head block of
+     * b 1, 8 heads, 512 x 512, head dim 64 (the attention plugin's FLOP count). */
+    af.family = SC_OP_ATTENTION; af.variant = SC_ATTN_FLASH_FWD; af.dtype = dtype; af.ndims = 7;
+    af.dims[0] = 1; af.dims[1] = 8; af.dims[2] = 8; af.dims[3] = 512; af.dims[4] = 512;
+    af.dims[5] = 64; af.dims[6] = 1;
+    ab = af;
+    ab.variant = SC_ATTN_FLASH_BWD;
     if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
                                    "launch)..."
-                               : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch)...");
+                               : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
+                                 "layer-norm)...");
     if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &g, 5, 3.0, &mg, &err) != SC_OK ||
         hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &add, 5, 2.0, &ma, &err) != SC_OK ||
-        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK)
+        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK ||
+        (!gpu && (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ln, 9, 1.0, &mln,
+                              &err) != SC_OK ||
+                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &af, 5, 1.0, &maf,
+                              &err) != SC_OK ||
+                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab, 5, 1.0, &mab,
+                              &err) != SC_OK)))
       goto fail;
     if (tty) fprintf(stderr, "\n");
     fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
@@ -376,6 +394,19 @@ int sc_cli_sample(int argc, char **argv) {
       fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
                  "count): median %.4g s of %u (min %.4g, max %.4g)\n",
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
+      {
+        /* causal forward: half of 4 * b * h * s^2 * d; backward 2.5 x that */
+        double fw = 0.5 * 4.0 * 8.0 * 512.0 * 512.0 * 64.0, sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s;
+        fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", fw / maf.median_s / sg);
+        fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", 2.5 * fw / mab.median_s / sg);
+        fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, head dim 64, "
+                   "fp32, against the sgemm rate: forward median %.4g s of %u, backward %.4g s "
+                   "of %u\n", maf.median_s, maf.reps, mab.median_s, mab.reps);
+      }
+      fprintf(f, "# micro.vector_flops_per_s = %.4g\n", 7.0 * 256.0 * 1024.0 / mln.median_s);
+      fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
+                 "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
+              mln.median_s, mln.reps, mln.min_s, mln.max_s);
     } else {
       fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", 2.0 * (double)gn * gn * gn / mg.median_s);
       fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
@@ -403,6 +434,14 @@ int sc_cli_sample(int argc, char **argv) {
              3.0 * esz * (double)add.dims[0] / ma.median_s, sc_dtype_name(dtype));
     }
     printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
+    if (!gpu) {
+      double fw = 0.5 * 4.0 * 8.0 * 512.0 * 512.0 * 64.0, sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s;
+      printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n",
+             7.0 * 256.0 * 1024.0 / mln.median_s);
+      printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2 x 64, of the sgemm rate\n",
+             fw / maf.median_s / sg);
+      printf("attention_bwd_efficiency = %.4g\n", 2.5 * fw / mab.median_s / sg);
+    }
     if (!gpu)
       printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
              2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);

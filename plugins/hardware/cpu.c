@@ -4,7 +4,9 @@
  * describe() turns a hardware file with kind = "cpu" (hardware/host-cpu.toml) into an
  * sc_device. Its figures are measured, not published: peak_flops_per_s.fp32 is the rate a
  * large cblas_sgemm achieves, mem_bw_Bps the STREAM-Add rate, launch_s the time of the
- * smallest kernel call; `stepcast sample` measures all three and writes them into the header
+ * smallest kernel call, vector_flops_per_s (optional) the rate of the C kernels of the vector
+ * families (a cache-resident layer-norm forward, in the norm plugin's FLOP count);
+ * `stepcast sample` measures all four and writes them into the header
  * of its samples file (docs/learned.md). A CPU has no tensor-core tile; compute_units is the
  * number of BLAS threads the figures were measured with (key `threads`).
  *
@@ -35,7 +37,9 @@ int openblas_get_num_threads(void);
 
 static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes", "mem_bw_Bps",
                                        "l2_bytes", "threads", "flops_efficiency",
-                                       "mem_efficiency", "launch_s", "peak_flops_per_s", NULL};
+                                       "mem_efficiency", "launch_s", "peak_flops_per_s",
+                                       "vector_flops_per_s", "attention_fwd_efficiency",
+                                       "attention_bwd_efficiency", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -92,6 +96,17 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   rc = sc__hw_number(host, peak, "peak_flops_per_s.", "fp32", 1, 0,
                   &dev->peak_flops_per_s[SC_DTYPE_FP32], err);
   if (rc != SC_OK) return rc;
+  rc = sc__hw_number(host, t, "", "vector_flops_per_s", 0, 0, &dev->vector_flops_per_s, err);
+  if (rc == SC_ENOTFOUND) dev->vector_flops_per_s = 0; /* the fp32 peak */
+  else if (rc != SC_OK) return rc;
+  /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
+   * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */
+  if ((rc = sc__hw_opt_fraction(host, t, "", "attention_fwd_efficiency",
+                                &dev->attention_fwd_efficiency, err)) != SC_OK)
+    return rc;
+  if ((rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
+                                &dev->attention_bwd_efficiency, err)) != SC_OK)
+    return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

@@ -169,6 +169,11 @@ typedef struct sc_device {
    * kernels at long sequences; 0 = the matmul efficiency of that dtype. */
   double matmul_efficiency[SC_DTYPE_COUNT];
   double attention_fwd_efficiency, attention_bwd_efficiency;
+  /* Appended at ABI 1.0 (0 = not stated: peak_flops_per_s[fp32]): the fp32 rate of the
+   * vector families (norm, softmax, element-wise, embedding, cross-entropy, optimizer) when
+   * it differs from the fp32 peak, e.g. a CPU whose fp32 peak is its sgemm rate while these
+   * kernels are scalar C loops (measured by `stepcast sample` on a layer-norm forward). */
+  double vector_flops_per_s;
 } sc_device;
 
 /* The achievable fraction of peak for dense matrix multiplies in dtype d. */
