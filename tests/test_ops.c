@@ -327,6 +327,25 @@ START_TEST(test_vector_rate) {
 }
 END_TEST
 
+/* A device with cache_bw_Bps: the share g = bytes / (bytes + l2_bytes) of the traffic at the
+ * DRAM rate, the rest at the cache rate; without it, all at the DRAM rate. */
+START_TEST(test_cache_bandwidth) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e11;
+  dev.l2_bytes = 4e6;
+  /* ADD of 1e6 fp32 elements: 12e6 bytes, g = 12/16 = 0.75 */
+  sc_estimate e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 12e6 / 1e11);
+  dev.cache_bw_Bps = 4e11;
+  e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 12e6 * (0.75 / 1e11 + 0.25 / 4e11));
+  /* a cache rate below the DRAM rate is ignored */
+  dev.cache_bw_Bps = 5e10;
+  e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 12e6 / 1e11);
+}
+END_TEST
+
 START_TEST(test_vector_families) {
   sc_device dev = a100();
   double bw = 1.555e12;
@@ -431,6 +450,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention);
   tcase_add_test(tc, test_kernel_class_efficiencies);
   tcase_add_test(tc, test_vector_rate);
+  tcase_add_test(tc, test_cache_bandwidth);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

@@ -341,8 +341,8 @@ int sc_cli_sample(int argc, char **argv) {
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
   {
     /* Microbenchmarks describing the device for the analytical estimate. */
-    sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0};
-    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0};
+    sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0}, addc = {0};
+    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0};
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
     const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
@@ -352,6 +352,10 @@ int sc_cli_sample(int argc, char **argv) {
     add.ndims = 1; add.dims[0] = (int64_t)1 << (gpu ? 28 : 24);
     one = add;
     one.dims[0] = 1;
+    /* CPU: STREAM Add on 3 x 16 KiB arrays, which stay in the core's L1/L2: the bandwidth of
+     * cache-resident operators (cache_bw_Bps). */
+    addc = add;
+    addc.dims[0] = 4096;
     /* CPU: the vector families' arithmetic rate, a layer-norm forward of 256 x 1024 fp32
      * (1 MiB, cache resident), in the norm plugin's count of 7 flops per element. */
     ln.family = SC_OP_NORM; ln.variant = SC_NORM_OP_LAYERNORM_FWD; ln.dtype = dtype;
@@ -366,7 +370,7 @@ int sc_cli_sample(int argc, char **argv) {
     if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
                                    "launch)..."
                                : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
-                                 "layer-norm)...");
+                                 "layer-norm, attention, STREAM Add in cache)...");
     if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &g, 5, 3.0, &mg, &err) != SC_OK ||
         hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &add, 5, 2.0, &ma, &err) != SC_OK ||
         hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK ||
@@ -375,6 +379,8 @@ int sc_cli_sample(int argc, char **argv) {
                   hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &af, 5, 1.0, &maf,
                               &err) != SC_OK ||
                   hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab, 5, 1.0, &mab,
+                              &err) != SC_OK ||
+                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &addc, 9, 1.0, &mc,
                               &err) != SC_OK)))
       goto fail;
     if (tty) fprintf(stderr, "\n");
@@ -403,6 +409,10 @@ int sc_cli_sample(int argc, char **argv) {
                    "fp32, against the sgemm rate: forward median %.4g s of %u, backward %.4g s "
                    "of %u\n", maf.median_s, maf.reps, mab.median_s, mab.reps);
       }
+      fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", 12.0 * 4096.0 / mc.median_s);
+      fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
+                 "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
+              mc.median_s, mc.reps, mc.min_s, mc.max_s);
       fprintf(f, "# micro.vector_flops_per_s = %.4g\n", 7.0 * 256.0 * 1024.0 / mln.median_s);
       fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                  "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
@@ -438,6 +448,8 @@ int sc_cli_sample(int argc, char **argv) {
       double fw = 0.5 * 4.0 * 8.0 * 512.0 * 512.0 * 64.0, sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s;
       printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n",
              7.0 * 256.0 * 1024.0 / mln.median_s);
+      printf("cache_bw_Bps = %.4g  # STREAM Add, 3 x 16 KiB (cache resident)\n",
+             12.0 * 4096.0 / mc.median_s);
       printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2 x 64, of the sgemm rate\n",
              fw / maf.median_s / sg);
       printf("attention_bwd_efficiency = %.4g\n", 2.5 * fw / mab.median_s / sg);

@@ -39,7 +39,7 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "l2_bytes", "threads", "flops_efficiency",
                                        "mem_efficiency", "launch_s", "peak_flops_per_s",
                                        "vector_flops_per_s", "attention_fwd_efficiency",
-                                       "attention_bwd_efficiency", NULL};
+                                       "attention_bwd_efficiency", "cache_bw_Bps", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -98,6 +98,9 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if (rc != SC_OK) return rc;
   rc = sc__hw_number(host, t, "", "vector_flops_per_s", 0, 0, &dev->vector_flops_per_s, err);
   if (rc == SC_ENOTFOUND) dev->vector_flops_per_s = 0; /* the fp32 peak */
+  else if (rc != SC_OK) return rc;
+  rc = sc__hw_number(host, t, "", "cache_bw_Bps", 0, 0, &dev->cache_bw_Bps, err);
+  if (rc == SC_ENOTFOUND) dev->cache_bw_Bps = 0;
   else if (rc != SC_OK) return rc;
   /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
    * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */

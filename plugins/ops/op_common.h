@@ -102,7 +102,13 @@ static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double
                                        double util, double flops, double bytes,
                                        sc_estimate *out) {
   double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
-  double tm = bytes / (dev->mem_bw_Bps * dev->mem_efficiency);
+  double dram = dev->mem_bw_Bps * dev->mem_efficiency, tm;
+  if (dev->cache_bw_Bps > dram && dev->l2_bytes > 0.0) {
+    double g = bytes / (bytes + dev->l2_bytes); /* the share that misses the caches */
+    tm = bytes * (g / dram + (1.0 - g) / dev->cache_bw_Bps);
+  } else {
+    tm = bytes / dram;
+  }
   double t = tc > tm ? tc : tm;
   memset(out, 0, sizeof *out);
   out->time_s = t + dev->launch_s;

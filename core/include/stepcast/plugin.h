@@ -174,6 +174,11 @@ typedef struct sc_device {
    * it differs from the fp32 peak, e.g. a CPU whose fp32 peak is its sgemm rate while these
    * kernels are scalar C loops (measured by `stepcast sample` on a layer-norm forward). */
   double vector_flops_per_s;
+  /* Appended at ABI 1.0 (0 = not stated: every operator at mem_bw_Bps * mem_efficiency):
+   * the bandwidth of operators whose data stay in the on-chip caches; with it, the share
+   * bytes / (bytes + l2_bytes) of an operator's traffic goes at the DRAM rate and the rest at
+   * this one (a smooth hit rate; e.g. STREAM Add on L1-resident arrays). */
+  double cache_bw_Bps;
 } sc_device;
 
 /* The achievable fraction of peak for dense matrix multiplies in dtype d. */
