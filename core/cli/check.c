@@ -60,6 +60,10 @@ static void print_device(const sc_device *d, const char *path) {
     printf("  attention fwd    %.3f\n", d->attention_fwd_efficiency);
   if (d->attention_bwd_efficiency > 0)
     printf("  attention bwd    %.3f\n", d->attention_bwd_efficiency);
+  if (d->vector_flops_per_s > 0)
+    printf("  vector kernels   %.2f GFLOP/s\n", d->vector_flops_per_s / 1e9);
+  if (d->cache_bw_Bps > 0)
+    printf("  cache bandwidth  %.1f GB/s\n", d->cache_bw_Bps / 1e9);
   printf("  mem efficiency   %.3f\n", d->mem_efficiency);
   printf("  launch           %.2f us\n", d->launch_s * 1e6);
   printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);
