@@ -103,16 +103,25 @@ int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *tot
   return SC_OK;
 }
 
+/* wc's time x its repeat count; nothing for a trivial one (one rank or no bytes). */
+static int coll_total(sc__coll_time_fn fn, void *ctx, const sc_work_coll *wc, double *ts,
+                      sc_error *err) {
+  double t1 = 0.0;
+  if (wc->nranks > 1 && wc->bytes > 0.0) {
+    int rc = fn(ctx, wc, &t1, err);
+    if (rc != SC_OK) return rc;
+  }
+  *ts = t1 * (double)wc->repeat;
+  return SC_OK;
+}
+
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
                         double *cp_s, sc_error *err) {
   for (uint32_t i = 0; i < l->ncolls; i++) {
     const sc_work_coll *wc = &l->colls[i];
-    double t1 = 0.0;
-    if (wc->nranks > 1 && wc->bytes > 0.0) {
-      int rc = fn(ctx, wc, &t1, err);
-      if (rc != SC_OK) return rc;
-    }
-    double ts = t1 * (double)wc->repeat;
+    double ts;
+    int rc = coll_total(fn, ctx, wc, &ts, err);
+    if (rc != SC_OK) return rc;
     if (wc->group == SC_GROUP_CP) {
       *cp_s += ts;
     } else {
@@ -183,4 +192,61 @@ void sc__cp_hide_under_attention(sc_sched_chunk *ch, const double *fam) {
                fam[2 * SC__NFAM + sm];
   ch->cp_fwd_s = ch->cp_fwd_s > fwd ? ch->cp_fwd_s - fwd : 0.0;
   ch->cp_bwd_s = ch->cp_bwd_s > bwd ? ch->cp_bwd_s - bwd : 0.0;
+}
+
+int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *err) {
+  const sc__coll_ctx *c = ctx;
+  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
+  sc_coll_desc d;
+  sc_estimate e;
+  uint32_t slot = 0;
+  if (c->cm != NULL && sc__collmemo_get(c->cm, wc, algo, time_s, &slot)) return SC_OK;
+  int rc = sc__coll_desc(c->sp, wc, &d, err);
+  if (rc == SC_OK) rc = sc_comm_estimate(c->reg, c->t, &d, algo, &e, NULL, err);
+  if (rc != SC_OK) return rc;
+  if (c->cm != NULL) sc__collmemo_put(c->cm, wc, algo, slot, e.time_s);
+  *time_s = e.time_s;
+  return SC_OK;
+}
+
+int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
+                    sc_sched_chunk *ch, double *fam, sc_error *err) {
+  static const sc_phase ph[3] = {SC_PHASE_FWD, SC_PHASE_BWD, SC_PHASE_RECOMPUTE};
+  double *pass[3] = {&ch->fwd_s, &ch->bwd_s, &ch->recompute_s};
+  int rc = SC_OK;
+  ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
+  memset(fam, 0, 3 * SC__NFAM * sizeof *fam);
+  for (int k = 0; k < 3 && rc == SC_OK; k++)
+    rc = sc__ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, err);
+  /* recomputation's TP/CP communication runs inside the backward pass */
+  for (int k = 0; k < 3 && rc == SC_OK; k++)
+    rc = sc__colls_sum_micro(&w->per_micro[ph[k]], sc__coll_time, cc,
+                             k == 0 ? &ch->tp_fwd_s : &ch->tp_bwd_s,
+                             k == 0 ? &ch->cp_fwd_s : &ch->cp_bwd_s, err);
+  if (rc != SC_OK) return rc;
+  sc__cp_hide_under_attention(ch, fam);
+  return SC_OK;
+}
+
+int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
+                   sc_sched_chunk *ch, double *t_opt, sc_error *err) {
+  const double bytes[2] = {w->p2p_send_fwd_bytes, w->p2p_send_bwd_bytes};
+  double *p2p[2] = {&ch->p2p_fwd_s, &ch->p2p_bwd_s};
+  ch->dp_param_gather_s = ch->dp_grad_s = ch->p2p_fwd_s = ch->p2p_bwd_s = 0.0;
+  int rc = sc__ops_sum(&w->per_iter, op, octx, t_opt, NULL, err);
+  for (uint32_t i = 0; i < w->per_iter.ncolls && rc == SC_OK; i++) {
+    const sc_work_coll *wc = &w->per_iter.colls[i];
+    double ts;
+    rc = coll_total(sc__coll_time, cc, wc, &ts, err);
+    if (rc != SC_OK) break;
+    if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) ch->dp_param_gather_s += ts;
+    else ch->dp_grad_s += ts; /* gradient reduction, tied-embedding gradient all-reduce */
+  }
+  for (int k = 0; k < 2 && rc == SC_OK; k++) {
+    if (!(bytes[k] > 0)) continue;
+    sc_work_coll pc;
+    sc__p2p_work(cc->sp, bytes[k], w->p2p_dtype, &pc);
+    rc = coll_total(sc__coll_time, cc, &pc, p2p[k], err);
+  }
+  return rc;
 }

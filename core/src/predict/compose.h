@@ -12,6 +12,7 @@
 
 #include "stepcast/parallel.h"
 #include "stepcast/plugin.h"
+#include "stepcast/registry.h"
 #include "stepcast/schedule.h"
 #include "stepcast/spec.h"
 #include "stepcast/workload.h"
@@ -88,5 +89,32 @@ int sc__collmemo_get(const sc__collmemo *m, const sc_work_coll *wc, const char *
 /* Remember the time at slot (from a missed get); does nothing once m is half full. */
 void sc__collmemo_put(sc__collmemo *m, const sc_work_coll *wc, const char *algo,
                       uint32_t slot, double time_s);
+
+/* The collective side of a prediction, shared by sc_predict and the sweep: the registry and
+ * topology, the job's group spans, the algorithm ("auto", ...) and a memo of collective times
+ * (NULL: none). */
+typedef struct sc__coll_ctx {
+  sc_registry *reg;
+  const sc_topology *t;
+  const sc__spans *sp;
+  const char *algo;
+  sc__collmemo *cm;
+} sc__coll_ctx;
+
+/* An sc__coll_time_fn (ctx: an sc__coll_ctx): one instance of wc over its group's span, the
+ * pipeline's send/recv always with the direct algorithm, through the memo. */
+int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *err);
+
+/* A chunk's per-micro-batch terms from its stage work: fwd_s, bwd_s, recompute_s (with
+ * their split by family into fam[0..3*SC__NFAM), zeroed first), the TP and CP communication
+ * of each pass (recomputation's counted in the backward), CP hidden under attention
+ * (sc__cp_hide_under_attention). op times an operator with octx. */
+int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
+                    sc_sched_chunk *ch, double *fam, sc_error *err);
+
+/* A chunk's per-iteration terms: the optimizer step into *t_opt, the data-parallel parameter
+ * all-gathers and gradient reductions, and the pipeline sends of one micro-batch. */
+int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
+                   sc_sched_chunk *ch, double *t_opt, sc_error *err);
 
 #endif

@@ -97,9 +97,6 @@ static int reserve(sc_predictor *pr, size_t n, sc_error *err) {
 typedef struct pctx {
   sc_predictor *pr;
   const sc_device *dev;
-  const sc_topology *t;
-  const sc__spans *sp;
-  const char *algo;
 } pctx;
 
 /* One operator: the plugin's analytical time, through the fitted residuals for the hybrid
@@ -113,33 +110,6 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err)
   if (c->pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL)
     return sc_residuals_apply(c->pr->opts->residuals, c->pr->opts->estimator, o->desc.family,
                               &e, time_s, err);
-  return SC_OK;
-}
-
-/* One collective over its group's span (pipeline send/recv: always the direct algorithm). */
-static int coll_time(void *vc, const sc_work_coll *wc, double *time_s, sc_error *err) {
-  const pctx *c = vc;
-  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
-  sc_coll_desc d;
-  sc_estimate e;
-  uint32_t slot = 0;
-  if (sc__collmemo_get(&c->pr->cmemo, wc, algo, time_s, &slot)) return SC_OK;
-  int rc = sc__coll_desc(c->sp, wc, &d, err);
-  if (rc == SC_OK) rc = sc_comm_estimate(c->pr->reg, c->t, &d, algo, &e, NULL, err);
-  if (rc != SC_OK) return rc;
-  sc__collmemo_put(&c->pr->cmemo, wc, algo, slot, e.time_s);
-  *time_s = e.time_s;
-  return SC_OK;
-}
-
-/* A per-iteration or pipeline collective: time x repeat, nothing when trivial. */
-static int coll_total(pctx *c, const sc_work_coll *wc, double *time_s, sc_error *err) {
-  double t1 = 0.0;
-  if (wc->nranks > 1 && wc->bytes > 0.0) {
-    int rc = coll_time(c, wc, &t1, err);
-    if (rc != SC_OK) return rc;
-  }
-  *time_s = t1 * (double)wc->repeat;
   return SC_OK;
 }
 
@@ -217,11 +187,9 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   rc = sc__spans_make(t, p, &sp, err);
   if (rc != SC_OK) return rc;
   cx.pr = pr;
-  sc__collmemo_clear(&pr->cmemo); /* this call's spans */
   cx.dev = dev;
-  cx.t = t;
-  cx.sp = &sp;
-  cx.algo = algo;
+  sc__collmemo_clear(&pr->cmemo); /* this call's spans */
+  sc__coll_ctx cc = {pr->reg, t, &sp, algo, &pr->cmemo};
 
   nchunks = p->pp * p->virtual_stages;
   rc = reserve(pr, nchunks, err);
@@ -240,47 +208,10 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
       double t_opt = 0.0;
       rc = sc_workload_stage(m, p, r, c, w, err);
       if (rc != SC_OK) return rc;
-      rc = sc__ops_sum(&w->per_micro[SC_PHASE_FWD], op_time, &cx, &ch->fwd_s, ff, err);
-      if (rc == SC_OK) rc = sc__ops_sum(&w->per_micro[SC_PHASE_BWD], op_time, &cx, &ch->bwd_s, ff + SC__NFAM, err);
-      if (rc == SC_OK)
-        rc = sc__ops_sum(&w->per_micro[SC_PHASE_RECOMPUTE], op_time, &cx, &ch->recompute_s,
-                         ff + 2 * SC__NFAM, err);
-      if (rc == SC_OK)
-        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_FWD], coll_time, &cx, &ch->tp_fwd_s,
-                                 &ch->cp_fwd_s, err);
-      if (rc == SC_OK)
-        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_BWD], coll_time, &cx, &ch->tp_bwd_s,
-                                 &ch->cp_bwd_s, err);
-      if (rc == SC_OK) /* recomputation's TP comm runs inside the backward pass */
-        rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_RECOMPUTE], coll_time, &cx,
-                                 &ch->tp_bwd_s, &ch->cp_bwd_s, err);
-      if (rc == SC_OK) rc = sc__ops_sum(&w->per_iter, op_time, &cx, &t_opt, NULL, err);
+      rc = sc__chunk_micro(w, op_time, &cx, &cc, ch, ff, err);
+      if (rc == SC_OK) rc = sc__chunk_iter(w, op_time, &cx, &cc, ch, &t_opt, err);
       if (rc != SC_OK) return rc;
       pr->opt_s[r] += t_opt;
-      for (uint32_t i = 0; i < w->per_iter.ncolls; i++) {
-        const sc_work_coll *wc = &w->per_iter.colls[i];
-        double ts;
-        rc = coll_total(&cx, wc, &ts, err);
-        if (rc != SC_OK) return rc;
-        if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) {
-          ch->dp_param_gather_s += ts;
-        } else {
-          ch->dp_grad_s += ts; /* gradient reduction, tied-embedding gradient all-reduce */
-        }
-      }
-      if (w->p2p_send_fwd_bytes > 0) {
-        sc_work_coll pc;
-        sc__p2p_work(&sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &pc);
-        rc = coll_total(&cx, &pc, &ch->p2p_fwd_s, err);
-        if (rc != SC_OK) return rc;
-      }
-      if (w->p2p_send_bwd_bytes > 0) {
-        sc_work_coll pc;
-        sc__p2p_work(&sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &pc);
-        rc = coll_total(&cx, &pc, &ch->p2p_bwd_s, err);
-        if (rc != SC_OK) return rc;
-      }
-      sc__cp_hide_under_attention(ch, ff);
       ch->fwd_family_s = ff;
       ch->bwd_family_s = ff + SC__NFAM;
       ch->recompute_family_s = ff + 2 * SC__NFAM;

@@ -14,8 +14,8 @@
  *     sc_predict's order, so the numbers are the same bit for bit; tests/test_sweep.c
  *     compares every field with sc_predict's.
  *
- * Keep in step with predict.c: a change to how it composes chunk times must be made here
- * too (the test fails otherwise).
+ * A chunk's times come from the same code as sc_predict's (sc__chunk_micro, sc__chunk_iter
+ * and sc__coll_time in predict/compose.c); only the operator callback differs (it memoises).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,43 +37,12 @@ static int okey_eq(const sc__sweep_omemo_key *a, const sc__sweep_omemo_key *b) {
   return 1;
 }
 
-/* Timing context of the callbacks below. */
+/* Timing context of op_time (collectives: sc__coll_time with an sc__coll_ctx). */
 typedef struct ectx {
   sc_registry *reg;
   const sc_device *dev;
-  const sc_topology *t;
-  const sc__spans *s;
-  const char *algo;
-  sc__collmemo *cm;
   sc__sweep_omemo *om;
 } ectx;
-
-/* One collective instance, through the sweep's memo (predict.c's coll_time otherwise). */
-static int coll_time(void *vc, const sc_work_coll *wc, double *time_s, sc_error *err) {
-  const ectx *c = vc;
-  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
-  sc_coll_desc d;
-  sc_estimate e;
-  uint32_t slot = 0;
-  if (c->cm != NULL && sc__collmemo_get(c->cm, wc, algo, time_s, &slot)) return SC_OK;
-  int rc = sc__coll_desc(c->s, wc, &d, err);
-  if (rc == SC_OK) rc = sc_comm_estimate(c->reg, c->t, &d, algo, &e, NULL, err);
-  if (rc != SC_OK) return rc;
-  if (c->cm != NULL) sc__collmemo_put(c->cm, wc, algo, slot, e.time_s);
-  *time_s = e.time_s;
-  return SC_OK;
-}
-
-/* A per-iteration or pipeline collective: time x repeat, nothing when trivial. */
-static int coll_total(ectx *c, const sc_work_coll *wc, double *time_s, sc_error *err) {
-  double t1 = 0.0;
-  if (wc->nranks > 1 && wc->bytes > 0.0) {
-    int rc = coll_time(c, wc, &t1, err);
-    if (rc != SC_OK) return rc;
-  }
-  *time_s = t1 * (double)wc->repeat;
-  return SC_OK;
-}
 
 /* The registry's time for op, through the sweep's memo. */
 static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err) {
@@ -126,29 +95,10 @@ int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_top
                           const sc_device *dev, const sc__spans *sp, const char *algo,
                           sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                           sc_error *err) {
-  sc_sched_chunk *ch = &out->ch;
-  double *ff = out->fam;
-  ectx c = {reg, dev, t, sp, algo, cm, om};
-  int rc;
-  ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
-  memset(ff, 0, sizeof out->fam);
-  rc = sc__ops_sum(&w->per_micro[SC_PHASE_FWD], op_time, &c, &ch->fwd_s, ff, err);
-  if (rc == SC_OK)
-    rc = sc__ops_sum(&w->per_micro[SC_PHASE_BWD], op_time, &c, &ch->bwd_s, ff + SC__NFAM, err);
-  if (rc == SC_OK)
-    rc = sc__ops_sum(&w->per_micro[SC_PHASE_RECOMPUTE], op_time, &c, &ch->recompute_s,
-                     ff + 2 * SC__NFAM, err);
-  if (rc == SC_OK)
-    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_FWD], coll_time, &c, &ch->tp_fwd_s,
-                             &ch->cp_fwd_s, err);
-  if (rc == SC_OK)
-    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_BWD], coll_time, &c, &ch->tp_bwd_s,
-                             &ch->cp_bwd_s, err);
-  if (rc == SC_OK) /* recomputation's TP comm runs inside the backward pass */
-    rc = sc__colls_sum_micro(&w->per_micro[SC_PHASE_RECOMPUTE], coll_time, &c, &ch->tp_bwd_s,
-                             &ch->cp_bwd_s, err);
+  ectx c = {reg, dev, om};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm};
+  int rc = sc__chunk_micro(w, op_time, &c, &cc, &out->ch, out->fam, err);
   if (rc != SC_OK) return rc;
-  sc__cp_hide_under_attention(ch, ff);
   out->flops[0] = w->flops[SC_PHASE_FWD];
   out->flops[1] = w->flops[SC_PHASE_BWD];
   out->flops[2] = w->flops[SC_PHASE_RECOMPUTE];
@@ -159,36 +109,9 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
                          const sc_device *dev, const sc__spans *sp, const char *algo,
                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err) {
-  sc_sched_chunk *ch = &out->ch;
-  ectx c = {reg, dev, t, sp, algo, cm, om};
-  int rc;
-  ch->dp_param_gather_s = ch->dp_grad_s = ch->p2p_fwd_s = ch->p2p_bwd_s = 0.0;
-  rc = sc__ops_sum(&w->per_iter, op_time, &c, &out->t_opt, NULL, err);
-  if (rc != SC_OK) return rc;
-  for (uint32_t i = 0; i < w->per_iter.ncolls; i++) {
-    const sc_work_coll *wc = &w->per_iter.colls[i];
-    double ts;
-    rc = coll_total(&c, wc, &ts, err);
-    if (rc != SC_OK) return rc;
-    if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) {
-      ch->dp_param_gather_s += ts;
-    } else {
-      ch->dp_grad_s += ts; /* gradient reduction, tied-embedding gradient all-reduce */
-    }
-  }
-  if (w->p2p_send_fwd_bytes > 0) {
-    sc_work_coll pc;
-    sc__p2p_work(sp, w->p2p_send_fwd_bytes, w->p2p_dtype, &pc);
-    rc = coll_total(&c, &pc, &ch->p2p_fwd_s, err);
-    if (rc != SC_OK) return rc;
-  }
-  if (w->p2p_send_bwd_bytes > 0) {
-    sc_work_coll pc;
-    sc__p2p_work(sp, w->p2p_send_bwd_bytes, w->p2p_dtype, &pc);
-    rc = coll_total(&c, &pc, &ch->p2p_bwd_s, err);
-    if (rc != SC_OK) return rc;
-  }
-  return SC_OK;
+  ectx c = {reg, dev, om};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm};
+  return sc__chunk_iter(w, op_time, &c, &cc, &out->ch, &out->t_opt, err);
 }
 
 int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_device *dev,
