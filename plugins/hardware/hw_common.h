@@ -44,8 +44,12 @@ static inline int sc__hw_number(const sc_host *host, const sc_table *t, const ch
                           host->table_where(t, NULL), prefix, key);
   }
   if (rc != SC_OK) return rc;
-  if (!isfinite(*out) || !(zero_ok ? *out >= 0 : *out > 0)) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite and %s 0 (is %g)",
+  if (!isfinite(*out)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite (is %g)",
+                          host->table_where(t, key), prefix, key, *out);
+  }
+  if (!(zero_ok ? *out >= 0 : *out > 0)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be %s 0 (is %g)",
                           host->table_where(t, key), prefix, key, zero_ok ? ">=" : ">", *out);
   }
   return SC_OK;
@@ -175,6 +179,83 @@ static inline void sc__hw_summarise(double *samples, uint32_t n, sc_measurement 
   out->p10_s = sc__hw_quantile(samples, n, 0.1);
   out->p90_s = sc__hw_quantile(samples, n, 0.9);
   out->reps = n;
+}
+
+/* The [hardware] table of a GPU-like device file (the gpu and cuda plugins; docs/formats.md):
+ * name, kind (must be `kind`), mem_bytes, mem_bw_Bps, l2_bytes, compute_units,
+ * flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype, [tile] m/n/k and
+ * the optional kernel-class efficiencies (sc__hw_kernel_efficiencies). Unknown keys and
+ * malformed values fail with file:line: key '...': reason. */
+static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *file,
+                                        const char *kind, sc_device *dev, sc_error *err) {
+  static const char *const keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
+                                     "compute_units", "flops_efficiency", "mem_efficiency",
+                                     "launch_s", "peak_flops_per_s", "tile",
+                                     "flops_efficiency_by_dtype", "attention_fwd_efficiency",
+                                     "attention_bwd_efficiency", NULL};
+  static const char *const tile_keys[] = {"m", "n", "k", NULL};
+  const sc_table *t = NULL, *peak = NULL, *tile = NULL;
+  const char *known[SC_DTYPE_COUNT + 1];
+  int rc, any = 0;
+  if (host == NULL || file == NULL || dev == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "%s: describe: NULL argument", kind);
+  rc = host->table_table(file, "hardware", &t, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
+                          host->table_where(file, NULL));
+  if (rc != SC_OK) return rc;
+  memset(dev, 0, sizeof *dev);
+  if ((rc = sc__hw_check_keys(host, t, "", keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
+  if (strcmp(dev->kind, kind) != 0)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the %s plugin describes kind "
+                          "\"%s\", not \"%s\"", host->table_where(t, "kind"), kind, kind,
+                          dev->kind);
+  if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK ||
+      (rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK ||
+      (rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK ||
+      (rc = sc__hw_count(host, t, "", "compute_units", &dev->compute_units, err)) != SC_OK ||
+      (rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK ||
+      (rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK)
+    return rc;
+  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
+  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
+  else if (rc != SC_OK) return rc;
+  rc = host->table_table(t, "peak_flops_per_s", &peak, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': missing required table "
+                          "in [hardware]", host->table_where(t, NULL));
+  if (rc != SC_OK) return rc;
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
+  known[SC_DTYPE_COUNT] = NULL;
+  if ((rc = sc__hw_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
+  for (int d = 0; d < SC_DTYPE_COUNT; d++) {
+    double v = 0;
+    rc = sc__hw_number(host, peak, "peak_flops_per_s.", known[d], 0, 1, &v, err);
+    if (rc == SC_ENOTFOUND) continue; /* unsupported dtype: 0 */
+    if (rc != SC_OK) return rc;
+    if (!(v > 0))
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s.%s': must be > 0 (leave "
+                            "it out when the device lacks the type), is %g",
+                            host->table_where(peak, known[d]), known[d], v);
+    dev->peak_flops_per_s[d] = v;
+    any = 1;
+  }
+  if (!any)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': names no data type",
+                          host->table_where(peak, NULL));
+  rc = host->table_table(t, "tile", &tile, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'tile': missing required table in [hardware]",
+                          host->table_where(t, NULL));
+  if (rc != SC_OK) return rc;
+  if ((rc = sc__hw_check_keys(host, tile, "tile.", tile_keys, err)) != SC_OK ||
+      (rc = sc__hw_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK ||
+      (rc = sc__hw_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK ||
+      (rc = sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK)
+    return rc;
+  return sc__hw_kernel_efficiencies(host, t, dev, err);
 }
 
 #endif

@@ -51,70 +51,10 @@ _Static_assert(SC_EW_GELU_FWD == 0 && SC_EW_SWIGLU_FWD == 2 && SC_EW_DROPOUT_FWD
 
 /* ---- describe: the gpu plugin's keys, kind = "cuda" ----------------------------------- */
 
-static const char *const cu_keys[] = {"name", "kind", "mem_bytes", "mem_bw_Bps", "l2_bytes",
-                                      "compute_units", "flops_efficiency", "mem_efficiency",
-                                      "launch_s", "peak_flops_per_s", "tile",
-                                       "flops_efficiency_by_dtype", "attention_fwd_efficiency",
-                                       "attention_bwd_efficiency", NULL};
-static const char *const cu_tile_keys[] = {"m", "n", "k", NULL};
-
 static int cu_describe(void *state, const sc_host *host, const sc_table *file, sc_device *dev,
                        sc_error *err) {
-  const sc_table *t = NULL, *peak = NULL, *tile = NULL;
-  const char *known[SC_DTYPE_COUNT + 1];
-  int rc, any = 0;
   (void)state;
-  if (host == NULL || file == NULL || dev == NULL)
-    return sc_plugin_fail(err, SC_EINVAL, "cuda: describe: NULL argument");
-  rc = host->table_table(file, "hardware", &t, err);
-  if (rc == SC_ENOTFOUND)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
-                          host->table_where(file, NULL));
-  if (rc != SC_OK) return rc;
-  memset(dev, 0, sizeof *dev);
-  if ((rc = sc__hw_check_keys(host, t, "", cu_keys, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
-  if (strcmp(dev->kind, "cuda") != 0)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cuda plugin describes kind "
-                          "\"cuda\", not \"%s\"", host->table_where(t, "kind"), dev->kind);
-  if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_count(host, t, "", "compute_units", &dev->compute_units, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
-  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
-  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
-  else if (rc != SC_OK) return rc;
-  rc = host->table_table(t, "peak_flops_per_s", &peak, err);
-  if (rc == SC_ENOTFOUND)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': missing required table "
-                          "in [hardware]", host->table_where(t, NULL));
-  if (rc != SC_OK) return rc;
-  for (int d = 0; d < SC_DTYPE_COUNT; d++) known[d] = sc_dtype_name((sc_dtype)d);
-  known[SC_DTYPE_COUNT] = NULL;
-  if ((rc = sc__hw_check_keys(host, peak, "peak_flops_per_s.", known, err)) != SC_OK) return rc;
-  for (int d = 0; d < SC_DTYPE_COUNT; d++) {
-    rc = sc__hw_number(host, peak, "peak_flops_per_s.", known[d], 0, 0,
-                   &dev->peak_flops_per_s[d], err);
-    if (rc == SC_ENOTFOUND) { dev->peak_flops_per_s[d] = 0; continue; }
-    if (rc != SC_OK) return rc;
-    any = 1;
-  }
-  if (!any)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': names no data type",
-                          host->table_where(peak, NULL));
-  rc = host->table_table(t, "tile", &tile, err);
-  if (rc == SC_ENOTFOUND)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'tile': missing required table in [hardware]",
-                          host->table_where(t, NULL));
-  if (rc != SC_OK) return rc;
-  if ((rc = sc__hw_check_keys(host, tile, "tile.", cu_tile_keys, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_count(host, tile, "tile.", "m", &dev->tile_m, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK) return rc;
-  return sc__hw_kernel_efficiencies(host, t, dev, err);
+  return sc__hw_describe_accel(host, file, "cuda", dev, err);
 }
 
 /* ---- measure -------------------------------------------------------------------------- */
