@@ -384,6 +384,17 @@ int sc_cli_sample(int argc, char **argv) {
                               &err) != SC_OK)))
       goto fail;
     if (tty) fprintf(stderr, "\n");
+    /* The rates the microbenchmarks give, written to the samples header and printed as the
+     * [hardware] lines to copy. Attention: the causal forward does half of 4*b*h*s^2*d, the
+     * backward 2.5 times that (the attention plugin's count). */
+    const double gemm_rate = 2.0 * (double)gn * gn * gn / mg.median_s;
+    const double mem_bw = 3.0 * esz * (double)add.dims[0] / ma.median_s;
+    const double attn_fwd_flops = 0.5 * 4.0 * (double)af.dims[0] * (double)af.dims[1] *
+                                  (double)af.dims[3] * (double)af.dims[4] * (double)af.dims[5];
+    const double attn_fwd_eff = gpu ? 0.0 : attn_fwd_flops / maf.median_s / gemm_rate;
+    const double attn_bwd_eff = gpu ? 0.0 : 2.5 * attn_fwd_flops / mab.median_s / gemm_rate;
+    const double vector_rate = gpu ? 0.0 : 7.0 * (double)ln.dims[0] * (double)ln.dims[1] / mln.median_s;
+    const double cache_bw = gpu ? 0.0 : 3.0 * esz * (double)addc.dims[0] / mc.median_s;
     fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
     fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
     fprintf(f, "# OPENBLAS_NUM_THREADS = %d\n", openblas_get_num_threads());
@@ -393,37 +404,32 @@ int sc_cli_sample(int argc, char **argv) {
     fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = %s\n", seconds, min_reps,
             sc_dtype_name(dtype));
     if (!gpu) {
-      fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
+      fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", gemm_rate);
       fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
               mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", 12.0 * (double)add.dims[0] / ma.median_s);
+      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", mem_bw);
       fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
                  "count): median %.4g s of %u (min %.4g, max %.4g)\n",
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
-      {
-        /* causal forward: half of 4 * b * h * s^2 * d; backward 2.5 x that */
-        double fw = 0.5 * 4.0 * 8.0 * 512.0 * 512.0 * 64.0, sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s;
-        fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", fw / maf.median_s / sg);
-        fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", 2.5 * fw / mab.median_s / sg);
-        fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, head dim 64, "
-                   "fp32, against the sgemm rate: forward median %.4g s of %u, backward %.4g s "
-                   "of %u\n", maf.median_s, maf.reps, mab.median_s, mab.reps);
-      }
-      fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", 12.0 * 4096.0 / mc.median_s);
+      fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", attn_fwd_eff);
+      fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
+      fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, head dim 64, "
+                 "fp32, against the sgemm rate: forward median %.4g s of %u, backward %.4g s "
+                 "of %u\n", maf.median_s, maf.reps, mab.median_s, mab.reps);
+      fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", cache_bw);
       fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
                  "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
               mc.median_s, mc.reps, mc.min_s, mc.max_s);
-      fprintf(f, "# micro.vector_flops_per_s = %.4g\n", 7.0 * 256.0 * 1024.0 / mln.median_s);
+      fprintf(f, "# micro.vector_flops_per_s = %.4g\n", vector_rate);
       fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                  "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
               mln.median_s, mln.reps, mln.min_s, mln.max_s);
     } else {
-      fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", 2.0 * (double)gn * gn * gn / mg.median_s);
+      fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", gemm_rate);
       fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
               "(min %.4g, max %.4g)\n", sc_dtype_name(dtype), (long long)gn, (long long)gn,
               (long long)gn, device, mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n",
-              3.0 * esz * (double)add.dims[0] / ma.median_s);
+      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", mem_bw);
       fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each): "
               "median %.4g s of %u (min %.4g, max %.4g)\n", sc_dtype_name(dtype), esz,
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
@@ -436,31 +442,25 @@ int sc_cli_sample(int argc, char **argv) {
     printf("# measured by: %s (%s)\n", cmd, stamp);
     if (!gpu) {
       printf("[hardware]\nkind = \"%s\"\nthreads = %ld\n", device, threads);
-      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n",
-             12.0 * (double)add.dims[0] / ma.median_s);
+      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n", mem_bw);
     } else {
       printf("[hardware]\nkind = \"%s\"\n", device);
-      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements\n",
-             3.0 * esz * (double)add.dims[0] / ma.median_s, sc_dtype_name(dtype));
+      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements\n", mem_bw,
+             sc_dtype_name(dtype));
     }
     printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
     if (!gpu) {
-      double fw = 0.5 * 4.0 * 8.0 * 512.0 * 512.0 * 64.0, sg = 2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s;
-      printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n",
-             7.0 * 256.0 * 1024.0 / mln.median_s);
-      printf("cache_bw_Bps = %.4g  # STREAM Add, 3 x 16 KiB (cache resident)\n",
-             12.0 * 4096.0 / mc.median_s);
+      printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n", vector_rate);
+      printf("cache_bw_Bps = %.4g  # STREAM Add, 3 x 16 KiB (cache resident)\n", cache_bw);
       printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2 x 64, of the sgemm rate\n",
-             fw / maf.median_s / sg);
-      printf("attention_bwd_efficiency = %.4g\n", 2.5 * fw / mab.median_s / sg);
-    }
-    if (!gpu)
+             attn_fwd_eff);
+      printf("attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
       printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
-             2.0 * 2048.0 * 2048.0 * 2048.0 / mg.median_s);
-    else
+             gemm_rate);
+    } else {
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
-             sc_dtype_name(dtype), 2.0 * (double)gn * gn * gn / mg.median_s,
-             sc_dtype_name(dtype), (long long)gn);
+             sc_dtype_name(dtype), gemm_rate, sc_dtype_name(dtype), (long long)gn);
+    }
   }
   {
     double start = now_s(), last_bar = 0.0;

@@ -104,12 +104,7 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   else if (rc != SC_OK) return rc;
   /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
    * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */
-  if ((rc = sc__hw_opt_fraction(host, t, "", "attention_fwd_efficiency",
-                                &dev->attention_fwd_efficiency, err)) != SC_OK)
-    return rc;
-  if ((rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
-                                &dev->attention_bwd_efficiency, err)) != SC_OK)
-    return rc;
+  if ((rc = sc__hw_attention_efficiencies(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

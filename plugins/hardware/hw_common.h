@@ -105,14 +105,20 @@ static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, co
  *                                          the type must have a peak)
  *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
  * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
-static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
-                                             sc_device *dev, sc_error *err) {
-  const sc_table *by = NULL;
+/* The optional attention_fwd_efficiency and attention_bwd_efficiency of t. */
+static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_table *t,
+                                                sc_device *dev, sc_error *err) {
   int rc = sc__hw_opt_fraction(host, t, "", "attention_fwd_efficiency",
                                &dev->attention_fwd_efficiency, err);
   if (rc != SC_OK) return rc;
-  rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
-                           &dev->attention_bwd_efficiency, err);
+  return sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
+                             &dev->attention_bwd_efficiency, err);
+}
+
+static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
+                                             sc_device *dev, sc_error *err) {
+  const sc_table *by = NULL;
+  int rc = sc__hw_attention_efficiencies(host, t, dev, err);
   if (rc != SC_OK) return rc;
   rc = host->table_table(t, "flops_efficiency_by_dtype", &by, err);
   if (rc == SC_ENOTFOUND) return SC_OK;
