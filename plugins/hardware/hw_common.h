@@ -69,22 +69,6 @@ static inline int sc__hw_count(const sc_host *host, const sc_table *t, const cha
   return SC_OK;
 }
 
-/* An optional fraction in (0, 1], 1 when absent. */
-static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const char *key,
-                                  double *out, sc_error *err) {
-  int rc = sc__hw_number(host, t, "", key, 0, 0, out, err);
-  if (rc == SC_ENOTFOUND) {
-    *out = 1.0;
-    return SC_OK;
-  }
-  if (rc != SC_OK) return rc;
-  if (*out > 1) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be in (0, 1] (is %g)",
-                          host->table_where(t, key), key, *out);
-  }
-  return SC_OK;
-}
-
 /* An optional fraction in (0, 1] into *out; absent leaves *out unchanged. */
 static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, const char *prefix,
                                       const char *key, double *out, sc_error *err) {
@@ -105,6 +89,13 @@ static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, co
  *                                          the type must have a peak)
  *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
  * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
+/* An optional fraction in (0, 1], 1 when absent. */
+static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const char *key,
+                                  double *out, sc_error *err) {
+  *out = 1.0;
+  return sc__hw_opt_fraction(host, t, "", key, out, err);
+}
+
 /* The optional attention_fwd_efficiency and attention_bwd_efficiency of t. */
 static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_table *t,
                                                 sc_device *dev, sc_error *err) {
