@@ -264,6 +264,8 @@ static const bad_case bad_cases[] = {
   {"hw_matmul_eff_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.bf16'", "(0, 1]"},
   {"hw_matmul_eff_no_peak.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.fp8'", "no peak_flops_per_s.fp8"},
   {"hw_attention_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_bwd_efficiency'", "> 0"},
+  {"hw_cpu_bad_vector.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'vector_flops_per_s'", "must be > 0"},
+  {"hw_cpu_bad_cache.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'cache_bw_Bps'", "expected a number"},
 };
 
 START_TEST(malformed_is_named) {
