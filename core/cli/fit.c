@@ -32,7 +32,10 @@ static void fit_usage(FILE *out) {
           "  --heldout F        fraction of each family, the largest by analytical time,\n"
           "                     held out (default 0.25)\n"
           "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
-          "  --rounds N         boosting rounds (default 100, trees of depth 3)\n\n"
+          "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
+          "  --rows FILE        also write every sample's analytical estimate beside its\n"
+          "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
+          "                     bound, analytical_s, measured_s, measured/analytical)\n\n"
           "Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
@@ -210,7 +213,8 @@ int sc_cli_fit(int argc, char **argv) {
   sc_resid_model *models = NULL;
   const char **names = NULL;
   int rc = 1;
-  FILE *rep = NULL;
+  FILE *rep = NULL, *rows = NULL;
+  const char *rows_path = NULL;
 
   sc_fit_opts_defaults(&o);
   sc_error_clear(&err);
@@ -226,7 +230,7 @@ int sc_cli_fit(int argc, char **argv) {
     }
     if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
-        strcmp(a, "--rounds") != 0)
+        strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -234,6 +238,7 @@ int sc_cli_fit(int argc, char **argv) {
     if (strcmp(a, "--samples") == 0) samples = v;
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
+    else if (strcmp(a, "--rows") == 0) rows_path = v;
     else if (strcmp(a, "--folds") == 0) {
       long k = strtol(v, &end, 10);
       if (errno || *end || k < 2 || k > 20)
@@ -272,6 +277,15 @@ int sc_cli_fit(int argc, char **argv) {
   if (sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
   if (sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
+  if (rows_path != NULL) {
+    rows = fopen(rows_path, "w");
+    if (rows == NULL) {
+      sc_error_set(&err, SC_EIO, "%s: %s", rows_path, strerror(errno));
+      goto fail;
+    }
+    fprintf(rows, "family,line,variant,d0,d1,d2,d3,d4,d5,d6,d7,flops,bytes,bound,analytical_s,"
+                  "measured_s,measured_over_analytical\n");
+  }
   /* group rows by family (family pointers are interned by the reader) */
   for (size_t i = 0; i < set.n; i++) {
     size_t f;
@@ -340,6 +354,16 @@ int sc_cli_fit(int argc, char **argv) {
       }
       fd->an[k] = e.time_s;
       fd->meas[k] = set.rows[i].m.median_s;
+      if (rows != NULL) {
+        const sc_op_desc *d = &set.rows[i].op;
+        fprintf(rows, "%s,%u,%u", fd->family, set.rows[i].line, d->variant);
+        for (uint32_t j = 0; j < 8; j++)
+          fprintf(rows, ",%lld", j < d->ndims ? (long long)d->dims[j] : 0LL);
+        fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
+                e.bound == SC_BOUND_COMPUTE ? "compute" : e.bound == SC_BOUND_MEMORY ? "memory"
+                                                                                   : "latency",
+                e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
+      }
       fd->order[k] = k;
       k++;
     }
@@ -398,6 +422,14 @@ int sc_cli_fit(int argc, char **argv) {
               kind);
     }
   }
+  if (rows != NULL) {
+    int bad = fclose(rows) != 0;
+    rows = NULL;
+    if (bad) {
+      sc_error_set(&err, SC_EIO, "%s: write error", rows_path);
+      goto fail;
+    }
+  }
   if (fclose(rep) != 0) {
     rep = NULL;
     sc_error_set(&err, SC_EIO, "%s: write error", path);
@@ -429,6 +461,7 @@ fail:
   rc = sc_cli_fail(&err);
 done:
   if (rep != NULL) fclose(rep);
+  if (rows != NULL) fclose(rows);
   for (size_t i = 0; models != NULL && i < nf * NEST; i++) sc_resid_model_free(&models[i]);
   free(models);
   free((void *)names);
