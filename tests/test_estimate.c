@@ -372,6 +372,23 @@ START_TEST(residuals_dir_and_save) {
     ck_assert(sc_resid_predict(&r->models[k], &x, &b, &err) == SC_OK);
     ck_assert_msg(fabs(a - b) <= 1e-15 * fabs(a) + 1e-300 || a == b, "%d: %.17g %.17g", k, a, b);
   }
+  { /* a hybrid linear model never corrects past the residuals it was fitted on (-0.1875 ..
+     * 0.3), before and after the round trip; a learned linear one extrapolates */
+    double x = 100.0, lo = 0.3 - 0.05 * 39 * 0.25;
+    ck_assert(sc_resid_predict(&ms[0], &x, &a, &err) == SC_OK);
+    ck_assert(sc_resid_predict(&r->models[0], &x, &b, &err) == SC_OK);
+    ck_assert_msg(fabs(a - lo) < 1e-12 && fabs(b - lo) < 1e-12, "%.17g %.17g", a, b);
+    x = -100.0;
+    ck_assert(sc_resid_predict(&r->models[0], &x, &b, &err) == SC_OK);
+    ck_assert_msg(fabs(b - 0.3) < 1e-12, "%.17g", b);
+    sc_resid_model lm = ms[0];
+    lm.target = SC_TARGET_LEARNED;
+    lm.booster = NULL;
+    ck_assert(sc_resid_fit(&lm, X, y, 40, NULL, &err) == SC_OK);
+    x = 100.0;
+    ck_assert(sc_resid_predict(&lm, &x, &a, &err) == SC_OK);
+    ck_assert_msg(a < -4.0, "learned linear at x = 100: %g", a);
+  }
   sc_residuals_free(r);
   for (int k = 0; k < 2; k++) sc_resid_model_free(&ms[k]);
   snprintf(out, sizeof out, "%s/residuals.toml", dir);

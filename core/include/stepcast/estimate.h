@@ -113,6 +113,11 @@ typedef struct sc_resid_model {
   /* linear */
   double mean[SC_MAX_FEATURES], scale[SC_MAX_FEATURES], coef[SC_MAX_FEATURES];
   double intercept, lambda;
+  /* Hybrid (residual) linear models: the range of the training targets, into which a
+   * prediction is clamped (a residual never corrects by more than it was seen to, however far
+   * a feature extrapolates). y_lo >= y_hi: no clamp (learned models, whose log time must
+   * extrapolate, and models written before the range was kept). */
+  double y_lo, y_hi;
   /* gbdt: an XGBoost booster handle (NULL for linear) */
   void *booster;
   /* cross-validated and held-out MAPE of the estimator this model makes (fractions) */

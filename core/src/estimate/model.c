@@ -175,6 +175,17 @@ static int gbdt_fit(sc_resid_model *m, const double *X, const double *y, size_t 
     for (size_t i = 0; i < sizeof kv / sizeof kv[0] && rc == SC_OK; i++) {
       if (XGBoosterSetParam(bh, kv[i][0], kv[i][1]) != 0) rc = xgb_fail(err, "XGBoosterSetParam");
     }
+    /* The trees start from the estimator's prior, not XGBoost 1.x's default 0.5 (a factor
+     * e^0.5 that the first rounds must undo and that shrinkage pulls back toward): the
+     * roofline itself (0) for a residual, the mean log time for a learned model. */
+    double base = 0.0;
+    if (m->target == SC_TARGET_LEARNED) {
+      for (size_t i = 0; i < n; i++) base += y[i];
+      base /= (double)n;
+    }
+    snprintf(buf, sizeof buf, "%.17g", base);
+    if (rc == SC_OK && XGBoosterSetParam(bh, "base_score", buf) != 0)
+      rc = xgb_fail(err, "XGBoosterSetParam");
     snprintf(buf, sizeof buf, "%u", o->gbdt_depth);
     if (rc == SC_OK && XGBoosterSetParam(bh, "max_depth", buf) != 0)
       rc = xgb_fail(err, "XGBoosterSetParam");
@@ -216,6 +227,11 @@ int sc_resid_fit(sc_resid_model *m, const double *X, const double *y, size_t n,
       int rc = ridge_pick_lambda(X, y, n, m->nfeatures, &m->lambda, err);
       if (rc != SC_OK) return rc;
     }
+    m->y_lo = m->y_hi = y[0]; /* a residual's range; a learned log time extrapolates */
+    for (size_t i = 1; i < n && m->target == SC_TARGET_HYBRID; i++) {
+      if (y[i] < m->y_lo) m->y_lo = y[i];
+      if (y[i] > m->y_hi) m->y_hi = y[i];
+    }
     return sc_ridge_fit(X, y, n, m->nfeatures, m->lambda, m->mean, m->scale, m->coef,
                         &m->intercept, err);
   }
@@ -229,6 +245,7 @@ int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_e
   if (m->kind == SC_RESID_LINEAR) {
     double s = m->intercept;
     for (uint32_t j = 0; j < m->nfeatures; j++) s += m->coef[j] * (x[j] - m->mean[j]) / m->scale[j];
+    if (m->y_lo < m->y_hi) s = s < m->y_lo ? m->y_lo : s > m->y_hi ? m->y_hi : s;
     *out = s;
     return SC_OK;
   }

@@ -79,7 +79,7 @@ static int get_vec(const char *file, const sc_toml_value *tab, const char *key, 
 static int load_model(const char *dir, const char *file, const sc_toml_value *tab,
                       sc_resid_model *m, sc_error *err) {
   static const char *const known[] = {"family", "target", "kind", "active", "features",
-                                      "mean", "scale", "coef", "intercept", "lambda", "file",
+                                      "mean", "scale", "coef", "intercept", "lambda", "target_range", "file",
                                       "cv_mape", "heldout_mape", NULL};
   const char *s = NULL;
   const sc_toml_value *v;
@@ -137,6 +137,15 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
     if ((rc = get_num(file, v, "intercept", &m->intercept, err)) != SC_OK) return rc;
     v = sc__toml_get(tab, "lambda");
     if (v != NULL && (rc = get_num(file, v, "lambda", &m->lambda, err)) != SC_OK) return rc;
+    if (sc__toml_get(tab, "target_range") != NULL) {
+      double r[2];
+      if ((rc = get_vec(file, tab, "target_range", 2, r, err)) != SC_OK) return rc;
+      if (!(r[0] <= r[1]))
+        return where_fail(err, file, sc__toml_get(tab, "target_range"), "target_range",
+                          "must be [low, high] with low <= high");
+      m->y_lo = r[0];
+      m->y_hi = r[1];
+    }
   } else {
     char path[4200];
     if ((rc = get_str(file, tab, "file", &s, err)) != SC_OK) return rc;
@@ -255,6 +264,7 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
       write_vec(f, "scale", m->scale, m->nfeatures);
       write_vec(f, "coef", m->coef, m->nfeatures);
       fprintf(f, "intercept = %.17g\nlambda = %.17g\n", m->intercept, m->lambda);
+      if (m->y_lo < m->y_hi) fprintf(f, "target_range = [%.17g, %.17g]\n", m->y_lo, m->y_hi);
     } else {
       char file[128], gpath[4400];
       snprintf(file, sizeof file, "%s.%s.gbdt.json", m->family, sc_resid_target_name(m->target));
