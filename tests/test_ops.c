@@ -327,6 +327,46 @@ START_TEST(test_vector_rate) {
 }
 END_TEST
 
+/* A per-kernel rate (kernel_rates) wins over vector_flops_per_s for its (family, variant)
+ * only; other variants and families keep the vector rate. */
+START_TEST(test_kernel_rates) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e15; /* compute bound throughout */
+  dev.vector_flops_per_s = 5e9;
+  snprintf(dev.kernel_rates[0].family, sizeof dev.kernel_rates[0].family, "norm");
+  dev.kernel_rates[0].flops_per_s[SC_NORM_OP_LAYERNORM_BWD] = 2e10;
+  snprintf(dev.kernel_rates[1].family, sizeof dev.kernel_rates[1].family, "cross_entropy");
+  dev.kernel_rates[1].flops_per_s[SC_CE_FWD] = 1e9;
+  ck_assert(sc_device_kernel_rate(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD) == 2e10);
+  ck_assert(sc_device_kernel_rate(&dev, "norm", SC_NORM_OP_LAYERNORM_FWD) == 0.0);
+  ck_assert(sc_device_kernel_rate(&dev, "softmax", 0) == 0.0);
+  ck_assert(sc_device_kernel_rate(&dev, "norm", SC_KERNEL_RATE_VARIANTS) == 0.0);
+  sc_estimate e = run(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_BWD, SC_DTYPE_FP32, 1024, 1024));
+  REL(e.time_s, 13.0 * 1048576 / 2e10);
+  e = run(&dev, DESC("norm", SC_NORM_OP_LAYERNORM_FWD, SC_DTYPE_FP32, 1024, 1024));
+  REL(e.time_s, 7.0 * 1048576 / 5e9);
+  e = run(&dev, DESC("cross_entropy", SC_CE_FWD, SC_DTYPE_FP32, 16, 4096));
+  REL(e.time_s, 5.0 * 65536 / 1e9);
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 16, 4096));
+  REL(e.time_s, 2.0 * 65536 / 5e9);
+}
+END_TEST
+
+/* fp32 logits are not cast: cross-entropy moves 24 (forward) and 8 (backward) bytes per
+ * logit; bf16 logits add the cast to fp32 and back (e + 4 each way). */
+START_TEST(test_cross_entropy_fp32_no_cast) {
+  sc_device dev = a100();
+  sc_estimate e = run(&dev, DESC("cross_entropy", SC_CE_FWD, SC_DTYPE_FP32, 16, 4096));
+  REL(e.bytes, 24.0 * 65536);
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 16, 4096));
+  REL(e.bytes, 8.0 * 65536);
+  e = run(&dev, DESC("cross_entropy", SC_CE_FWD, SC_DTYPE_BF16, 16, 4096));
+  REL(e.bytes, 30.0 * 65536);
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_BF16, 16, 4096));
+  REL(e.bytes, 14.0 * 65536);
+}
+END_TEST
+
 /* A device with cache_bw_Bps: the share g = bytes / (bytes + l2_bytes) of the traffic at the
  * DRAM rate, the rest at the cache rate; without it, all at the DRAM rate. */
 START_TEST(test_cache_bandwidth) {
@@ -451,6 +491,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_kernel_class_efficiencies);
   tcase_add_test(tc, test_vector_rate);
   tcase_add_test(tc, test_cache_bandwidth);
+  tcase_add_test(tc, test_kernel_rates);
+  tcase_add_test(tc, test_cross_entropy_fp32_no_cast);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

@@ -266,6 +266,10 @@ static const bad_case bad_cases[] = {
   {"hw_attention_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_bwd_efficiency'", "> 0"},
   {"hw_cpu_bad_vector.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'vector_flops_per_s'", "must be > 0"},
   {"hw_cpu_bad_cache.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'cache_bw_Bps'", "expected a number"},
+  {"hw_cpu_bad_kernel_index.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.16'", "variant index in [0, 16)"},
+  {"hw_cpu_bad_kernel_name.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.ln'", "variant index"},
+  {"hw_cpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.1'", "must be > 0"},
+  {"hw_cpu_bad_kernel_table.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'kernel_flops_per_s.norm'", "must be a table"},
 };
 
 START_TEST(malformed_is_named) {

@@ -113,6 +113,68 @@ static int want(const char *families, const char *f) {
   return 0;
 }
 
+/* The per-kernel microbenchmarks of a CPU (the [hardware.kernel_flops_per_s] tables): every
+ * variant of the vector families on one cache-resident shape (arrays of 64 to 256 KiB, inside
+ * a core's L2), timed, its rate = the operator plugin's FLOP count / the median time. */
+typedef struct kernel_micro {
+  const char *family;
+  uint32_t variant;
+  uint32_t ndims;
+  int64_t dims[3];
+  const char *what;
+} kernel_micro;
+
+static const kernel_micro kernel_micros[] = {
+    {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward"},
+    {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward"},
+    {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward"},
+    {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward"},
+    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward"},
+    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward"},
+    {"elementwise", SC_EW_GELU_FWD, 1, {32768, 0, 0}, "bias + GeLU forward"},
+    {"elementwise", SC_EW_GELU_BWD, 1, {32768, 0, 0}, "bias + GeLU backward"},
+    {"elementwise", SC_EW_SWIGLU_FWD, 1, {32768, 0, 0}, "SwiGLU forward"},
+    {"elementwise", SC_EW_SWIGLU_BWD, 1, {32768, 0, 0}, "SwiGLU backward"},
+    {"elementwise", SC_EW_DROPOUT_FWD, 1, {32768, 0, 0}, "dropout forward"},
+    {"elementwise", SC_EW_DROPOUT_BWD, 1, {32768, 0, 0}, "dropout backward"},
+    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_FWD, 1, {32768, 0, 0}, "bias-dropout-add forward"},
+    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_BWD, 1, {32768, 0, 0}, "bias-dropout-add backward"},
+    {"elementwise", SC_EW_ADD, 1, {32768, 0, 0}, "add"},
+    {"elementwise", SC_EW_ROPE_FWD, 1, {32768, 0, 0}, "rotary embedding forward"},
+    {"elementwise", SC_EW_ROPE_BWD, 1, {32768, 0, 0}, "rotary embedding backward"},
+    {"optimizer", SC_OPTIM_ADAM, 1, {16384, 0, 0}, "AdamW step"},
+    {"embedding", SC_EMBED_BWD, 3, {64, 256, 128}, "embedding backward"},
+    {"cross_entropy", SC_CE_FWD, 2, {8, 4096, 0}, "cross-entropy forward"},
+    {"cross_entropy", SC_CE_BWD, 2, {8, 4096, 0}, "cross-entropy backward"},
+};
+#define NKERNEL_MICROS (sizeof kernel_micros / sizeof kernel_micros[0])
+
+/* Measure every kernel_micros entry of a family in families (NULL = all) on hw; rate[i] is 0
+ * for the skipped ones. FLOPs come from the operator plugins (on dev with its fp32 rate). */
+static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
+                                const char *families, double budget_s, double *rate,
+                                sc_measurement *meas, sc_error *err) {
+  for (size_t i = 0; i < NKERNEL_MICROS; i++) {
+    const kernel_micro *k = &kernel_micros[i];
+    sc_op_desc op = {0};
+    sc_estimate e;
+    sc_error e2;
+    rate[i] = 0.0;
+    if (!want(families, k->family)) continue;
+    op.family = k->family;
+    op.variant = k->variant;
+    op.dtype = SC_DTYPE_FP32;
+    op.ndims = k->ndims;
+    for (uint32_t j = 0; j < k->ndims; j++) op.dims[j] = k->dims[j];
+    if (sc_registry_estimate_op(reg, dev, &op, &e, &e2) != SC_OK)
+      return sc_error_set(err, e2.code, "sample: kernel microbenchmark %s: %s", k->what, e2.msg);
+    int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &op, 9, budget_s, &meas[i], err);
+    if (rc != SC_OK) return rc;
+    if (e.flops > 0 && meas[i].median_s > 0) rate[i] = e.flops / meas[i].median_s;
+  }
+  return SC_OK;
+}
+
 /* The plan of one family: count Halton points kept under a work cap. gpu != 0 (any device
  * but the host CPU): transformer-scale ranges (GEMMs up to 8192, attention sequences up to
  * 8192, memory-bound families up to 2^28 elements). On the CPU the memory-bound families go
@@ -343,6 +405,8 @@ int sc_cli_sample(int argc, char **argv) {
     /* Microbenchmarks describing the device for the analytical estimate. */
     sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0}, addc = {0};
     sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0};
+    sc_measurement kmeas[NKERNEL_MICROS];
+    double krate[NKERNEL_MICROS] = {0};
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
     const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
@@ -395,6 +459,17 @@ int sc_cli_sample(int argc, char **argv) {
     const double attn_bwd_eff = gpu ? 0.0 : 2.5 * attn_fwd_flops / mab.median_s / gemm_rate;
     const double vector_rate = gpu ? 0.0 : 7.0 * (double)ln.dims[0] * (double)ln.dims[1] / mln.median_s;
     const double cache_bw = gpu ? 0.0 : 3.0 * esz * (double)addc.dims[0] / mc.median_s;
+    if (!gpu) { /* each vector kernel's own rate (FLOP counts need an fp32 rate on dev) */
+      sc_device kd = dev;
+      kd.peak_flops_per_s[SC_DTYPE_FP32] = gemm_rate;
+      kd.mem_bw_Bps = mem_bw;
+      kd.flops_efficiency = kd.mem_efficiency = 1.0;
+      if (tty) fprintf(stderr, "per-kernel rates (%zu kernels)...", NKERNEL_MICROS);
+      if (measure_kernel_rates(reg, hw, &kd, families, quick ? 0.05 : 0.3, krate, kmeas, &err) !=
+          SC_OK)
+        goto fail;
+      if (tty) fprintf(stderr, "\n");
+    }
     fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
     fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
     fprintf(f, "# OPENBLAS_NUM_THREADS = %d\n", openblas_get_num_threads());
@@ -424,6 +499,18 @@ int sc_cli_sample(int argc, char **argv) {
       fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                  "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
               mln.median_s, mln.reps, mln.min_s, mln.max_s);
+      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+        const kernel_micro *km = &kernel_micros[k];
+        if (!(krate[k] > 0)) continue;
+        fprintf(f, "# micro.kernel.%s.%u_flops_per_s = %.4g\n", km->family, km->variant,
+                krate[k]);
+        fprintf(f, "# micro.kernel.%s.%u = %s", km->family, km->variant, km->what);
+        for (uint32_t j = 0; j < km->ndims; j++)
+          fprintf(f, "%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+        fprintf(f, " fp32 (the %s plugin's FLOP count): median %.4g s of %u (min %.4g, max "
+                "%.4g)\n", km->family, kmeas[k].median_s, kmeas[k].reps, kmeas[k].min_s,
+                kmeas[k].max_s);
+      }
     } else {
       fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", gemm_rate);
       fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
@@ -457,6 +544,16 @@ int sc_cli_sample(int argc, char **argv) {
       printf("attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
       printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
              gemm_rate);
+      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+        const kernel_micro *km = &kernel_micros[k];
+        if (!(krate[k] > 0)) continue;
+        if (k == 0 || strcmp(kernel_micros[k - 1].family, km->family) != 0)
+          printf("[hardware.kernel_flops_per_s.%s]\n", km->family);
+        printf("%u = %.4g  # %s", km->variant, krate[k], km->what);
+        for (uint32_t j = 0; j < km->ndims; j++)
+          printf("%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+        printf("\n");
+      }
     } else {
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
              sc_dtype_name(dtype), gemm_rate, sc_dtype_name(dtype), (long long)gn);

@@ -39,7 +39,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "l2_bytes", "threads", "flops_efficiency",
                                        "mem_efficiency", "launch_s", "peak_flops_per_s",
                                        "vector_flops_per_s", "attention_fwd_efficiency",
-                                       "attention_bwd_efficiency", "cache_bw_Bps", NULL};
+                                       "attention_bwd_efficiency", "cache_bw_Bps",
+                                       "kernel_flops_per_s", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -105,6 +106,9 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
    * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */
   if ((rc = sc__hw_attention_efficiencies(host, t, dev, err)) != SC_OK) return rc;
+  /* The rate of each vector kernel on a cache-resident shape ([hardware.kernel_flops_per_s];
+   * vector_flops_per_s stands for the kernels without one). */
+  if ((rc = sc__hw_kernel_rates(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

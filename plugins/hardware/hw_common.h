@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,59 @@ static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table
                             known[d]);
     }
     dev->matmul_efficiency[d] = v;
+  }
+  return SC_OK;
+}
+
+/* The optional per-kernel rates of a [hardware] table t (docs/formats.md):
+ *   [hardware.kernel_flops_per_s.<family>]  <variant index> = FLOP/s  (> 0)
+ * at most SC_KERNEL_RATE_FAMILIES families and variant indices below
+ * SC_KERNEL_RATE_VARIANTS. Absent: dev->kernel_rates stays empty. The family names are not
+ * checked against the loaded operator plugins (a hardware plugin does not see them); a
+ * misspelt family is simply never asked for. */
+static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc_device *dev,
+                                      sc_error *err) {
+  const sc_table *by = NULL;
+  const char *fam = NULL;
+  int rc = host->table_table(t, "kernel_flops_per_s", &by, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
+      host->table_key == NULL) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s': this stepcast cannot "
+                          "list table keys (host too old)", host->table_where(t, NULL));
+  }
+  for (size_t i = 0; host->table_key(by, i, &fam) == SC_OK; i++) {
+    const sc_table *ft = NULL;
+    const char *key = NULL;
+    if (i >= SC_KERNEL_RATE_FAMILIES) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': more than %d "
+                            "families", host->table_where(by, fam), fam, SC_KERNEL_RATE_FAMILIES);
+    }
+    rc = host->table_table(by, fam, &ft, err);
+    if (rc != SC_OK) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': must be a table "
+                            "of <variant index> = FLOP/s", host->table_where(by, fam), fam);
+    }
+    if (strlen(fam) >= sizeof dev->kernel_rates[i].family) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': family name longer "
+                            "than %zu characters", host->table_where(by, fam), fam,
+                            sizeof dev->kernel_rates[i].family - 1);
+    }
+    snprintf(dev->kernel_rates[i].family, sizeof dev->kernel_rates[i].family, "%s", fam);
+    for (size_t j = 0; host->table_key(ft, j, &key) == SC_OK; j++) {
+      char *end = NULL;
+      char prefix[64];
+      long v = strtol(key, &end, 10);
+      snprintf(prefix, sizeof prefix, "kernel_flops_per_s.%s.", fam);
+      if (end == key || *end != '\0' || v < 0 || v >= SC_KERNEL_RATE_VARIANTS) {
+        return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a variant index in "
+                              "[0, %d)", host->table_where(ft, key), prefix, key,
+                              SC_KERNEL_RATE_VARIANTS);
+      }
+      rc = sc__hw_number(host, ft, prefix, key, 1, 0, &dev->kernel_rates[i].flops_per_s[v], err);
+      if (rc != SC_OK) return rc;
+    }
   }
   return SC_OK;
 }

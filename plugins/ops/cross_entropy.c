@@ -8,6 +8,8 @@
  *             the backward (read 4, write 4); flops 5 (max, subtract, exp, sum, divide)
  *   backward: bytes e + 12: softmax minus one-hot times the loss gradient in place (read 4,
  *             write 4), cast back (read 4, write e); flops 2
+ * fp32 logits have no casts (PyTorch's .float() of an fp32 tensor returns it): forward 24,
+ * backward 8 bytes per logit.
  * The three all-reduces over the tensor-parallel group are collectives, not part of this.
  * Arithmetic at the device's fp32 rate.
  */
@@ -24,11 +26,13 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "cross_entropy", 2, dim_names, SC_CE_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "cross_entropy", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "cross_entropy", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double t = (double)op->dims[0], v = (double)op->dims[1], N = t * v;
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_CE_BWD;
-  double flops = (bwd ? 2.0 : 5.0) * N, bytes = (e + (bwd ? 12.0 : 28.0)) * N;
+  double cast = op->dtype == SC_DTYPE_FP32 ? 0.0 : e + 4.0; /* to fp32 and (bwd) back */
+  double flops = (bwd ? 2.0 : 5.0) * N, bytes = (cast + (bwd ? 8.0 : 24.0)) * N;
   sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log10(v), (double)bwd};
   out->nfeatures = NFEATURES;

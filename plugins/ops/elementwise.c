@@ -57,7 +57,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "elementwise", 1, dim_names, SC_EW_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "elementwise", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "elementwise", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double n = (double)op->dims[0];
   double e = sc__op_dtype_bytes(op->dtype);
   double bpe = cost[op->variant].a * e + cost[op->variant].c;

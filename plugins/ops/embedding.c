@@ -24,7 +24,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "embedding", 3, dim_names, SC_EMBED_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "embedding", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "embedding", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double t = (double)op->dims[0], h = (double)op->dims[1], v = (double)op->dims[2];
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_EMBED_BWD;

@@ -28,7 +28,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "norm", 2, dim_names, SC_NORM_OP_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "norm", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "norm", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
   double e = sc__op_dtype_bytes(op->dtype);
   int rms = op->variant == SC_NORM_OP_RMSNORM_FWD || op->variant == SC_NORM_OP_RMSNORM_BWD;

@@ -84,11 +84,15 @@ static inline int sc__op_check(const sc_device *dev, const sc_op_desc *op, sc_es
   return SC_OK;
 }
 
-/* The fp32 (vector) rate for the vector families; SC_EUNSUPPORTED when it is 0. */
-static inline int sc__op_vector_peak(const sc_device *dev, const char *family, double *peak,
-                                     sc_error *err) {
-  *peak = dev->vector_flops_per_s > 0.0 ? dev->vector_flops_per_s
-                                         : dev->peak_flops_per_s[SC_DTYPE_FP32];
+/* The fp32 (vector) rate of a vector family's kernel: the device's measured rate of this
+ * (family, variant) if it states one, else its vector_flops_per_s, else its fp32 peak;
+ * SC_EUNSUPPORTED when all are 0. */
+static inline int sc__op_vector_peak(const sc_device *dev, const char *family, uint32_t variant,
+                                     double *peak, sc_error *err) {
+  *peak = sc_device_kernel_rate(dev, family, variant);
+  if (!(*peak > 0.0))
+    *peak = dev->vector_flops_per_s > 0.0 ? dev->vector_flops_per_s
+                                           : dev->peak_flops_per_s[SC_DTYPE_FP32];
   if (!(*peak > 0.0)) {
     return sc_plugin_fail(err, SC_EUNSUPPORTED,
                           "%s: device '%s' has no fp32 rate (peak_flops_per_s.fp32 = 0), "

@@ -23,7 +23,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "optimizer", 1, dim_names, SC_OPTIM_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "optimizer", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "optimizer", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double n = (double)op->dims[0];
   double e = sc__op_dtype_bytes(op->dtype);
   double bpp = e < 4.0 ? 28.0 + e : 28.0;

@@ -25,7 +25,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "softmax", 2, dim_names, SC_SOFTMAX_VARIANT_COUNT, 1, err);
   if (rc != SC_OK) return rc;
   double peak;
-  if ((rc = sc__op_vector_peak(dev, "softmax", &peak, err)) != SC_OK) return rc;
+  rc = sc__op_vector_peak(dev, "softmax", op->variant, &peak, err);
+  if (rc != SC_OK) return rc;
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_SOFTMAX_BWD;

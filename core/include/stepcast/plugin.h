@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -106,6 +107,8 @@ typedef enum {
 #define SC_MAX_FEATURES 16 /* features a plugin may hand to the residual regressor */
 #define SC_OP_MAX_DIMS 8   /* shape dimensions of one operator */
 #define SC_MAX_TIERS 8     /* network tiers of one topology */
+#define SC_KERNEL_RATE_FAMILIES 12 /* operator families with per-kernel rates on one device */
+#define SC_KERNEL_RATE_VARIANTS 16 /* variants per family with a per-kernel rate */
 
 /* ------------------------------------------------------------------------- */
 /* Host services: what the runtime offers every plugin (passed to init).     */
@@ -179,7 +182,28 @@ typedef struct sc_device {
    * bytes / (bytes + l2_bytes) of an operator's traffic goes at the DRAM rate and the rest at
    * this one (a smooth hit rate; e.g. STREAM Add on L1-resident arrays). */
   double cache_bw_Bps;
+  /* Appended at ABI 1.0 (empty family = not stated): the measured arithmetic rate of single
+   * kernels, per operator family and variant, in that plugin's FLOP count. A CPU's vector
+   * kernels are C loops whose rates differ by kernel (a vectorised map, a serial reduction,
+   * an expf per element), so one vector_flops_per_s misplaces the turn from compute- to
+   * memory-bound; `stepcast sample` measures each on a cache-resident shape. Read through
+   * sc_device_kernel_rate. */
+  struct {
+    char family[32];
+    double flops_per_s[SC_KERNEL_RATE_VARIANTS]; /* by variant index; 0 = not stated */
+  } kernel_rates[SC_KERNEL_RATE_FAMILIES];
 } sc_device;
+
+/* The stated rate of (family, variant) on dev, or 0 when none is stated. */
+static inline double sc_device_kernel_rate(const sc_device *dev, const char *family,
+                                           uint32_t variant) {
+  if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS) return 0.0;
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->kernel_rates[i].family[0] != '\0'; i++) {
+    if (strcmp(dev->kernel_rates[i].family, family) == 0)
+      return dev->kernel_rates[i].flops_per_s[variant];
+  }
+  return 0.0;
+}
 
 /* The achievable fraction of peak for dense matrix multiplies in dtype d. */
 static inline double sc_device_matmul_efficiency(const sc_device *dev, sc_dtype d) {
