@@ -352,6 +352,34 @@ START_TEST(test_kernel_rates) {
 }
 END_TEST
 
+/* Attention with a softmax rate ([hardware.kernel_flops_per_s.attention]): the matmul FLOPs
+ * at the attention efficiency plus 5 flops per unmasked score at that rate; without it, the
+ * matmul FLOPs alone. */
+START_TEST(test_attention_softmax_rate) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e15;
+  dev.peak_flops_per_s[SC_DTYPE_FP32] = 1e11;
+  dev.attention_fwd_efficiency = 0.8;
+  dev.attention_bwd_efficiency = 0.5;
+  /* b 1, 8 heads, 512 x 512, head dim 32, causal: 0.5 * 4 * 8 * 512^2 * 32 = 134217728
+   * matmul FLOPs (x 2.5 backward), 0.5 * 8 * 512^2 = 1048576 unmasked scores */
+  sc_estimate e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_FP32, 1, 8, 8, 512,
+                                 512, 32, 1));
+  REL(e.time_s, 134217728.0 / 0.8e11);
+  snprintf(dev.kernel_rates[0].family, sizeof dev.kernel_rates[0].family, "attention");
+  dev.kernel_rates[0].flops_per_s[SC_ATTN_FLASH_FWD] = 1e9;
+  dev.kernel_rates[0].flops_per_s[SC_ATTN_FLASH_BWD] = 2e9;
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_FP32, 1, 8, 8, 512, 512, 32, 1));
+  REL(e.flops, 134217728.0);
+  REL(e.time_s, 134217728.0 / 0.8e11 + 5.0 * 1048576 / 1e9);
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_BWD, SC_DTYPE_FP32, 1, 8, 8, 512, 512, 32, 1));
+  REL(e.time_s, 2.5 * 134217728.0 / 0.5e11 + 5.0 * 1048576 / 2e9);
+  /* non-causal: all 8 * 512^2 scores */
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_FP32, 1, 8, 8, 512, 512, 32, 0));
+  REL(e.time_s, 2.0 * 134217728.0 / 0.8e11 + 5.0 * 2097152 / 1e9);
+}
+END_TEST
+
 /* fp32 logits are not cast: cross-entropy moves 24 (forward) and 8 (backward) bytes per
  * logit; bf16 logits add the cast to fp32 and back (e + 4 each way). */
 START_TEST(test_cross_entropy_fp32_no_cast) {
@@ -493,6 +521,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_cache_bandwidth);
   tcase_add_test(tc, test_kernel_rates);
   tcase_add_test(tc, test_cross_entropy_fp32_no_cast);
+  tcase_add_test(tc, test_attention_softmax_rate);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

@@ -175,6 +175,24 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
   return SC_OK;
 }
 
+/* Attention measured at two head dims d1 < d2 with the same scores: t(d) = a W(d) + b S,
+ * where W is the plugin's matmul FLOP count and S the unmasked scores. The matmul part's
+ * efficiency is 1 / (a x the sgemm rate), the softmax part's rate 5 S / (b S) (the attention
+ * plugin's 5 flops per score). When the two times do not separate (a or b S not positive,
+ * or an efficiency above 1: noise), the efficiency of the d2 run alone, and no softmax rate. */
+static void attn_split(double w1, double w2, double scores, double t1, double t2,
+                       double gemm_rate, double *eff, double *sm_rate) {
+  double a = (t2 - t1) / (w2 - w1), bs = t1 - a * w1;
+  if (a > 0 && bs > 0 && a * gemm_rate >= 1.0) {
+    *eff = 1.0 / (a * gemm_rate);
+    *sm_rate = 5.0 * scores / bs;
+  } else {
+    *eff = w2 / (t2 * gemm_rate);
+    if (*eff > 1.0) *eff = 1.0;
+    *sm_rate = 0.0;
+  }
+}
+
 /* The plan of one family: count Halton points kept under a work cap. gpu != 0 (any device
  * but the host CPU): transformer-scale ranges (GEMMs up to 8192, attention sequences up to
  * 8192, memory-bound families up to 2^28 elements). On the CPU the memory-bound families go
@@ -404,7 +422,8 @@ int sc_cli_sample(int argc, char **argv) {
   {
     /* Microbenchmarks describing the device for the analytical estimate. */
     sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0}, addc = {0};
-    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0};
+    sc_op_desc af2 = {0}, ab2 = {0};
+    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0}, maf2 = {0}, mab2 = {0};
     sc_measurement kmeas[NKERNEL_MICROS];
     double krate[NKERNEL_MICROS] = {0};
     const char *env = getenv("OPENBLAS_NUM_THREADS");
@@ -428,9 +447,15 @@ int sc_cli_sample(int argc, char **argv) {
      * b 1, 8 heads, 512 x 512, head dim 64 (the attention plugin's FLOP count). */
     af.family = SC_OP_ATTENTION; af.variant = SC_ATTN_FLASH_FWD; af.dtype = dtype; af.ndims = 7;
     af.dims[0] = 1; af.dims[1] = 8; af.dims[2] = 8; af.dims[3] = 512; af.dims[4] = 512;
-    af.dims[5] = 64; af.dims[6] = 1;
+    af.dims[5] = 32; af.dims[6] = 1;
     ab = af;
     ab.variant = SC_ATTN_FLASH_BWD;
+    /* ... and at head dim 128: the matmul work grows 4x, the softmax work on the scores does
+     * not, which separates the two (attn_split). */
+    af2 = af;
+    af2.dims[5] = 128;
+    ab2 = ab;
+    ab2.dims[5] = 128;
     if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
                                    "launch)..."
                                : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
@@ -444,6 +469,10 @@ int sc_cli_sample(int argc, char **argv) {
                               &err) != SC_OK ||
                   hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab, 5, 1.0, &mab,
                               &err) != SC_OK ||
+                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &af2, 5, 1.0, &maf2,
+                              &err) != SC_OK ||
+                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab2, 5, 1.0, &mab2,
+                              &err) != SC_OK ||
                   hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &addc, 9, 1.0, &mc,
                               &err) != SC_OK)))
       goto fail;
@@ -453,10 +482,15 @@ int sc_cli_sample(int argc, char **argv) {
      * backward 2.5 times that (the attention plugin's count). */
     const double gemm_rate = 2.0 * (double)gn * gn * gn / mg.median_s;
     const double mem_bw = 3.0 * esz * (double)add.dims[0] / ma.median_s;
-    const double attn_fwd_flops = 0.5 * 4.0 * (double)af.dims[0] * (double)af.dims[1] *
-                                  (double)af.dims[3] * (double)af.dims[4] * (double)af.dims[5];
-    const double attn_fwd_eff = gpu ? 0.0 : attn_fwd_flops / maf.median_s / gemm_rate;
-    const double attn_bwd_eff = gpu ? 0.0 : 2.5 * attn_fwd_flops / mab.median_s / gemm_rate;
+    const double attn_scores = 0.5 * (double)af.dims[0] * (double)af.dims[1] *
+                               (double)af.dims[3] * (double)af.dims[4]; /* unmasked */
+    double attn_fwd_eff = 0, attn_bwd_eff = 0, attn_fwd_sm = 0, attn_bwd_sm = 0;
+    if (!gpu) {
+      attn_split(4.0 * attn_scores * 32, 4.0 * attn_scores * 128, attn_scores, maf.median_s,
+                 maf2.median_s, gemm_rate, &attn_fwd_eff, &attn_fwd_sm);
+      attn_split(10.0 * attn_scores * 32, 10.0 * attn_scores * 128, attn_scores, mab.median_s,
+                 mab2.median_s, gemm_rate, &attn_bwd_eff, &attn_bwd_sm);
+    }
     const double vector_rate = gpu ? 0.0 : 7.0 * (double)ln.dims[0] * (double)ln.dims[1] / mln.median_s;
     const double cache_bw = gpu ? 0.0 : 3.0 * esz * (double)addc.dims[0] / mc.median_s;
     if (!gpu) { /* each vector kernel's own rate (FLOP counts need an fp32 rate on dev) */
@@ -488,9 +522,14 @@ int sc_cli_sample(int argc, char **argv) {
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
       fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", attn_fwd_eff);
       fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
-      fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, head dim 64, "
-                 "fp32, against the sgemm rate: forward median %.4g s of %u, backward %.4g s "
-                 "of %u\n", maf.median_s, maf.reps, mab.median_s, mab.reps);
+      fprintf(f, "# micro.kernel.attention.0_flops_per_s = %.4g\n", attn_fwd_sm);
+      fprintf(f, "# micro.kernel.attention.1_flops_per_s = %.4g\n", attn_bwd_sm);
+      fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, fp32, head dim 32 "
+                 "and 128, split into the matmul part (efficiency, of the sgemm rate) and the "
+                 "softmax part (5 flops per unmasked score): forward median %.4g s of %u and "
+                 "%.4g s of %u, backward %.4g s of %u and %.4g s of %u\n", maf.median_s,
+              maf.reps, maf2.median_s, maf2.reps, mab.median_s, mab.reps, mab2.median_s,
+              mab2.reps);
       fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", cache_bw);
       fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
                  "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
@@ -539,8 +578,8 @@ int sc_cli_sample(int argc, char **argv) {
     if (!gpu) {
       printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n", vector_rate);
       printf("cache_bw_Bps = %.4g  # STREAM Add, 3 x 16 KiB (cache resident)\n", cache_bw);
-      printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2 x 64, of the sgemm rate\n",
-             attn_fwd_eff);
+      printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2, head dims 32 and 128: "
+             "the matmul part, of the sgemm rate\n", attn_fwd_eff);
       printf("attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
       printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
              gemm_rate);
@@ -553,6 +592,11 @@ int sc_cli_sample(int argc, char **argv) {
         for (uint32_t j = 0; j < km->ndims; j++)
           printf("%s%lld", j ? " x " : " ", (long long)km->dims[j]);
         printf("\n");
+      }
+      if (attn_fwd_sm > 0 || attn_bwd_sm > 0) {
+        printf("[hardware.kernel_flops_per_s.attention]  # the softmax part, 5 flops per score\n");
+        if (attn_fwd_sm > 0) printf("0 = %.4g\n", attn_fwd_sm);
+        if (attn_bwd_sm > 0) printf("1 = %.4g\n", attn_bwd_sm);
       }
     } else {
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",

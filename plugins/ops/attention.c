@@ -22,6 +22,13 @@
  * attention_bwd_efficiency (what fused attention kernels reach at long sequences: softmax,
  * masking and the online rescaling keep them below GEMM rates), falling back to the matmul
  * efficiency of the dtype when the hardware file does not state them.
+ * A device may instead separate the two kinds of work: with a kernel rate for (attention,
+ * variant) ([hardware.kernel_flops_per_s.attention]), the efficiency is the matmul part's
+ * and the softmax work on the unmasked scores is added at that rate, 5 flops per score
+ * (forward: scale, max, exp, sum, normalise; backward: recompute P = exp(S scale - lse)
+ * (3), dS = P (dP - D) (2)). The matmul work grows with head_dim and the softmax work does
+ * not, so one efficiency cannot serve head dims 32 and 128 on such a device (a CPU's
+ * expf loop against its sgemm).
  */
 #include "op_common.h"
 
@@ -71,7 +78,13 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   }
   double eff = bwd ? dev->attention_bwd_efficiency : dev->attention_fwd_efficiency;
   if (!(eff > 0.0)) eff = sc_device_matmul_efficiency(dev, op->dtype);
-  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype], eff, 1.0, flops, bytes, out);
+  double peak = dev->peak_flops_per_s[op->dtype];
+  double sm_rate = sc_device_kernel_rate(dev, "attention", op->variant);
+  if (sm_rate > 0.0 && peak > 0.0) { /* matmul part + softmax part, as one efficiency */
+    double t = flops / (peak * eff) + 5.0 * c * B * H * sq * sk / sm_rate;
+    eff = flops / (peak * t);
+  }
+  sc__op_roofline_eff(dev, peak, eff, 1.0, flops, bytes, out);
   double f[NFEATURES] = {sc__op_log10(flops), sc__op_log10(bytes),
                          sc__op_log10(sc__op_intensity(flops, bytes)), sc__op_log2(sq),
                          sc__op_log2(sk), sc__op_log2(d), sc__op_log2(B * H), H / G,
