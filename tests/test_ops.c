@@ -407,6 +407,20 @@ START_TEST(test_cache_bandwidth) {
   dev.cache_bw_Bps = 4e11;
   e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
   REL(e.time_s, 12e6 * (0.75 / 1e11 + 0.25 / 4e11));
+  /* the hit rate follows the working set, not the traffic: an fp32 cross-entropy backward
+   * moves 8 bytes per logit over a 4-byte working set (in place); 1e6 logits: 8e6 bytes,
+   * working set 4e6, g = 4/8 */
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
+  REL(e.bytes, 8e6);
+  REL(e.time_s, 8e6 * (0.5 / 1e11 + 0.5 / 4e11));
+  /* embedding backward, 1000 tokens x 100 hidden, 40000 rows, fp32: traffic 4e5 + 8e3 +
+   * 16 x 4e6 = 64408000 bytes over a working set of 4e5 + 8e3 + 8 x 4e6 = 32408000 */
+  e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
+  REL(e.bytes, 64408000.0);
+  {
+    double g = 32408000.0 / (32408000.0 + 4e6);
+    REL(e.time_s, 64408000.0 * (g / 1e11 + (1.0 - g) / 4e11));
+  }
   /* a cache rate below the DRAM rate is ignored */
   dev.cache_bw_Bps = 5e10;
   e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));

@@ -10,6 +10,8 @@
  *             write 4), cast back (read 4, write e); flops 2
  * fp32 logits have no casts (PyTorch's .float() of an fp32 tensor returns it): forward 24,
  * backward 8 bytes per logit.
+ * Working set (for the cache hit rate): e bytes per logit, plus 4 when cast: the passes
+ * run in place over the same rows.
  * The three all-reduces over the tensor-parallel group are collectives, not part of this.
  * Arithmetic at the device's fp32 rate.
  */
@@ -33,7 +35,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int bwd = op->variant == SC_CE_BWD;
   double cast = op->dtype == SC_DTYPE_FP32 ? 0.0 : e + 4.0; /* to fp32 and (bwd) back */
   double flops = (bwd ? 2.0 : 5.0) * N, bytes = (cast + (bwd ? 8.0 : 24.0)) * N;
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  /* working set: the logits, and their fp32 copy when cast (the passes are in place) */
+  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
+                     (e + (cast > 0.0 ? 4.0 : 0.0)) * N, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log10(v), (double)bwd};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];

@@ -9,6 +9,8 @@
  *             fp32 main gradient. bytes = tokens*hidden*e (read dy) + 8*tokens (ids)
  *             + vocab_rows*hidden*(e [zero-fill] + e [read grad] + 8 [read and write fp32
  *             main_grad]); flops = tokens*hidden + vocab_rows*hidden (the two additions)
+ * Working set (for the cache hit rate): the forward's traffic; the backward's is
+ * tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched twice.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -37,7 +39,10 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     flops = t * h + v * h;
     bytes = e * t * h + 8.0 * t + v * h * (2.0 * e + 8.0);
   }
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  /* working set: the backward touches the gradient table twice (zero-fill, read) and the
+   * fp32 main gradient twice (read, write) */
+  double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0) : bytes;
+  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;

@@ -101,14 +101,19 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
   return SC_OK;
 }
 
-/* Fill time, bound, flops and bytes of out from the roofline; clears the features. */
-static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double eff,
-                                       double util, double flops, double bytes,
-                                       sc_estimate *out) {
+/* Fill time, bound, flops and bytes of out from the roofline; clears the features.
+ * footprint: the distinct bytes the kernel touches (its working set), which sets the cache
+ * hit rate when the device states cache_bw_Bps; bytes (the traffic) is what moves. They
+ * differ for kernels that pass over the same data more than once (an in-place softmax, a
+ * read-modify-write). */
+static inline void sc__op_roofline_ws(const sc_device *dev, double peak, double eff,
+                                      double util, double flops, double bytes,
+                                      double footprint, sc_estimate *out) {
   double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
   double dram = dev->mem_bw_Bps * dev->mem_efficiency, tm;
   if (dev->cache_bw_Bps > dram && dev->l2_bytes > 0.0) {
-    double g = bytes / (bytes + dev->l2_bytes); /* the share that misses the caches */
+    /* the share that misses the caches */
+    double g = footprint / (footprint + dev->l2_bytes);
     tm = bytes * (g / dram + (1.0 - g) / dev->cache_bw_Bps);
   } else {
     tm = bytes / dram;
@@ -123,6 +128,13 @@ static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double
   out->busbw_Bps = 0.0;
   out->bound_tier = -1;
   out->nfeatures = 0;
+}
+
+/* The roofline whose working set is its traffic (each byte touched once). */
+static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double eff,
+                                       double util, double flops, double bytes,
+                                       sc_estimate *out) {
+  sc__op_roofline_ws(dev, peak, eff, util, flops, bytes, bytes, out);
 }
 
 /* The roofline at the device's general flops_efficiency. */

@@ -9,6 +9,8 @@
  *   flops 14 per parameter: decoupled weight decay p *= (1 - lr*wd) 1; m = b1 m + (1-b1) g 3;
  *     v = b2 v + (1-b2) g^2 4; denominator sqrt(v)/sqrt(bc2) + eps 3; p -= step * m / denom 3
  *     (bias-correction scalars precomputed once per step)
+ * Working set (for the cache hit rate): 16 + e bytes per parameter (each array is read and
+ * written in place), 16 for fp32.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -29,7 +31,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double e = sc__op_dtype_bytes(op->dtype);
   double bpp = e < 4.0 ? 28.0 + e : 28.0;
   double flops = 14.0 * n, bytes = bpp * n;
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  /* working set: master (or fp32 weight), gradient, m, v, and the low-precision weight */
+  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
+                     (16.0 + (e < 4.0 ? e : 0.0)) * n, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(n)};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];
