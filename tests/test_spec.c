@@ -205,6 +205,17 @@ START_TEST(hardware_contents) {
   ck_assert(sc_device_matmul_efficiency(&d, SC_DTYPE_BF16) == d.flops_efficiency);
   ck_assert(d.attention_fwd_efficiency > 0 && d.attention_fwd_efficiency <= 1);
   ck_assert(d.attention_bwd_efficiency > 0 && d.attention_bwd_efficiency <= 1);
+  ck_assert(d.kernel_rates[0].family[0] == '\0'); /* no per-kernel rates stated */
+  /* a GPU file may state per-kernel rates too */
+  {
+    char path[SC_PATH_MAX];
+    spec_path(path, sizeof path, "hw_gpu_kernel_rates.toml");
+    ck_assert_msg(sc_hardware_load(reg, path, &d, &err) == SC_OK, "%s", err.msg);
+    ck_assert(sc_device_kernel_rate(&d, "softmax", 1) == 4e12);
+    ck_assert(sc_device_kernel_rate(&d, "softmax", 0) == 0.0);
+    ck_assert(sc_device_kernel_rate(&d, "attention", 0) == 2e12);
+    ck_assert(sc_device_kernel_rate(&d, "norm", 0) == 0.0);
+  }
   sc_registry_free(reg);
 }
 END_TEST
@@ -269,6 +280,7 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_bad_kernel_index.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.16'", "variant index in [0, 16)"},
   {"hw_cpu_bad_kernel_name.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.ln'", "variant index"},
   {"hw_cpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.1'", "must be > 0"},
+  {"hw_gpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":15:1: ", "key 'kernel_flops_per_s.norm.0'", "expected a number"},
   {"hw_cpu_bad_kernel_table.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'kernel_flops_per_s.norm'", "must be a table"},
 };
 

@@ -44,6 +44,9 @@ static inline int sc__hw_number(const sc_host *host, const sc_table *t, const ch
     return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': missing required key in [hardware]",
                           host->table_where(t, NULL), prefix, key);
   }
+  if (rc == SC_ESPEC && prefix[0] != '\0') /* the host names the key without its table */
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': expected a number",
+                          host->table_where(t, key), prefix, key);
   if (rc != SC_OK) return rc;
   if (!isfinite(*out)) {
     return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be finite (is %g)",
@@ -234,8 +237,9 @@ static inline void sc__hw_summarise(double *samples, uint32_t n, sc_measurement 
 
 /* The [hardware] table of a GPU-like device file (the gpu and cuda plugins; docs/formats.md):
  * name, kind (must be `kind`), mem_bytes, mem_bw_Bps, l2_bytes, compute_units,
- * flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype, [tile] m/n/k and
- * the optional kernel-class efficiencies (sc__hw_kernel_efficiencies). Unknown keys and
+ * flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype, [tile] m/n/k,
+ * the optional kernel-class efficiencies (sc__hw_kernel_efficiencies) and per-kernel rates
+ * (sc__hw_kernel_rates). Unknown keys and
  * malformed values fail with file:line: key '...': reason. */
 static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *file,
                                         const char *kind, sc_device *dev, sc_error *err) {
@@ -243,7 +247,7 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
                                      "compute_units", "flops_efficiency", "mem_efficiency",
                                      "launch_s", "peak_flops_per_s", "tile",
                                      "flops_efficiency_by_dtype", "attention_fwd_efficiency",
-                                     "attention_bwd_efficiency", NULL};
+                                     "attention_bwd_efficiency", "kernel_flops_per_s", NULL};
   static const char *const tile_keys[] = {"m", "n", "k", NULL};
   const sc_table *t = NULL, *peak = NULL, *tile = NULL;
   const char *known[SC_DTYPE_COUNT + 1];
@@ -306,7 +310,8 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
       (rc = sc__hw_count(host, tile, "tile.", "n", &dev->tile_n, err)) != SC_OK ||
       (rc = sc__hw_count(host, tile, "tile.", "k", &dev->tile_k, err)) != SC_OK)
     return rc;
-  return sc__hw_kernel_efficiencies(host, t, dev, err);
+  if ((rc = sc__hw_kernel_efficiencies(host, t, dev, err)) != SC_OK) return rc;
+  return sc__hw_kernel_rates(host, t, dev, err);
 }
 
 #endif
