@@ -44,6 +44,10 @@ static void sample_usage(FILE *out) {
           "  --threads N        BLAS threads (default 1; OPENBLAS_NUM_THREADS is recorded)\n"
           "  --min-reps N       timed repetitions per shape at least (default 5)\n"
           "  --families LIST    comma-separated subset of the families (default all)\n"
+          "  --hardware-out F   also write the complete hardware file the CPU measurements\n"
+          "                     imply to F = <dir>/<name>.toml (the device is <name>; stepcast\n"
+          "                     fit finds it beside <dir>/<name>/samples.csv); stdout gets\n"
+          "                     the same file named host-cpu without it\n"
           "  --quick            a plan of 1/4 the points (for tests)\n\n"
           "A progress bar goes to stderr when it is a terminal. Exit status: 0 ok, 1 failure,\n"
           "2 usage error.\n");
@@ -299,8 +303,131 @@ static void cpu_model(char *out, size_t cap) {
   snprintf(out, cap, "%s (cpu family %s, model %s; /proc/cpuinfo)", name, family, model);
 }
 
+/* MemTotal of /proc/meminfo in bytes, 0 when unknown. */
+static double mem_total_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[256];
+  double kb = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "MemTotal:", 9) == 0) {
+      kb = strtod(line + 9, NULL);
+      break;
+    }
+  }
+  if (f != NULL) fclose(f);
+  return kb > 0 ? kb * 1024.0 : 0.0;
+}
+
+/* The size of CPU 0's highest cache level from sysfs (e.g. "32768K"), 0 when unknown;
+ * *level gets its level. */
+static double last_level_cache_bytes(int *level) {
+  double best = 0;
+  *level = 0;
+  for (int i = 0; i < 16; i++) {
+    char path[128], buf[64];
+    int lv = 0;
+    FILE *f;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    if ((f = fopen(path, "r")) == NULL) continue;
+    if (fgets(buf, sizeof buf, f) != NULL) lv = atoi(buf);
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if ((f = fopen(path, "r")) == NULL) continue;
+    if (fgets(buf, sizeof buf, f) != NULL && lv >= *level) {
+      char *end = NULL;
+      double v = strtod(buf, &end);
+      if (end != NULL && (*end == 'K' || *end == 'k')) v *= 1024.0;
+      else if (end != NULL && (*end == 'M' || *end == 'm')) v *= 1024.0 * 1024.0;
+      if (v > 0) {
+        best = v;
+        *level = lv;
+      }
+    }
+    fclose(f);
+  }
+  return best;
+}
+
+/* What the CPU microbenchmarks measured: the [hardware] file they imply. */
+typedef struct cpu_rates {
+  double gemm, mem_bw, cache_bw, launch, vector;
+  double attn_eff[2], attn_sm[2]; /* forward, backward */
+  const double *krate;            /* by kernel_micros; 0 = not measured */
+} cpu_rates;
+
+/* Write a complete hardware file for the cpu plugin named name: every measured figure with
+ * the microbenchmark it comes from, the capacities with the file of this machine they come
+ * from. SC_ENOTFOUND when the machine does not tell its memory or cache size. */
+static int write_cpu_hardware(FILE *o, const char *name, const char *model, long threads,
+                              const cpu_rates *r, const char *cmd, const char *stamp,
+                              sc_error *err) {
+  int llc_level = 0;
+  double mem = mem_total_bytes(), llc = last_level_cache_bytes(&llc_level);
+  if (!(mem > 0) || !(llc > 0))
+    return sc_error_set(err, SC_ENOTFOUND, "sample: this machine does not give its %s "
+                        "(/proc/meminfo MemTotal, /sys/devices/system/cpu/cpu0/cache/)",
+                        !(mem > 0) ? "memory size" : "cache sizes");
+  fprintf(o, "# The host CPU as the cpu hardware plugin sees it: %ld BLAS thread%s. Written by\n"
+             "#   %s\n# (%s): every rate is MEASURED by the microbenchmark named on its line\n"
+             "# (the samples file's header keeps each median and spread); the capacities come\n"
+             "# from this machine's /proc and /sys. Re-measure on another machine.\n",
+          threads, threads == 1 ? "" : "s", cmd, stamp);
+  fprintf(o, "[hardware]\nname = \"%s\"\nkind = \"cpu\"\n", name);
+  fprintf(o, "cpu_model = \"");
+  for (const char *c = model; *c; c++) fputc(*c == '"' || *c == '\\' ? '\'' : *c, o);
+  fprintf(o, "\"\n");
+  fprintf(o, "threads = %ld  # OPENBLAS_NUM_THREADS of the measurement\n", threads);
+  fprintf(o, "mem_bytes = %.0f  # MemTotal, /proc/meminfo\n", mem);
+  fprintf(o, "l2_bytes = %.0f  # the last-level cache (level %d), "
+             "/sys/devices/system/cpu/cpu0/cache\n", llc, llc_level);
+  fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
+             "element (micro.stream_add_bw_Bps)\n", r->mem_bw);
+  fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
+             "(micro.stream_add_cache_bw_Bps)\n", r->cache_bw);
+  fprintf(o, "launch_s = %.4g  # MEASURED: a one-element add kernel call (micro.launch_s)\n",
+          r->launch);
+  fprintf(o, "flops_efficiency = 1.0  # the peak below is the achieved sgemm rate\n");
+  fprintf(o, "mem_efficiency = 1.0  # the bandwidth above is the achieved STREAM rate\n");
+  fprintf(o, "vector_flops_per_s = %.4g  # MEASURED: layer-norm forward 256 x 1024, 7 flops per "
+             "element: vector kernels without a rate below (micro.vector_flops_per_s)\n",
+          r->vector);
+  for (int d = 0; d < 2; d++) {
+    if (r->attn_eff[d] > 0)
+      fprintf(o, "attention_%s_efficiency = %.4g  # MEASURED: causal attention 8 x 512^2 at "
+                 "head dims 32 and 128, the matmul part, of the sgemm rate "
+                 "(micro.attention_%s_efficiency)\n", d ? "bwd" : "fwd", r->attn_eff[d],
+              d ? "bwd" : "fwd");
+  }
+  fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3 "
+             "(micro.sgemm_flops_per_s)\n", r->gemm);
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    int first = 1;
+    if (!(r->krate[k] > 0)) continue;
+    for (size_t j = 0; j < k; j++)
+      if (strcmp(kernel_micros[j].family, km->family) == 0 && r->krate[j] > 0) first = 0;
+    if (first) fprintf(o, "\n[hardware.kernel_flops_per_s.%s]\n", km->family);
+    fprintf(o, "%u = %.4g  # MEASURED: %s", km->variant, r->krate[k], km->what);
+    for (uint32_t j = 0; j < km->ndims; j++)
+      fprintf(o, "%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+    fprintf(o, " (micro.kernel.%s.%u_flops_per_s)\n", km->family, km->variant);
+  }
+  if (r->attn_sm[0] > 0 || r->attn_sm[1] > 0) {
+    fprintf(o, "\n[hardware.kernel_flops_per_s.attention]\n");
+    for (int d = 0; d < 2; d++) {
+      if (r->attn_sm[d] > 0)
+        fprintf(o, "%d = %.4g  # MEASURED: the softmax part of causal attention, %s, 5 flops "
+                   "per unmasked score (micro.kernel.attention.%d_flops_per_s)\n", d,
+                r->attn_sm[d], d ? "backward" : "forward", d);
+    }
+  }
+  return ferror(o) ? sc_error_set(err, SC_EIO, "sample: write error on the hardware file")
+                   : SC_OK;
+}
+
 int sc_cli_sample(int argc, char **argv) {
-  const char *device = NULL, *out = NULL, *families = NULL;
+  const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
+  char hw_name[64] = "host-cpu";
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
   int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
@@ -328,13 +455,14 @@ int sc_cli_sample(int argc, char **argv) {
     if (strcmp(a, "--quick") == 0) { quick = 1; continue; }
     if (strcmp(a, "--device") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--seconds") != 0 &&
         strcmp(a, "--threads") != 0 && strcmp(a, "--families") != 0 &&
-        strcmp(a, "--min-reps") != 0)
+        strcmp(a, "--min-reps") != 0 && strcmp(a, "--hardware-out") != 0)
       return sc_cli_usage_error("sample", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("sample", "option '%s' needs a value", a);
     i++;
     if (strcmp(a, "--device") == 0) device = v;
     else if (strcmp(a, "--out") == 0) out = v;
     else if (strcmp(a, "--families") == 0) families = v;
+    else if (strcmp(a, "--hardware-out") == 0) hw_out = v;
     else if (strcmp(a, "--seconds") == 0) {
       errno = 0;
       seconds = strtod(v, &end);
@@ -352,6 +480,26 @@ int sc_cli_sample(int argc, char **argv) {
   }
   if (device == NULL) return sc_cli_usage_error("sample", "--device is required");
   if (out == NULL) return sc_cli_usage_error("sample", "--out is required");
+  if (hw_out != NULL) { /* the device's name is the file's: X/<name>.toml */
+    const char *base = strrchr(hw_out, '/');
+    size_t n;
+    base = base ? base + 1 : hw_out;
+    n = strlen(base);
+    if (n < 6 || strcmp(base + n - 5, ".toml") != 0 || n - 5 >= sizeof hw_name)
+      return sc_cli_usage_error("sample", "--hardware-out: '%s' is not <name>.toml with a name "
+                                "of 1 to %zu characters", hw_out, sizeof hw_name - 1);
+    for (size_t k = 0; k + 5 < n; k++) {
+      char c = base[k];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.'))
+        return sc_cli_usage_error("sample", "--hardware-out: the name in '%s' may hold only "
+                                  "letters, digits, '-', '_' and '.'", hw_out);
+    }
+    snprintf(hw_name, sizeof hw_name, "%.*s", (int)(n - 5), base);
+    if (strcmp(device, "cpu") != 0)
+      return sc_cli_usage_error("sample", "--hardware-out: only for --device cpu (a GPU's "
+                                "file states vendor figures; the run prints what it measured)");
+  }
   if (families != NULL) {
     static const char *const all[] = {"gemm",      "attention", "norm",
                                       "softmax",   "elementwise", "optimizer",
@@ -568,40 +716,27 @@ int sc_cli_sample(int argc, char **argv) {
     fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
                "shared, so expect noise (p10/p90 give the spread)\n");
     fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
-    printf("# measured by: %s (%s)\n", cmd, stamp);
-    if (!gpu) {
-      printf("[hardware]\nkind = \"%s\"\nthreads = %ld\n", device, threads);
-      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^24 floats\n", mem_bw);
+    if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
+      const cpu_rates cr = {gemm_rate, mem_bw, cache_bw, m1.median_s, vector_rate,
+                            {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate};
+      if (write_cpu_hardware(stdout, hw_name, model, threads, &cr, cmd, stamp, &err) != SC_OK)
+        goto fail;
+      if (hw_out != NULL) {
+        FILE *h = fopen(hw_out, "w");
+        if (h == NULL) {
+          sc_error_set(&err, SC_EIO, "%s: %s", hw_out, strerror(errno));
+          goto fail;
+        }
+        int hrc = write_cpu_hardware(h, hw_name, model, threads, &cr, cmd, stamp, &err);
+        if (fclose(h) != 0 && hrc == SC_OK) hrc = sc_error_set(&err, SC_EIO, "%s: write error", hw_out);
+        if (hrc != SC_OK) goto fail;
+      }
     } else {
+      printf("# measured by: %s (%s)\n", cmd, stamp);
       printf("[hardware]\nkind = \"%s\"\n", device);
       printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements\n", mem_bw,
              sc_dtype_name(dtype));
-    }
-    printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
-    if (!gpu) {
-      printf("vector_flops_per_s = %.4g  # layer-norm forward 256 x 1024\n", vector_rate);
-      printf("cache_bw_Bps = %.4g  # STREAM Add, 3 x 16 KiB (cache resident)\n", cache_bw);
-      printf("attention_fwd_efficiency = %.4g  # causal attention 8 x 512^2, head dims 32 and 128: "
-             "the matmul part, of the sgemm rate\n", attn_fwd_eff);
-      printf("attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
-      printf("[hardware.peak_flops_per_s]\nfp32 = %.4g           # cblas_sgemm 2048^3\n",
-             gemm_rate);
-      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
-        const kernel_micro *km = &kernel_micros[k];
-        if (!(krate[k] > 0)) continue;
-        if (k == 0 || strcmp(kernel_micros[k - 1].family, km->family) != 0)
-          printf("[hardware.kernel_flops_per_s.%s]\n", km->family);
-        printf("%u = %.4g  # %s", km->variant, krate[k], km->what);
-        for (uint32_t j = 0; j < km->ndims; j++)
-          printf("%s%lld", j ? " x " : " ", (long long)km->dims[j]);
-        printf("\n");
-      }
-      if (attn_fwd_sm > 0 || attn_bwd_sm > 0) {
-        printf("[hardware.kernel_flops_per_s.attention]  # the softmax part, 5 flops per score\n");
-        if (attn_fwd_sm > 0) printf("0 = %.4g\n", attn_fwd_sm);
-        if (attn_bwd_sm > 0) printf("1 = %.4g\n", attn_bwd_sm);
-      }
-    } else {
+      printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
              sc_dtype_name(dtype), gemm_rate, sc_dtype_name(dtype), (long long)gn);
     }
