@@ -85,6 +85,18 @@ static int64_t logpick(double u, double lo, double hi, int64_t q) {
   return r < q ? q : r;
 }
 
+/* v rounded to a multiple of q, at least q. */
+static int64_t roundq(double v, int64_t q) {
+  int64_t r = (int64_t)llround(v / (double)q) * q;
+  return r < q ? q : r;
+}
+
+/* As logpick, but half of the u range below mid and half above: a plan that puts as many
+ * points past the last-level cache as inside it. */
+static int64_t twopick(double u, double lo, double mid, double hi, int64_t q) {
+  return u < 0.5 ? logpick(2.0 * u, lo, mid, q) : logpick(2.0 * u - 1.0, mid, hi, q);
+}
+
 typedef struct plan {
   sc_op_desc *ops;
   size_t n, cap;
@@ -203,10 +215,11 @@ static void attn_split(double w1, double w2, double scores, double t1, double t2
 /* The plan of one family: count Halton points kept under a work cap. gpu != 0 (any device
  * but the host CPU): transformer-scale ranges (GEMMs up to 8192, attention sequences up to
  * 8192, memory-bound families up to 2^28 elements). On the CPU the memory-bound families go
- * up to 2^25 elements (a 2048-token x 16384 activation), well past the last-level cache, so
- * that the larger half of each range is in the DRAM regime where real layers run: a fit whose
- * largest training shapes are all cache-resident cannot know the DRAM regime. */
-static int plan_family(plan *p, const char *fam, uint32_t count, int gpu) {
+ * up to 2^25 elements (a 2048-token x 16384 activation), well past the last-level cache, with
+ * half of the points' element counts (log-uniform) below mid and half above (twopick): the
+ * DRAM regime is where real layers run, and a fit whose training shapes are all
+ * cache-resident cannot know it (a plain log-uniform range put a fifth of them there). */
+static int plan_family(plan *p, const char *fam, uint32_t count, int gpu, double mid) {
   const double big = gpu ? (double)(1 << 28) : (double)(1 << 25);
   uint32_t kept = 0;
   for (uint32_t i = 1; kept < count && i < 100000; i++) {
@@ -243,31 +256,54 @@ static int plan_family(plan *p, const char *fam, uint32_t count, int gpu) {
       if (gpu && (double)d[0] * d[1] * d[3] * d[4] > 2147483648.0) continue;
       rc = plan_add(p, SC_OP_ATTENTION, vpick(i, 2) ? SC_ATTN_FLASH_BWD : SC_ATTN_FLASH_FWD, 7, d);
     } else if (strcmp(fam, "norm") == 0) {
-      d[0] = logpick(u[0], 16, gpu ? 65536 : 16384, 16);
-      d[1] = logpick(u[1], 64, gpu ? 16384 : 8192, 64);
+      if (gpu) {
+        d[0] = logpick(u[0], 16, 65536, 16);
+        d[1] = logpick(u[1], 64, 16384, 64);
+      } else { /* elements half below, half above mid; then the row width */
+        double n = (double)twopick(u[0], 1 << 12, mid, big, 1);
+        d[1] = logpick(u[1], 64, fmin(8192.0, n / 16.0), 64);
+        d[0] = roundq(fmax(16.0, n / (double)d[1]), 16);
+      }
       if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_NORM, vpick(i, SC_NORM_OP_VARIANT_COUNT), 2, d);
     } else if (strcmp(fam, "softmax") == 0) {
-      d[1] = logpick(u[1], 64, gpu ? 8192 : 2048, 64);
-      d[0] = logpick(u[0], 64, gpu ? 1 << 20 : 65536, 64);
+      if (gpu) {
+        d[1] = logpick(u[1], 64, 8192, 64);
+        d[0] = logpick(u[0], 64, 1 << 20, 64);
+      } else {
+        double n = (double)twopick(u[0], 1 << 12, mid, big, 1);
+        d[1] = logpick(u[1], 64, fmin(2048.0, n / 64.0), 64);
+        d[0] = roundq(fmax(64.0, n / (double)d[1]), 64);
+      }
       if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_SOFTMAX, vpick(i, SC_SOFTMAX_VARIANT_COUNT), 2, d);
     } else if (strcmp(fam, "elementwise") == 0) {
-      d[0] = logpick(u[0], 1 << 10, big, 64);
+      d[0] = gpu ? logpick(u[0], 1 << 10, big, 64) : twopick(u[0], 1 << 10, mid, big, 64);
       rc = plan_add(p, SC_OP_ELEMENTWISE, vpick(i, SC_EW_VARIANT_COUNT), 1, d);
     } else if (strcmp(fam, "embedding") == 0) {
       d[0] = logpick(u[0], 64, 4096, 16);
       d[1] = logpick(u[1], 64, 2048, 64);
-      d[2] = logpick(u[2], 1024, 65536, 64);
+      if (gpu) {
+        d[2] = logpick(u[2], 1024, 65536, 64);
+      } else { /* the table (vocab_rows x hidden) half below, half above mid */
+        double n = (double)twopick(u[2], 1 << 16, mid, big, 1);
+        d[2] = roundq(fmax(1024.0, n / (double)d[1]), 64);
+      }
       if ((double)d[2] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_EMBEDDING, vpick(i, SC_EMBED_VARIANT_COUNT), 3, d);
     } else if (strcmp(fam, "cross_entropy") == 0) {
-      d[0] = logpick(u[0], 16, 2048, 16);
-      d[1] = logpick(u[1], 1024, 65536, 64);
+      if (gpu) {
+        d[0] = logpick(u[0], 16, 2048, 16);
+        d[1] = logpick(u[1], 1024, 65536, 64);
+      } else {
+        double n = (double)twopick(u[0], 1 << 14, mid, big, 1);
+        d[1] = logpick(u[1], 1024, fmin(65536.0, n / 16.0), 64);
+        d[0] = roundq(fmax(16.0, n / (double)d[1]), 16);
+      }
       if ((double)d[0] * d[1] > big) continue;
       rc = plan_add(p, SC_OP_CROSS_ENTROPY, vpick(i, SC_CE_VARIANT_COUNT), 2, d);
     } else { /* optimizer */
-      d[0] = logpick(u[0], 1 << 10, gpu ? 1 << 28 : 1 << 25, 64);
+      d[0] = gpu ? logpick(u[0], 1 << 10, 1 << 28, 64) : twopick(u[0], 1 << 10, mid, big, 64);
       rc = plan_add(p, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, 1, d);
     }
     if (rc != SC_OK) return rc;
@@ -428,6 +464,7 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
 int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
   char hw_name[64] = "host-cpu";
+  double plan_mid = 4194304.0;
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
   int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
@@ -532,6 +569,14 @@ int sc_cli_sample(int argc, char **argv) {
   gpu = strcmp(device, "cpu") != 0; /* an accelerator (the cuda plugin): bf16, larger plan */
   if (gpu) dtype = SC_DTYPE_BF16;
 
+  /* The CPU plan puts half of each memory-bound family's points past the last-level cache
+   * (mid: the elements at which about 8 bytes each fill it), where real layers run; a fit
+   * whose training shapes all fit in the cache cannot know the DRAM regime. */
+  {
+    int lv = 0;
+    double llc = last_level_cache_bytes(&lv);
+    plan_mid = (llc > 0 ? llc : 32.0 * 1024 * 1024) / 8.0;
+  }
   { /* the plan, families interleaved so that a spent budget keeps every family */
     static const struct { const char *name, *fam; uint32_t count; } parts[] = {
         {"gemm", "gemm", 48},       {"gemm.batched", "gemm", 16}, {"attention", "attention", 48},
@@ -544,7 +589,7 @@ int sc_cli_sample(int argc, char **argv) {
     for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
       if (!want(families, parts[k].fam)) continue;
       prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
-                        gpu);
+                        gpu, plan_mid);
       if (per[k].n > maxn) maxn = per[k].n;
     }
     for (size_t j = 0; j < maxn && prc == SC_OK; j++) {
