@@ -380,6 +380,34 @@ START_TEST(test_attention_softmax_rate) {
 }
 END_TEST
 
+/* A write-allocate device (mem_bw_Bps = STREAM Add's count): fresh writes are read first and
+ * the bytes that move go at 4/3 of the counted rate, so STREAM Add itself is unchanged, an
+ * in-place update is faster and a copy slower; without the flag, bytes / mem_bw_Bps. */
+START_TEST(test_write_allocate) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e11;
+  dev.mem_efficiency = 1.0;
+  dev.launch_s = 0.0;
+  dev.write_allocate = 1;
+  sc_estimate e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 12e6 / 1e11); /* (12 + 4) bytes at 4/3 x 1e11 */
+  e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
+  REL(e.time_s, 8e6 / (1e11 * 4.0 / 3.0)); /* in place: nothing fresh */
+  e = run(&dev, DESC("memcpy", 0, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 3e6 / (1e11 * 4.0 / 3.0)); /* 2e6 bytes + the destination read first */
+  e = run(&dev, DESC("optimizer", SC_OPTIM_ADAM, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, fmax(14e6 / dev.peak_flops_per_s[SC_DTYPE_FP32], 28e6 / (1e11 * 4.0 / 3.0)));
+  /* GEMMs state no fresh bytes: the counted rate, as without the flag */
+  sc_device nwa = dev;
+  nwa.write_allocate = 0;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 8, 8, 65536));
+  sc_estimate e2 = run(&nwa, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 8, 8, 65536));
+  REL(e.time_s, e2.time_s);
+  e = run(&nwa, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
+  REL(e.time_s, 8e6 / 1e11);
+}
+END_TEST
+
 /* fp32 logits are not cast: cross-entropy moves 24 (forward) and 8 (backward) bytes per
  * logit; bf16 logits add the cast to fp32 and back (e + 4 each way). */
 START_TEST(test_cross_entropy_fp32_no_cast) {
@@ -536,6 +564,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_kernel_rates);
   tcase_add_test(tc, test_cross_entropy_fp32_no_cast);
   tcase_add_test(tc, test_attention_softmax_rate);
+  tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

@@ -206,6 +206,11 @@ START_TEST(hardware_contents) {
   ck_assert(d.attention_fwd_efficiency > 0 && d.attention_fwd_efficiency <= 1);
   ck_assert(d.attention_bwd_efficiency > 0 && d.attention_bwd_efficiency <= 1);
   ck_assert(d.kernel_rates[0].family[0] == '\0'); /* no per-kernel rates stated */
+  ck_assert_int_eq(d.write_allocate, 0);
+  ck_assert_msg(sc_hardware_load(reg, "host-cpu", &d, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(d.write_allocate, 1);
+  ck_assert(sc_device_kernel_rate(&d, "norm", 1) > 0);
+  ck_assert_msg(sc_hardware_load(reg, "h100-sxm5-80gb", &d, &err) == SC_OK, "%s", err.msg);
   /* a GPU file may state per-kernel rates too */
   {
     char path[SC_PATH_MAX];
@@ -281,6 +286,7 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_bad_kernel_name.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.ln'", "variant index"},
   {"hw_cpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.1'", "must be > 0"},
   {"hw_gpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":15:1: ", "key 'kernel_flops_per_s.norm.0'", "expected a number"},
+  {"hw_cpu_bad_write_allocate.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'write_allocate'", "expected a boolean"},
   {"hw_cpu_bad_kernel_table.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'kernel_flops_per_s.norm'", "must be a table"},
 };
 

@@ -11,7 +11,8 @@
  * fp32 logits have no casts (PyTorch's .float() of an fp32 tensor returns it): forward 24,
  * backward 8 bytes per logit.
  * Working set (for the cache hit rate): e bytes per logit, plus 4 when cast: the passes
- * run in place over the same rows.
+ * run in place over the same rows. Fresh writes (for a write-allocate device): only the
+ * casts' outputs (4, and e back).
  * The three all-reduces over the tensor-parallel group are collectives, not part of this.
  * Arithmetic at the device's fp32 rate.
  */
@@ -36,8 +37,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double cast = op->dtype == SC_DTYPE_FP32 ? 0.0 : e + 4.0; /* to fp32 and (bwd) back */
   double flops = (bwd ? 2.0 : 5.0) * N, bytes = (cast + (bwd ? 8.0 : 24.0)) * N;
   /* working set: the logits, and their fp32 copy when cast (the passes are in place) */
-  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
-                     (e + (cast > 0.0 ? 4.0 : 0.0)) * N, out);
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
+                      (e + (cast > 0.0 ? 4.0 : 0.0)) * N,
+                      cast > 0.0 ? (bwd ? e : 4.0) * N : 0.0, out); /* fresh: the casts' outputs */
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log10(v), (double)bwd};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];

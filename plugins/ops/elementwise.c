@@ -24,6 +24,7 @@
  *   ADD                     3e         1      a, b | c
  *   ROPE_FWD, ROPE_BWD      2e         3      x | y   (x cos + rotate(x) sin; the cos/sin
  *                                                      tables are small and cache-resident)
+ * Every write is to a new output (the after-bar columns: fresh for a write-allocate device).
  * Arithmetic at the device's fp32 rate. Features add two flags the FLOP and byte counts do
  * not separate: `rng` (the variant draws a random number per element) and `backward`.
  */
@@ -37,18 +38,19 @@ static const char *const feature_names[] = {"log10_bytes",       "log10_elements
 
 /* Per element: bytes = a * e + c, flops, whether a random number is drawn, backward.
  * Indexed by variant. */
-static const struct { double a, c, flops, rng, bwd; } cost[SC_EW_VARIANT_COUNT] = {
-    [SC_EW_GELU_FWD] = {2, 0, 10, 0, 0},
-    [SC_EW_GELU_BWD] = {3, 0, 19, 0, 1},
-    [SC_EW_SWIGLU_FWD] = {3, 0, 5, 0, 0},
-    [SC_EW_SWIGLU_BWD] = {5, 0, 10, 0, 1},
-    [SC_EW_DROPOUT_FWD] = {2, 1, 12, 1, 0},
-    [SC_EW_DROPOUT_BWD] = {2, 1, 2, 0, 1},
-    [SC_EW_BIAS_DROPOUT_ADD_FWD] = {3, 1, 14, 1, 0},
-    [SC_EW_BIAS_DROPOUT_ADD_BWD] = {2, 1, 2, 0, 1},
-    [SC_EW_ADD] = {3, 0, 1, 0, 0},
-    [SC_EW_ROPE_FWD] = {2, 0, 3, 0, 0},
-    [SC_EW_ROPE_BWD] = {2, 0, 3, 0, 1},
+static const struct { double a, c, flops, rng, bwd, wa, wc; } cost[SC_EW_VARIANT_COUNT] = {
+    /* ..., written bytes per element = wa * e + wc (all fresh outputs) */
+    [SC_EW_GELU_FWD] = {2, 0, 10, 0, 0, 1, 0},
+    [SC_EW_GELU_BWD] = {3, 0, 19, 0, 1, 1, 0},
+    [SC_EW_SWIGLU_FWD] = {3, 0, 5, 0, 0, 1, 0},
+    [SC_EW_SWIGLU_BWD] = {5, 0, 10, 0, 1, 2, 0},
+    [SC_EW_DROPOUT_FWD] = {2, 1, 12, 1, 0, 1, 1},
+    [SC_EW_DROPOUT_BWD] = {2, 1, 2, 0, 1, 1, 0},
+    [SC_EW_BIAS_DROPOUT_ADD_FWD] = {3, 1, 14, 1, 0, 1, 1},
+    [SC_EW_BIAS_DROPOUT_ADD_BWD] = {2, 1, 2, 0, 1, 1, 0},
+    [SC_EW_ADD] = {3, 0, 1, 0, 0, 1, 0},
+    [SC_EW_ROPE_FWD] = {2, 0, 3, 0, 0, 1, 0},
+    [SC_EW_ROPE_BWD] = {2, 0, 3, 0, 1, 1, 0},
 };
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
@@ -63,7 +65,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double e = sc__op_dtype_bytes(op->dtype);
   double bpe = cost[op->variant].a * e + cost[op->variant].c;
   double flops = cost[op->variant].flops * n, bytes = bpe * n;
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  double fresh = (cost[op->variant].wa * e + cost[op->variant].wc) * n; /* new outputs */
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes, fresh, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(n), bpe, cost[op->variant].flops,
                          cost[op->variant].rng, cost[op->variant].bwd};
   out->nfeatures = NFEATURES;

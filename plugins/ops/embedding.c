@@ -42,7 +42,10 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   /* working set: the backward touches the gradient table twice (zero-fill, read) and the
    * fp32 main gradient twice (read, write) */
   double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0) : bytes;
-  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws, out);
+  /* fresh writes: the forward's output; the backward writes in place (the large zero-fill
+   * is a streaming store, which reads nothing) */
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
+                      bwd ? 0.0 : e * t * h, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;

@@ -15,7 +15,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int rc = sc__op_check(dev, op, out, "memcpy", 1, dim_names, 1, 0, err);
   if (rc != SC_OK) return rc;
   double bytes = 2.0 * (double)op->dims[0];
-  sc__op_roofline(dev, 1.0, 1.0, 0.0, bytes, out);
+  /* the destination is a fresh write (read first by a write-allocate device) */
+  sc__op_roofline_mem(dev, 1.0, dev->flops_efficiency, 1.0, 0.0, bytes, bytes, 0.5 * bytes, out);
   out->nfeatures = NFEATURES;
   out->features[0] = sc__op_log10(bytes);
   return SC_OK;

@@ -13,6 +13,7 @@
  *                  + 4 rows (fp32 rstd)
  *   RMSNorm bwd:   flops 9 N (x_hat 1, dgamma 2, g 1, row sum of g x_hat 2,
  *                  dx = rstd (g - x_hat mean(g x_hat)) 3); bytes 3eN + 4 rows + 4 cols + e cols
+ * Fresh writes (for a write-allocate device): y or dx, e N, and the forward's statistics.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -48,7 +49,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     flops = 9.0 * N;
     bytes = 3.0 * e * N + 4.0 * rows + 4.0 * cols + e * cols;
   }
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  /* fresh writes: y (forward) or dx (backward) and the fp32 per-row statistics */
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes,
+                      e * N + (bwd ? 0.0 : (rms ? 4.0 : 8.0) * rows), out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols),
                          (double)rms, (double)bwd};
   out->nfeatures = NFEATURES;

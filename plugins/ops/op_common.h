@@ -106,17 +106,24 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
  * hit rate when the device states cache_bw_Bps; bytes (the traffic) is what moves. They
  * differ for kernels that pass over the same data more than once (an in-place softmax, a
  * read-modify-write). */
-static inline void sc__op_roofline_ws(const sc_device *dev, double peak, double eff,
-                                      double util, double flops, double bytes,
-                                      double footprint, sc_estimate *out) {
+/* fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
+ * write-allocate device (dev->write_allocate) reads first; < 0 = not stated, the STREAM-like
+ * mix the device's bandwidth was measured with (bytes at mem_bw_Bps). */
+static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double eff,
+                                       double util, double flops, double bytes,
+                                       double footprint, double fresh, sc_estimate *out) {
   double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
   double dram = dev->mem_bw_Bps * dev->mem_efficiency, tm;
+  /* the DRAM time of the traffic: STREAM Add counts 12 bytes per element of the 16 that
+   * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate */
+  double tdram = (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
+                                                       : bytes / dram;
   if (dev->cache_bw_Bps > dram && dev->l2_bytes > 0.0) {
     /* the share that misses the caches */
     double g = footprint / (footprint + dev->l2_bytes);
-    tm = bytes * (g / dram + (1.0 - g) / dev->cache_bw_Bps);
+    tm = g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps;
   } else {
-    tm = bytes / dram;
+    tm = tdram;
   }
   double t = tc > tm ? tc : tm;
   memset(out, 0, sizeof *out);
@@ -128,6 +135,13 @@ static inline void sc__op_roofline_ws(const sc_device *dev, double peak, double 
   out->busbw_Bps = 0.0;
   out->bound_tier = -1;
   out->nfeatures = 0;
+}
+
+/* The roofline with a working set and the bandwidth's own read/write mix. */
+static inline void sc__op_roofline_ws(const sc_device *dev, double peak, double eff,
+                                      double util, double flops, double bytes,
+                                      double footprint, sc_estimate *out) {
+  sc__op_roofline_mem(dev, peak, eff, util, flops, bytes, footprint, -1.0, out);
 }
 
 /* The roofline whose working set is its traffic (each byte touched once). */

@@ -32,8 +32,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double bpp = e < 4.0 ? 28.0 + e : 28.0;
   double flops = 14.0 * n, bytes = bpp * n;
   /* working set: master (or fp32 weight), gradient, m, v, and the low-precision weight */
-  sc__op_roofline_ws(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
-                     (16.0 + (e < 4.0 ? e : 0.0)) * n, out);
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes,
+                      (16.0 + (e < 4.0 ? e : 0.0)) * n, 0.0, out); /* all in place */
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(n)};
   out->nfeatures = NFEATURES;
   for (size_t i = 0; i < NFEATURES; i++) out->features[i] = f[i];

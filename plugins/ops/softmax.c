@@ -10,6 +10,7 @@
  *             on the unmasked elements; the masked ones are written as zero)
  *   backward: bytes 3eN (read y and dy, write dx); flops 5N (y*dy, row sum, subtract,
  *             * y, scale)
+ * Fresh writes (for a write-allocate device): the output, e N.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -33,7 +34,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double whole = floor(rows / cols), m = rows - whole * cols;
   double V = whole * cols * (cols + 1.0) / 2.0 + m * (m + 1.0) / 2.0;
   double flops = bwd ? 5.0 * N : 7.0 * V, bytes = (bwd ? 3.0 : 2.0) * e * N;
-  sc__op_roofline(dev, peak, 1.0, flops, bytes, out);
+  /* fresh writes: the probabilities (forward) or dx (backward) */
+  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes, e * N, out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols), (double)bwd,
                          V / N};
   out->nfeatures = NFEATURES;

@@ -192,6 +192,12 @@ typedef struct sc_device {
     char family[32];
     double flops_per_s[SC_KERNEL_RATE_VARIANTS]; /* by variant index; 0 = not stated */
   } kernel_rates[SC_KERNEL_RATE_FAMILIES];
+  /* Appended at ABI 1.0 (0 = no): 1 when the device's caches read a line from memory before
+   * a store that does not update data just read (write-allocate, as x86 CPUs do) and its
+   * mem_bw_Bps is STREAM Add's count (12 bytes per element while 16 moved). Operators that
+   * state their freshly written bytes then pay them twice at 4/3 of mem_bw_Bps; in-place
+   * updates and pure reads move only their bytes (docs/operators.md). */
+  int write_allocate;
 } sc_device;
 
 /* The stated rate of (family, variant) on dev, or 0 when none is stated. */
