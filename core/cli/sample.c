@@ -425,7 +425,8 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   fprintf(o, "flops_efficiency = 1.0  # the peak below is the achieved sgemm rate\n");
   fprintf(o, "mem_efficiency = 1.0  # the bandwidth above is the achieved STREAM rate\n");
   fprintf(o, "write_allocate = true  # a store to a line not in cache reads it first, so STREAM "
-             "Add moves 16 bytes per element of the 12 it counts\n");
+             "Add moves 16 bytes per element of the 12 it counts (STREAM reference page, "
+             "\"Counting Bytes and FLOPS\", https://www.cs.virginia.edu/stream/ref.html)\n");
   fprintf(o, "vector_flops_per_s = %.4g  # MEASURED: layer-norm forward 256 x 1024, 7 flops per "
              "element: vector kernels without a rate below (micro.vector_flops_per_s)\n",
           r->vector);
