@@ -33,6 +33,9 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
  * sc_registry_free. Defined in plugins.c. */
 int sc_cli_registry_open(sc_registry **out, sc_error *err);
 
+/* "compute", "memory", "latency" or "bandwidth" ("?" out of range). Defined in main.c. */
+const char *sc_cli_bound_name(sc_bound b);
+
 /* "stepcast <subcommand> <args...>" into buf (cut to cap - 1 bytes), for the headers of the
  * files a subcommand writes; argv as the subcommand received it. */
 void sc_cli_command_line(int argc, char **argv, char *buf, size_t cap);

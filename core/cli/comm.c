@@ -88,15 +88,6 @@ static const dtype_row dtypes[] = {
     {"int8", SC_DTYPE_INT8, 1},  {"fp8", SC_DTYPE_FP8, 1},
 };
 
-static const char *bound_name(sc_bound b) {
-  switch (b) {
-  case SC_BOUND_LATENCY: return "latency";
-  case SC_BOUND_BANDWIDTH: return "bandwidth";
-  case SC_BOUND_MEMORY: return "memory";
-  default: return "compute";
-  }
-}
-
 static int open_registry(sc_registry **reg, sc_error *err) {
   return sc_cli_registry_open(reg, err);
 }
@@ -391,10 +382,10 @@ int sc_cli_comm(int argc, char **argv) {
              "\"bound\":\"%s\",\"bound_tier\":\"%s\"}",
              first ? "" : ",", bytes, count, e.time_s, algbw, busbw,
              chosen ? chosen->algorithm : "", proto ? proto : "", chosen ? chosen->hdr.name : "",
-             bound_name(e.bound), tier);
+             sc_cli_bound_name(e.bound), tier);
     } else if (csv) {
       printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s,%s\n", bytes, count, dt->name, e.time_s * 1e6,
-             algbw / 1e9, busbw / 1e9, chosen ? chosen->algorithm : "", bound_name(e.bound),
+             algbw / 1e9, busbw / 1e9, chosen ? chosen->algorithm : "", sc_cli_bound_name(e.bound),
              tier);
     } else {
       double us = e.time_s * 1e6;
@@ -406,7 +397,8 @@ int sc_cli_comm(int argc, char **argv) {
       else if (us >= 100.0) printf("%7.1f", us);
       else printf("%7.2f", us);
       printf("  %6.2f  %6.2f  %s/%-6s %s@%s\n", algbw / 1e9, busbw / 1e9,
-             chosen ? chosen->algorithm : "?", proto ? proto : "?", bound_name(e.bound), tier);
+             chosen ? chosen->algorithm : "?", proto ? proto : "?", sc_cli_bound_name(e.bound),
+             tier);
     }
     first = 0;
   }

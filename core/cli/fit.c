@@ -359,11 +359,8 @@ int sc_cli_fit(int argc, char **argv) {
         fprintf(rows, "%s,%u,%u", fd->family, set.rows[i].line, d->variant);
         for (uint32_t j = 0; j < 8; j++)
           fprintf(rows, ",%lld", j < d->ndims ? (long long)d->dims[j] : 0LL);
-        static const char *const bound_names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
-                                                                "bandwidth"};
         fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
-                (unsigned)e.bound < SC_BOUND_COUNT ? bound_names[e.bound] : "?", e.time_s,
-                fd->meas[k], fd->meas[k] / e.time_s);
+                sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
       }
       fd->order[k] = k;
       k++;

@@ -36,6 +36,12 @@ static const sc_cli_cmd commands[] = {
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
+const char *sc_cli_bound_name(sc_bound b) {
+  static const char *const names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
+                                                    "bandwidth"};
+  return (unsigned)b < SC_BOUND_COUNT ? names[b] : "?";
+}
+
 int sc_cli_fail(const sc_error *err) {
   fprintf(stderr, "stepcast: %s\n", err->msg[0] ? err->msg : sc_strerror(err->code));
   return 1;

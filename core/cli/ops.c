@@ -41,8 +41,6 @@ static void ops_usage(FILE *out) {
           "the parameter), 2 usage error. Operator families: docs/operators.md.\n");
 }
 
-static const char *const bound_names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
-                                                        "bandwidth"};
 static const char *const coll_names[SC_COLL_COUNT] = {"all-reduce", "all-gather",
                                                       "reduce-scatter", "all-to-all",
                                                       "broadcast", "send-recv"};
@@ -94,7 +92,7 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
     if (c->fmt == FMT_TABLE) {
       printf("    %-22s %-13s %-26s %5u %12.3f %10.2f  %-8s %11.2f %11.2f\n", o->label,
              o->desc.family, shape, o->repeat, e.flops / 1e9, e.bytes / 1e6,
-             bound_names[e.bound], e.time_s * 1e6, total * 1e6);
+             sc_cli_bound_name(e.bound), e.time_s * 1e6, total * 1e6);
     } else if (c->fmt == FMT_JSON) {
       printf("%s{\"label\": \"%s\", \"family\": \"%s\", \"variant\": %u, \"dtype\": \"%s\", "
              "\"dims\": [",
@@ -106,11 +104,11 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       printf("], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, \"bytes\": %.17g, "
              "\"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
              o->repeat, o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
-             bound_names[e.bound], e.time_s, total);
+             sc_cli_bound_name(e.bound), e.time_s, total);
     } else {
       printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,
              phase, o->label, o->desc.family, o->desc.variant, sc_dtype_name(o->desc.dtype), shape,
-             o->repeat, e.flops, e.bytes, bound_names[e.bound], e.time_s, total);
+             o->repeat, e.flops, e.bytes, sc_cli_bound_name(e.bound), e.time_s, total);
     }
   }
   if (c->fmt == FMT_JSON) printf("], \"colls\": [");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "plugin/registry_int.h"
 #include "stepcast/estimate.h"
 #include "stepcast/ops.h"
 
@@ -167,6 +168,12 @@ static const kernel_micro kernel_micros[] = {
     {"cross_entropy", SC_CE_BWD, 2, {8, 4096, 0}, "cross-entropy backward"},
 };
 #define NKERNEL_MICROS (sizeof kernel_micros / sizeof kernel_micros[0])
+
+/* " d0 x d1 ..." of a kernel microbenchmark's shape. */
+static void print_dims(FILE *o, const kernel_micro *km) {
+  for (uint32_t j = 0; j < km->ndims; j++)
+    fprintf(o, "%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+}
 
 /* Measure every kernel_micros entry of a family in families (NULL = all) on hw; rate[i] is 0
  * for the skipped ones. FLOPs come from the operator plugins (on dev with its fp32 rate). */
@@ -384,6 +391,19 @@ static double last_level_cache_bytes(int *level) {
   return best;
 }
 
+/* This machine's capacities, read once: memory and the last-level cache (0 = unknown). */
+typedef struct host_caps {
+  double mem, llc;
+  int llc_level;
+} host_caps;
+
+static host_caps read_host_caps(void) {
+  host_caps c;
+  c.mem = mem_total_bytes();
+  c.llc = last_level_cache_bytes(&c.llc_level);
+  return c;
+}
+
 /* What the CPU microbenchmarks measured: the [hardware] file they imply. */
 typedef struct cpu_rates {
   double gemm, mem_bw, cache_bw, launch, vector;
@@ -395,10 +415,10 @@ typedef struct cpu_rates {
  * the microbenchmark it comes from, the capacities with the file of this machine they come
  * from. SC_ENOTFOUND when the machine does not tell its memory or cache size. */
 static int write_cpu_hardware(FILE *o, const char *name, const char *model, long threads,
-                              const cpu_rates *r, const char *cmd, const char *stamp,
-                              sc_error *err) {
-  int llc_level = 0;
-  double mem = mem_total_bytes(), llc = last_level_cache_bytes(&llc_level);
+                              const host_caps *hc, const cpu_rates *r, const char *cmd,
+                              const char *stamp, sc_error *err) {
+  double mem = hc->mem, llc = hc->llc;
+  int llc_level = hc->llc_level;
   if (!(mem > 0) || !(llc > 0))
     return sc_error_set(err, SC_ENOTFOUND, "sample: this machine does not give its %s "
                         "(/proc/meminfo MemTotal, /sys/devices/system/cpu/cpu0/cache/)",
@@ -447,8 +467,7 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
       if (strcmp(kernel_micros[j].family, km->family) == 0 && r->krate[j] > 0) first = 0;
     if (first) fprintf(o, "\n[hardware.kernel_flops_per_s.%s]\n", km->family);
     fprintf(o, "%u = %.4g  # MEASURED: %s", km->variant, r->krate[k], km->what);
-    for (uint32_t j = 0; j < km->ndims; j++)
-      fprintf(o, "%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+    print_dims(o, km);
     fprintf(o, " (micro.kernel.%s.%u_flops_per_s)\n", km->family, km->variant);
   }
   if (r->attn_sm[0] > 0 || r->attn_sm[1] > 0) {
@@ -468,6 +487,7 @@ int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
   char hw_name[64] = "host-cpu";
   double plan_mid = 4194304.0;
+  host_caps caps = {0, 0, 0};
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
   int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
@@ -528,14 +548,10 @@ int sc_cli_sample(int argc, char **argv) {
     if (n < 6 || strcmp(base + n - 5, ".toml") != 0 || n - 5 >= sizeof hw_name)
       return sc_cli_usage_error("sample", "--hardware-out: '%s' is not <name>.toml with a name "
                                 "of 1 to %zu characters", hw_out, sizeof hw_name - 1);
-    for (size_t k = 0; k + 5 < n; k++) {
-      char c = base[k];
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.'))
-        return sc_cli_usage_error("sample", "--hardware-out: the name in '%s' may hold only "
-                                  "letters, digits, '-', '_' and '.'", hw_out);
-    }
     snprintf(hw_name, sizeof hw_name, "%.*s", (int)(n - 5), base);
+    if (!sc__is_identifier(hw_name))
+      return sc_cli_usage_error("sample", "--hardware-out: the name in '%s' may hold only "
+                                "letters, digits, '-', '_' and '.'", hw_out);
     if (strcmp(device, "cpu") != 0)
       return sc_cli_usage_error("sample", "--hardware-out: only for --device cpu (a GPU's "
                                 "file states vendor figures; the run prints what it measured)");
@@ -575,11 +591,8 @@ int sc_cli_sample(int argc, char **argv) {
   /* The CPU plan puts half of each memory-bound family's points past the last-level cache
    * (mid: the elements at which about 8 bytes each fill it), where real layers run; a fit
    * whose training shapes all fit in the cache cannot know the DRAM regime. */
-  {
-    int lv = 0;
-    double llc = last_level_cache_bytes(&lv);
-    plan_mid = (llc > 0 ? llc : 32.0 * 1024 * 1024) / 8.0;
-  }
+  caps = read_host_caps();
+  plan_mid = (caps.llc > 0 ? caps.llc : 32.0 * 1024 * 1024) / 8.0;
   { /* the plan, families interleaved so that a spent budget keeps every family */
     static const struct { const char *name, *fam; uint32_t count; } parts[] = {
         {"gemm", "gemm", 48},       {"gemm.batched", "gemm", 16}, {"attention", "attention", 48},
@@ -743,8 +756,7 @@ int sc_cli_sample(int argc, char **argv) {
         fprintf(f, "# micro.kernel.%s.%u_flops_per_s = %.4g\n", km->family, km->variant,
                 krate[k]);
         fprintf(f, "# micro.kernel.%s.%u = %s", km->family, km->variant, km->what);
-        for (uint32_t j = 0; j < km->ndims; j++)
-          fprintf(f, "%s%lld", j ? " x " : " ", (long long)km->dims[j]);
+        print_dims(f, km);
         fprintf(f, " fp32 (the %s plugin's FLOP count): median %.4g s of %u (min %.4g, max "
                 "%.4g)\n", km->family, kmeas[k].median_s, kmeas[k].reps, kmeas[k].min_s,
                 kmeas[k].max_s);
@@ -767,7 +779,8 @@ int sc_cli_sample(int argc, char **argv) {
     if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
       const cpu_rates cr = {gemm_rate, mem_bw, cache_bw, m1.median_s, vector_rate,
                             {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate};
-      if (write_cpu_hardware(stdout, hw_name, model, threads, &cr, cmd, stamp, &err) != SC_OK)
+      if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
+          SC_OK)
         goto fail;
       if (hw_out != NULL) {
         FILE *h = fopen(hw_out, "w");
@@ -775,8 +788,9 @@ int sc_cli_sample(int argc, char **argv) {
           sc_error_set(&err, SC_EIO, "%s: %s", hw_out, strerror(errno));
           goto fail;
         }
-        int hrc = write_cpu_hardware(h, hw_name, model, threads, &cr, cmd, stamp, &err);
-        if (fclose(h) != 0 && hrc == SC_OK) hrc = sc_error_set(&err, SC_EIO, "%s: write error", hw_out);
+        int hrc = write_cpu_hardware(h, hw_name, model, threads, &caps, &cr, cmd, stamp, &err);
+        if (fclose(h) != 0 && hrc == SC_OK)
+          hrc = sc_error_set(&err, SC_EIO, "%s: write error", hw_out);
         if (hrc != SC_OK) goto fail;
       }
     } else {

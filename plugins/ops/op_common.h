@@ -105,8 +105,8 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
  * footprint: the distinct bytes the kernel touches (its working set), which sets the cache
  * hit rate when the device states cache_bw_Bps; bytes (the traffic) is what moves. They
  * differ for kernels that pass over the same data more than once (an in-place softmax, a
- * read-modify-write). */
-/* fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
+ * read-modify-write).
+ * fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
  * write-allocate device (dev->write_allocate) reads first; < 0 = not stated, the STREAM-like
  * mix the device's bandwidth was measured with (bytes at mem_bw_Bps). */
 static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double eff,
@@ -137,24 +137,12 @@ static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double
   out->nfeatures = 0;
 }
 
-/* The roofline with a working set and the bandwidth's own read/write mix. */
-static inline void sc__op_roofline_ws(const sc_device *dev, double peak, double eff,
-                                      double util, double flops, double bytes,
-                                      double footprint, sc_estimate *out) {
-  sc__op_roofline_mem(dev, peak, eff, util, flops, bytes, footprint, -1.0, out);
-}
-
-/* The roofline whose working set is its traffic (each byte touched once). */
+/* The roofline whose working set is its traffic (each byte touched once), at the
+ * bandwidth's own read/write mix. */
 static inline void sc__op_roofline_eff(const sc_device *dev, double peak, double eff,
                                        double util, double flops, double bytes,
                                        sc_estimate *out) {
-  sc__op_roofline_ws(dev, peak, eff, util, flops, bytes, bytes, out);
-}
-
-/* The roofline at the device's general flops_efficiency. */
-static inline void sc__op_roofline(const sc_device *dev, double peak, double util,
-                                   double flops, double bytes, sc_estimate *out) {
-  sc__op_roofline_eff(dev, peak, dev->flops_efficiency, util, flops, bytes, out);
+  sc__op_roofline_mem(dev, peak, eff, util, flops, bytes, bytes, -1.0, out);
 }
 
 /* log10(max(x, 1)): features stay finite for zero-FLOP operators. */

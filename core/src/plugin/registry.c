@@ -132,19 +132,6 @@ static const char *sc__kind_name(uint32_t kind) {
   }
 }
 
-/* [A-Za-z0-9_.-]+ */
-static int sc__is_identifier(const char *s) {
-  if (s == NULL || *s == '\0') return 0;
-  for (; *s != '\0'; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '.' || c == '-')) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 void sc__registry_narrate(const sc_registry *reg, const char *fmt, ...) {
   char msg[SC_ERROR_MSG_MAX + 256];
   va_list ap;
