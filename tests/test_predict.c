@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sc_config.h"
+#include "fixtures.h"
 #include "stepcast/predict.h"
 #include "stepcast/report.h"
 #include "stepcast/stepcast.h"
@@ -34,24 +35,9 @@ static void teardown(void) {
   reg = NULL;
 }
 
-/* A GPT-2-medium-like model: 16 heads of 64, 4h MLP, GELU, learned positions. */
+/* A GPT-2-medium-like model (tests/fixtures.h), untied embeddings. */
 static void small_model(sc_model *m, int64_t layers) {
-  sc_error err;
-  memset(m, 0, sizeof *m);
-  snprintf(m->name, sizeof m->name, "test-small");
-  m->layers = layers;
-  m->hidden = 1024;
-  m->ffn_hidden = 4096;
-  m->heads = 16;
-  m->kv_heads = 16;
-  m->vocab = 50304;
-  m->max_seq = 1024;
-  m->activation = SC_ACT_GELU;
-  m->norm = SC_NORM_LAYERNORM;
-  m->position = SC_POS_LEARNED;
-  m->linear_bias = 1;
-  sc_error_clear(&err);
-  ck_assert_msg(sc_model_finish(m, &err) == SC_OK, "%s", err.msg);
+  sc_test_gpt_model(m, "test-small", layers, 0);
 }
 
 static void par(sc_parallel *p, uint32_t tp, uint32_t pp, uint32_t dp, uint32_t gb) {

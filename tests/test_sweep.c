@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sc_config.h"
+#include "fixtures.h"
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/sweep.h"
@@ -22,25 +23,7 @@ static sc_model model;
 
 /* A GPT-2-medium-like model with 12 layers (divisible by pp 1, 2, 3, 4, 6 and by vp 2, 3),
  * tied embeddings so that the first/last-stage gradient all-reduce is exercised. */
-static void small_model(sc_model *m) {
-  sc_error err;
-  memset(m, 0, sizeof *m);
-  snprintf(m->name, sizeof m->name, "test-sweep");
-  m->layers = 12;
-  m->hidden = 1024;
-  m->ffn_hidden = 4096;
-  m->heads = 16;
-  m->kv_heads = 16;
-  m->vocab = 50304;
-  m->max_seq = 1024;
-  m->activation = SC_ACT_GELU;
-  m->norm = SC_NORM_LAYERNORM;
-  m->position = SC_POS_LEARNED;
-  m->tied_embeddings = 1;
-  m->linear_bias = 1;
-  sc_error_clear(&err);
-  ck_assert_msg(sc_model_finish(m, &err) == SC_OK, "%s", err.msg);
-}
+static void small_model(sc_model *m) { sc_test_gpt_model(m, "test-sweep", 12, 1); }
 
 static void setup(void) {
   sc_error err;
