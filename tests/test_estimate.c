@@ -319,6 +319,10 @@ START_TEST(residuals_malformed) {
       {"resid_bad_json", "broken.json", SC_EIO},
       {"resid_unknown_key", "key 'colour': unknown key", SC_ESPEC},
       {"resid_two_active", "two active models", SC_ESPEC},
+      {"resid_bad_range_len", "residuals.toml:11:16: key 'target_range': must be [low, high]",
+       SC_ESPEC},
+      {"resid_bad_range_order", "key 'target_range': must be [low, high] with low <= high",
+       SC_ESPEC},
       {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

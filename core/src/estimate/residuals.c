@@ -137,12 +137,16 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
     if ((rc = get_num(file, v, "intercept", &m->intercept, err)) != SC_OK) return rc;
     v = sc__toml_get(tab, "lambda");
     if (v != NULL && (rc = get_num(file, v, "lambda", &m->lambda, err)) != SC_OK) return rc;
-    if (sc__toml_get(tab, "target_range") != NULL) {
+    v = sc__toml_get(tab, "target_range");
+    if (v != NULL) {
       double r[2];
-      if ((rc = get_vec(file, tab, "target_range", 2, r, err)) != SC_OK) return rc;
+      if (v->type != SC_TOML_ARRAY || v->u.arr.len != 2)
+        return where_fail(err, file, v, "target_range", "must be [low, high]");
+      for (int j = 0; j < 2; j++)
+        if ((rc = get_num(file, v->u.arr.items[j], "target_range", &r[j], err)) != SC_OK)
+          return rc;
       if (!(r[0] <= r[1]))
-        return where_fail(err, file, sc__toml_get(tab, "target_range"), "target_range",
-                          "must be [low, high] with low <= high");
+        return where_fail(err, file, v, "target_range", "must be [low, high] with low <= high");
       m->y_lo = r[0];
       m->y_hi = r[1];
     }
