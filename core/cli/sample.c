@@ -488,6 +488,7 @@ int sc_cli_sample(int argc, char **argv) {
   char hw_name[64] = "host-cpu";
   double plan_mid = 4194304.0;
   host_caps caps = {0, 0, 0};
+  FILE *hwf = NULL; /* --hardware-out, opened with --out */
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
   int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
@@ -626,6 +627,10 @@ int sc_cli_sample(int argc, char **argv) {
   f = fopen(out, "w");
   if (f == NULL) {
     sc_error_set(&err, SC_EIO, "%s: %s", out, strerror(errno));
+    goto fail;
+  }
+  if (hw_out != NULL && (hwf = fopen(hw_out, "w")) == NULL) { /* before the measurements */
+    sc_error_set(&err, SC_EIO, "%s: %s", hw_out, strerror(errno));
     goto fail;
   }
   cpu_model(model, sizeof model);
@@ -782,15 +787,11 @@ int sc_cli_sample(int argc, char **argv) {
       if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;
-      if (hw_out != NULL) {
-        FILE *h = fopen(hw_out, "w");
-        if (h == NULL) {
-          sc_error_set(&err, SC_EIO, "%s: %s", hw_out, strerror(errno));
-          goto fail;
-        }
-        int hrc = write_cpu_hardware(h, hw_name, model, threads, &caps, &cr, cmd, stamp, &err);
-        if (fclose(h) != 0 && hrc == SC_OK)
+      if (hwf != NULL) {
+        int hrc = write_cpu_hardware(hwf, hw_name, model, threads, &caps, &cr, cmd, stamp, &err);
+        if (fclose(hwf) != 0 && hrc == SC_OK)
           hrc = sc_error_set(&err, SC_EIO, "%s: write error", hw_out);
+        hwf = NULL;
         if (hrc != SC_OK) goto fail;
       }
     } else {
@@ -848,6 +849,7 @@ fail:
   rc = sc_cli_fail(&err);
 done:
   if (f != NULL) fclose(f);
+  if (hwf != NULL) fclose(hwf);
   free(pl.ops);
   sc_registry_free(reg);
   return rc;
