@@ -141,14 +141,14 @@ static void collmemo_key(const sc_work_coll *wc, const char *algo, sc__collmemo_
   k->bytes = wc->bytes;
 }
 
-/* MurmurHash3's 64-bit finaliser: every input bit reaches every output bit. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
+void sc__memory_usage_of(const sc_memory *worst, double capacity_bytes, sc_memory_usage *mu) {
+  memset(mu, 0, sizeof *mu);
+  mu->weights_bytes = worst->weights_bytes;
+  mu->grads_bytes = worst->grads_bytes;
+  mu->optimizer_bytes = worst->optimizer_bytes;
+  mu->activations_bytes = worst->activations_bytes;
+  mu->total_bytes = worst->total_bytes;
+  mu->capacity_bytes = capacity_bytes;
 }
 
 void sc__collmemo_clear(sc__collmemo *m) {
@@ -164,7 +164,7 @@ int sc__collmemo_get(const sc__collmemo *m, const sc_work_coll *wc, const char *
   memcpy(&b, &k.bytes, sizeof b);
   uint64_t x = b ^ ((uint64_t)k.group << 56) ^ ((uint64_t)k.kind << 48) ^
                ((uint64_t)k.nranks << 20) ^ ((uint64_t)k.dtype << 8) ^ k.direct;
-  uint32_t h = (uint32_t)(mix64(x) >> 32) & (SC__COLLMEMO - 1);
+  uint32_t h = (uint32_t)(sc__mix64(x) >> 32) & (SC__COLLMEMO - 1);
   while (m->used[h]) {
     if (memcmp(&m->key[h], &k, sizeof k) == 0) {
       *time_s = m->time_s[h];

@@ -127,13 +127,7 @@ static int fill_memory(const sc_model *m, const sc_parallel *p, const sc_device 
       worst_stage = r;
     }
   }
-  memset(mu, 0, sizeof *mu);
-  mu->weights_bytes = worst.weights_bytes;
-  mu->grads_bytes = worst.grads_bytes;
-  mu->optimizer_bytes = worst.optimizer_bytes;
-  mu->activations_bytes = worst.activations_bytes;
-  mu->total_bytes = worst.total_bytes;
-  mu->capacity_bytes = dev->mem_bytes;
+  sc__memory_usage_of(&worst, dev->mem_bytes, mu);
   if (!o->allow_oom && dev->mem_bytes > 0 && worst.total_bytes > dev->mem_bytes) {
     return sc_error_set(err, SC_ENOFIT,
                         "memory: pipeline stage %u needs %.1f GB per GPU, more than the %.1f GB "

@@ -63,7 +63,7 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err)
       k.dims[i] = d->dims[i];
       x = (x ^ (uint64_t)d->dims[i]) * 0x100000001B3ull;
     }
-    x = sc__sweep_mix64(x);
+    x = sc__mix64(x);
     h = (uint32_t)(x >> 32) & (SC__SWEEP_OMEMO - 1);
     while (om->used[h]) {
       if (okey_eq(&om->key[h], &k)) {
@@ -131,13 +131,7 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_device *d
       return SC_ENOFIT; /* counted by the caller; no message to format */
     if (cand[i] == 0 || mem.total_bytes > worst.total_bytes) worst = mem;
   }
-  memset(mu, 0, sizeof *mu);
-  mu->weights_bytes = worst.weights_bytes;
-  mu->grads_bytes = worst.grads_bytes;
-  mu->optimizer_bytes = worst.optimizer_bytes;
-  mu->activations_bytes = worst.activations_bytes;
-  mu->total_bytes = worst.total_bytes;
-  mu->capacity_bytes = dev->mem_bytes;
+  sc__memory_usage_of(&worst, dev->mem_bytes, mu);
   return SC_OK;
 }
 

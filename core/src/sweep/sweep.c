@@ -201,7 +201,7 @@ typedef struct centry {
 static uint32_t ckey_hash(const ckey *k) {
   const uint32_t *w = (const uint32_t *)k;
   uint64_t h = 0x9E3779B97F4A7C15ull;
-  for (size_t i = 0; i < sizeof *k / sizeof(uint32_t); i++) h = sc__sweep_mix64(h ^ w[i]);
+  for (size_t i = 0; i < sizeof *k / sizeof(uint32_t); i++) h = sc__mix64(h ^ w[i]);
   return (uint32_t)(h >> 32);
 }
 

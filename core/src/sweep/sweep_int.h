@@ -18,15 +18,6 @@ typedef struct sc__sweep_chunk_val {
   double flops[3];
 } sc__sweep_chunk_val;
 
-/* MurmurHash3's 64-bit finaliser: every input bit reaches every output bit. */
-static inline uint64_t sc__sweep_mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
 
 
 /* Operator times on the sweep's one device: a memo keyed by the family literal's address,
