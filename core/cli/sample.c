@@ -142,30 +142,31 @@ typedef struct kernel_micro {
   uint32_t ndims;
   int64_t dims[3];
   const char *what;
+  int row; /* a multi-pass row kernel: its row exposure is measured too */
 } kernel_micro;
 
 static const kernel_micro kernel_micros[] = {
-    {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward"},
-    {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward"},
-    {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward"},
-    {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward"},
-    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward"},
-    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward"},
-    {"elementwise", SC_EW_GELU_FWD, 1, {32768, 0, 0}, "bias + GeLU forward"},
-    {"elementwise", SC_EW_GELU_BWD, 1, {32768, 0, 0}, "bias + GeLU backward"},
-    {"elementwise", SC_EW_SWIGLU_FWD, 1, {32768, 0, 0}, "SwiGLU forward"},
-    {"elementwise", SC_EW_SWIGLU_BWD, 1, {32768, 0, 0}, "SwiGLU backward"},
-    {"elementwise", SC_EW_DROPOUT_FWD, 1, {32768, 0, 0}, "dropout forward"},
-    {"elementwise", SC_EW_DROPOUT_BWD, 1, {32768, 0, 0}, "dropout backward"},
-    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_FWD, 1, {32768, 0, 0}, "bias-dropout-add forward"},
-    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_BWD, 1, {32768, 0, 0}, "bias-dropout-add backward"},
-    {"elementwise", SC_EW_ADD, 1, {32768, 0, 0}, "add"},
-    {"elementwise", SC_EW_ROPE_FWD, 1, {32768, 0, 0}, "rotary embedding forward"},
-    {"elementwise", SC_EW_ROPE_BWD, 1, {32768, 0, 0}, "rotary embedding backward"},
-    {"optimizer", SC_OPTIM_ADAM, 1, {16384, 0, 0}, "AdamW step"},
-    {"embedding", SC_EMBED_BWD, 3, {64, 256, 128}, "embedding backward"},
-    {"cross_entropy", SC_CE_FWD, 2, {8, 4096, 0}, "cross-entropy forward"},
-    {"cross_entropy", SC_CE_BWD, 2, {8, 4096, 0}, "cross-entropy backward"},
+    {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward", 1},
+    {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward", 1},
+    {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward", 1},
+    {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward", 1},
+    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward", 0},
+    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward", 0},
+    {"elementwise", SC_EW_GELU_FWD, 1, {32768, 0, 0}, "bias + GeLU forward", 0},
+    {"elementwise", SC_EW_GELU_BWD, 1, {32768, 0, 0}, "bias + GeLU backward", 0},
+    {"elementwise", SC_EW_SWIGLU_FWD, 1, {32768, 0, 0}, "SwiGLU forward", 0},
+    {"elementwise", SC_EW_SWIGLU_BWD, 1, {32768, 0, 0}, "SwiGLU backward", 0},
+    {"elementwise", SC_EW_DROPOUT_FWD, 1, {32768, 0, 0}, "dropout forward", 0},
+    {"elementwise", SC_EW_DROPOUT_BWD, 1, {32768, 0, 0}, "dropout backward", 0},
+    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_FWD, 1, {32768, 0, 0}, "bias-dropout-add forward", 0},
+    {"elementwise", SC_EW_BIAS_DROPOUT_ADD_BWD, 1, {32768, 0, 0}, "bias-dropout-add backward", 0},
+    {"elementwise", SC_EW_ADD, 1, {32768, 0, 0}, "add", 0},
+    {"elementwise", SC_EW_ROPE_FWD, 1, {32768, 0, 0}, "rotary embedding forward", 0},
+    {"elementwise", SC_EW_ROPE_BWD, 1, {32768, 0, 0}, "rotary embedding backward", 0},
+    {"optimizer", SC_OPTIM_ADAM, 1, {16384, 0, 0}, "AdamW step", 0},
+    {"embedding", SC_EMBED_BWD, 3, {64, 256, 128}, "embedding backward", 0},
+    {"cross_entropy", SC_CE_FWD, 2, {8, 4096, 0}, "cross-entropy forward", 0},
+    {"cross_entropy", SC_CE_BWD, 2, {8, 4096, 0}, "cross-entropy backward", 0},
 };
 #define NKERNEL_MICROS (sizeof kernel_micros / sizeof kernel_micros[0])
 
@@ -197,6 +198,74 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
     int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &op, 9, budget_s, &meas[i], err);
     if (rc != SC_OK) return rc;
     if (e.flops > 0 && meas[i].median_s > 0) rate[i] = e.flops / meas[i].median_s;
+  }
+  return SC_OK;
+}
+
+/* dev's kernel_rates from the measured krate (by kernel_micros; 0 = not measured). */
+static void set_kernel_rates(sc_device *dev, const double *krate) {
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    int i = 0;
+    if (!(krate[k] > 0)) continue;
+    while (i < SC_KERNEL_RATE_FAMILIES && dev->kernel_rates[i].family[0] != '\0' &&
+           strcmp(dev->kernel_rates[i].family, km->family) != 0)
+      i++;
+    if (i == SC_KERNEL_RATE_FAMILIES) continue;
+    snprintf(dev->kernel_rates[i].family, sizeof dev->kernel_rates[i].family, "%s", km->family);
+    dev->kernel_rates[i].flops_per_s[km->variant] = krate[k];
+  }
+}
+
+/* The row exposure of the kernel_micros entries marked row (sc_device_row_exposure): each
+ * timed on rows whose working set is well past the L1 (cols the power of two >= l1 / 4, at
+ * least 1024: 3 bytes and more per column put every norm variant past 3 l1 / 2, where the
+ * ramp is full) over data of 4 x the last-level cache, against the roofline of the same shape
+ * on kd (the measured rates, no exposure): (measured - max(tc, tm)) / min(tc, tm), at least
+ * 0. tc is the FLOPs at the kernel's rate; tm the roofline with that rate made 10^9
+ * times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
+ * measurement and roof[k] = {max, min}. */
+static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
+                                const double *krate, double l1, double llc,
+                                const char *families, double budget_s, double *expo,
+                                int64_t (*dims)[2], sc_measurement *mm, double (*roof)[2],
+                                sc_error *err) {
+  int64_t cols = 1024;
+  while ((double)cols < l1 / 4.0 && cols < 65536) cols *= 2;
+  int64_t rows = (int64_t)ceil(llc / (double)cols / 16.0) * 16; /* 4 x llc bytes of fp32 */
+  if (rows < 16) rows = 16;
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    sc_op_desc op = {0};
+    sc_estimate eo, em;
+    sc_error e2;
+    sc_device fast = *kd;
+    expo[k] = 0.0;
+    dims[k][0] = dims[k][1] = 0;
+    roof[k][0] = roof[k][1] = 0.0;
+    if (!km->row || !want(families, km->family) || !(krate[k] > 0)) continue;
+    op.family = km->family;
+    op.variant = km->variant;
+    op.dtype = SC_DTYPE_FP32;
+    op.ndims = 2;
+    op.dims[0] = rows;
+    op.dims[1] = cols;
+    /* the registry memoises estimates by device name: each device its own */
+    snprintf(fast.name, sizeof fast.name, "%.40s-memory-only", kd->name);
+    for (int i = 0; i < SC_KERNEL_RATE_FAMILIES; i++)
+      if (strcmp(fast.kernel_rates[i].family, km->family) == 0)
+        fast.kernel_rates[i].flops_per_s[km->variant] *= 1e9;
+    if (sc_registry_estimate_op(reg, kd, &op, &eo, &e2) != SC_OK ||
+        sc_registry_estimate_op(reg, &fast, &op, &em, &e2) != SC_OK)
+      return sc_error_set(err, e2.code, "sample: row exposure of the %s: %s", km->what, e2.msg);
+    int rc = hw->measure(sc_registry_state(reg, &hw->hdr), kd, &op, 5, budget_s, &mm[k], err);
+    if (rc != SC_OK) return rc;
+    double tc = eo.flops / krate[k], tm = em.time_s, lo = tc < tm ? tc : tm;
+    dims[k][0] = rows;
+    dims[k][1] = cols;
+    roof[k][0] = eo.time_s;
+    roof[k][1] = lo;
+    if (lo > 0) expo[k] = fmax(0.0, (mm[k].median_s - eo.time_s) / lo);
   }
   return SC_OK;
 }
@@ -361,14 +430,25 @@ static double mem_total_bytes(void) {
   return kb > 0 ? kb * 1024.0 : 0.0;
 }
 
-/* The size of CPU 0's highest cache level from sysfs (e.g. "32768K"), 0 when unknown;
- * *level gets its level. */
-static double last_level_cache_bytes(int *level) {
+/* A sysfs cache size ("32768K", "1M") in bytes, 0 when unreadable. */
+static double sysfs_size(const char *buf) {
+  char *end = NULL;
+  double v = strtod(buf, &end);
+  if (end != NULL && (*end == 'K' || *end == 'k')) v *= 1024.0;
+  else if (end != NULL && (*end == 'M' || *end == 'm')) v *= 1024.0 * 1024.0;
+  return v > 0 ? v : 0.0;
+}
+
+/* CPU 0's caches from sysfs: the size of the highest level (*level gets it) and of the level-1
+ * data cache (*l1d); 0 when unknown. */
+static double cache_bytes(int *level, double *l1d) {
   double best = 0;
   *level = 0;
+  *l1d = 0;
   for (int i = 0; i < 16; i++) {
-    char path[128], buf[64];
+    char path[128], buf[64], type[32] = "";
     int lv = 0;
+    double v = 0;
     FILE *f;
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
     if ((f = fopen(path, "r")) == NULL) continue;
@@ -376,31 +456,34 @@ static double last_level_cache_bytes(int *level) {
     fclose(f);
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
     if ((f = fopen(path, "r")) == NULL) continue;
-    if (fgets(buf, sizeof buf, f) != NULL && lv >= *level) {
-      char *end = NULL;
-      double v = strtod(buf, &end);
-      if (end != NULL && (*end == 'K' || *end == 'k')) v *= 1024.0;
-      else if (end != NULL && (*end == 'M' || *end == 'm')) v *= 1024.0 * 1024.0;
-      if (v > 0) {
-        best = v;
-        *level = lv;
-      }
-    }
+    if (fgets(buf, sizeof buf, f) != NULL) v = sysfs_size(buf);
     fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if ((f = fopen(path, "r")) != NULL) {
+      if (fgets(type, sizeof type, f) == NULL) type[0] = '\0';
+      fclose(f);
+    }
+    if (v > 0 && lv >= *level) {
+      best = v;
+      *level = lv;
+    }
+    if (v > 0 && lv == 1 && (strncmp(type, "Data", 4) == 0 || strncmp(type, "Unified", 7) == 0))
+      *l1d = v;
   }
   return best;
 }
 
-/* This machine's capacities, read once: memory and the last-level cache (0 = unknown). */
+/* This machine's capacities, read once: memory, the last-level and L1 data caches (0 =
+ * unknown). */
 typedef struct host_caps {
-  double mem, llc;
+  double mem, llc, l1d;
   int llc_level;
 } host_caps;
 
 static host_caps read_host_caps(void) {
   host_caps c;
   c.mem = mem_total_bytes();
-  c.llc = last_level_cache_bytes(&c.llc_level);
+  c.llc = cache_bytes(&c.llc_level, &c.l1d);
   return c;
 }
 
@@ -409,6 +492,8 @@ typedef struct cpu_rates {
   double gemm, mem_bw, cache_bw, launch, vector;
   double attn_eff[2], attn_sm[2]; /* forward, backward */
   const double *krate;            /* by kernel_micros; 0 = not measured */
+  const double *rexpo;            /* by kernel_micros: row exposure; 0 = not measured */
+  const int64_t (*rdims)[2];      /* ... and its shape */
 } cpu_rates;
 
 /* Write a complete hardware file for the cpu plugin named name: every measured figure with
@@ -436,6 +521,9 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   fprintf(o, "mem_bytes = %.0f  # MemTotal, /proc/meminfo\n", mem);
   fprintf(o, "l2_bytes = %.0f  # the last-level cache (level %d), "
              "/sys/devices/system/cpu/cpu0/cache\n", llc, llc_level);
+  if (hc->l1d > 0)
+    fprintf(o, "l1_bytes = %.0f  # the level-1 data cache of one core, "
+               "/sys/devices/system/cpu/cpu0/cache\n", hc->l1d);
   fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
              "element (micro.stream_add_bw_Bps)\n", r->mem_bw);
   fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
@@ -470,6 +558,22 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
     print_dims(o, km);
     fprintf(o, " (micro.kernel.%s.%u_flops_per_s)\n", km->family, km->variant);
   }
+  if (hc->l1d > 0) {
+    for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+      const kernel_micro *km = &kernel_micros[k];
+      int first = 1;
+      if (!(r->rdims[k][0] > 0)) continue;
+      for (size_t j = 0; j < k; j++)
+        if (strcmp(kernel_micros[j].family, km->family) == 0 && r->rdims[j][0] > 0) first = 0;
+      if (first)
+        fprintf(o, "\n[hardware.row_exposure.%s]  # the multiple of min(compute, memory) time "
+                   "a row kernel adds once a row outgrows the L1 (l1_bytes)\n",
+                km->family);
+      fprintf(o, "%u = %.3f  # MEASURED: %s %lld x %lld, 4 x the last-level cache "
+                 "(micro.row_exposure.%s.%u)\n", km->variant, r->rexpo[k], km->what,
+              (long long)r->rdims[k][0], (long long)r->rdims[k][1], km->family, km->variant);
+    }
+  }
   if (r->attn_sm[0] > 0 || r->attn_sm[1] > 0) {
     fprintf(o, "\n[hardware.kernel_flops_per_s.attention]\n");
     for (int d = 0; d < 2; d++) {
@@ -487,7 +591,7 @@ int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
   char hw_name[64] = "host-cpu";
   double plan_mid = 4194304.0;
-  host_caps caps = {0, 0, 0};
+  host_caps caps = {0, 0, 0, 0};
   FILE *hwf = NULL; /* --hardware-out, opened with --out */
   double seconds = 240.0;
   long threads = 1, min_reps = 5;
@@ -641,8 +745,9 @@ int sc_cli_sample(int argc, char **argv) {
     sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0}, addc = {0};
     sc_op_desc af2 = {0}, ab2 = {0};
     sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0}, maf2 = {0}, mab2 = {0};
-    sc_measurement kmeas[NKERNEL_MICROS];
-    double krate[NKERNEL_MICROS] = {0};
+    sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
+    double krate[NKERNEL_MICROS] = {0}, rexpo[NKERNEL_MICROS] = {0}, rroof[NKERNEL_MICROS][2];
+    int64_t rdims[NKERNEL_MICROS][2] = {{0, 0}};
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
     const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
@@ -720,6 +825,20 @@ int sc_cli_sample(int argc, char **argv) {
           SC_OK)
         goto fail;
       if (tty) fprintf(stderr, "\n");
+      if (caps.l1d > 0 && caps.llc > 0) {
+        /* the row kernels past the L1, against the device the file will describe */
+        kd.cache_bw_Bps = cache_bw;
+        kd.l2_bytes = caps.llc;
+        kd.write_allocate = 1;
+        kd.vector_flops_per_s = vector_rate;
+        set_kernel_rates(&kd, krate);
+        snprintf(kd.name, sizeof kd.name, "live-%.24s-measured", device);
+        if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
+        if (measure_row_exposure(reg, hw, &kd, krate, caps.l1d, caps.llc, families,
+                                 quick ? 0.05 : 0.3, rexpo, rdims, rmeas, rroof, &err) != SC_OK)
+          goto fail;
+        if (tty) fprintf(stderr, "\n");
+      }
     }
     fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
     fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
@@ -747,6 +866,16 @@ int sc_cli_sample(int argc, char **argv) {
                  "%.4g s of %u, backward %.4g s of %u and %.4g s of %u\n", maf.median_s,
               maf.reps, maf2.median_s, maf2.reps, mab.median_s, mab.reps, mab2.median_s,
               mab2.reps);
+      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+        const kernel_micro *km = &kernel_micros[k];
+        if (!(rdims[k][0] > 0)) continue;
+        fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, rexpo[k]);
+        fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
+                   "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
+                   "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
+                (long long)rdims[k][0], (long long)rdims[k][1], rmeas[k].median_s,
+                rmeas[k].reps, rmeas[k].min_s, rmeas[k].max_s, rroof[k][0], rroof[k][1]);
+      }
       fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", cache_bw);
       fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
                  "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
@@ -783,7 +912,8 @@ int sc_cli_sample(int argc, char **argv) {
     fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
     if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
       const cpu_rates cr = {gemm_rate, mem_bw, cache_bw, m1.median_s, vector_rate,
-                            {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate};
+                            {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate,
+                            rexpo, (const int64_t(*)[2])rdims};
       if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;

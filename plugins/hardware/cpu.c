@@ -40,7 +40,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "mem_efficiency", "launch_s", "peak_flops_per_s",
                                        "vector_flops_per_s", "attention_fwd_efficiency",
                                        "attention_bwd_efficiency", "cache_bw_Bps",
-                                       "kernel_flops_per_s", "write_allocate", NULL};
+                                       "kernel_flops_per_s", "write_allocate", "l1_bytes",
+                                       "row_exposure", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -113,6 +114,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   rc = host->table_bool(t, "write_allocate", &dev->write_allocate, err);
   if (rc == SC_ENOTFOUND) dev->write_allocate = 0;
   else if (rc != SC_OK) return rc;
+  /* The L1 data cache and the row kernels' exposed share past it (docs/operators.md). */
+  if ((rc = sc__hw_row_exposure(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

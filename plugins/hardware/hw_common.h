@@ -139,55 +139,86 @@ static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table
   return SC_OK;
 }
 
-/* The optional per-kernel rates of a [hardware] table t (docs/formats.md):
- *   [hardware.kernel_flops_per_s.<family>]  <variant index> = FLOP/s  (> 0)
+/* An optional per-kernel table of a [hardware] table t (docs/formats.md):
+ *   [hardware.<key>.<family>]  <variant index> = value
  * at most SC_KERNEL_RATE_FAMILIES families and variant indices below
- * SC_KERNEL_RATE_VARIANTS. Absent: dev->kernel_rates stays empty. The family names are not
- * checked against the loaded operator plugins (a hardware plugin does not see them); a
- * misspelt family is simply never asked for. */
-static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc_device *dev,
-                                      sc_error *err) {
+ * SC_KERNEL_RATE_VARIANTS; value > 0 (unit names it in messages), or >= 0 when zero_ok is
+ * set. Entry i's family name is fam0 + i * stride (char[32]) and its values
+ * val0 + i * stride bytes on (double[SC_KERNEL_RATE_VARIANTS]): the layout shared by
+ * sc_device.kernel_rates and .row_exposure. Absent: the entries stay empty. The family names
+ * are not checked against the loaded operator plugins (a hardware plugin does not see them);
+ * a misspelt family is simply never asked for. */
+static inline int sc__hw_kernel_table(const sc_host *host, const sc_table *t, const char *tkey,
+                                      const char *unit, int zero_ok, char *fam0, double *val0,
+                                      size_t stride, sc_error *err) {
   const sc_table *by = NULL;
   const char *fam = NULL;
-  int rc = host->table_table(t, "kernel_flops_per_s", &by, err);
+  const size_t famcap = 32;
+  int rc = host->table_table(t, tkey, &by, err);
   if (rc == SC_ENOTFOUND) return SC_OK;
   if (rc != SC_OK) return rc;
   if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
       host->table_key == NULL) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s': this stepcast cannot "
-                          "list table keys (host too old)", host->table_where(t, NULL));
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': this stepcast cannot list table keys "
+                          "(host too old)", host->table_where(t, NULL), tkey);
   }
   for (size_t i = 0; host->table_key(by, i, &fam) == SC_OK; i++) {
     const sc_table *ft = NULL;
     const char *key = NULL;
+    char *fdst = fam0 + i * stride;
+    double *vdst = (double *)(void *)((char *)val0 + i * stride);
     if (i >= SC_KERNEL_RATE_FAMILIES) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': more than %d "
-                            "families", host->table_where(by, fam), fam, SC_KERNEL_RATE_FAMILIES);
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': more than %d families",
+                            host->table_where(by, fam), tkey, fam, SC_KERNEL_RATE_FAMILIES);
     }
     rc = host->table_table(by, fam, &ft, err);
     if (rc != SC_OK) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': must be a table "
-                            "of <variant index> = FLOP/s", host->table_where(by, fam), fam);
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': must be a table of <variant "
+                            "index> = %s", host->table_where(by, fam), tkey, fam, unit);
     }
-    if (strlen(fam) >= sizeof dev->kernel_rates[i].family) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kernel_flops_per_s.%s': family name longer "
-                            "than %zu characters", host->table_where(by, fam), fam,
-                            sizeof dev->kernel_rates[i].family - 1);
+    if (strlen(fam) >= famcap) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': family name longer than %zu "
+                            "characters", host->table_where(by, fam), tkey, fam, famcap - 1);
     }
-    snprintf(dev->kernel_rates[i].family, sizeof dev->kernel_rates[i].family, "%s", fam);
+    snprintf(fdst, famcap, "%s", fam);
     for (size_t j = 0; host->table_key(ft, j, &key) == SC_OK; j++) {
       char *end = NULL;
-      char prefix[64];
+      char prefix[96];
       long v = strtol(key, &end, 10);
-      snprintf(prefix, sizeof prefix, "kernel_flops_per_s.%s.", fam);
+      snprintf(prefix, sizeof prefix, "%s.%s.", tkey, fam);
       if (end == key || *end != '\0' || v < 0 || v >= SC_KERNEL_RATE_VARIANTS) {
         return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a variant index in "
                               "[0, %d)", host->table_where(ft, key), prefix, key,
                               SC_KERNEL_RATE_VARIANTS);
       }
-      rc = sc__hw_number(host, ft, prefix, key, 1, 0, &dev->kernel_rates[i].flops_per_s[v], err);
+      rc = sc__hw_number(host, ft, prefix, key, 1, zero_ok, &vdst[v], err);
       if (rc != SC_OK) return rc;
     }
+  }
+  return SC_OK;
+}
+
+/* The optional per-kernel rates [hardware.kernel_flops_per_s.<family>] <variant> = FLOP/s. */
+static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc_device *dev,
+                                      sc_error *err) {
+  return sc__hw_kernel_table(host, t, "kernel_flops_per_s", "FLOP/s", 0,
+                             dev->kernel_rates[0].family, dev->kernel_rates[0].flops_per_s,
+                             sizeof dev->kernel_rates[0], err);
+}
+
+/* The optional l1_bytes and [hardware.row_exposure.<family>] <variant> = multiple (>= 0) of a
+ * CPU (sc_device_row_exposure); an exposure needs the L1 size it is relative to. */
+static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc_device *dev,
+                                      sc_error *err) {
+  int rc = sc__hw_number(host, t, "", "l1_bytes", 0, 0, &dev->l1_bytes, err);
+  if (rc == SC_ENOTFOUND) dev->l1_bytes = 0;
+  else if (rc != SC_OK) return rc;
+  rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, dev->row_exposure[0].family,
+                           dev->row_exposure[0].multiple, sizeof dev->row_exposure[0], err);
+  if (rc != SC_OK) return rc;
+  if (dev->row_exposure[0].family[0] != '\0' && !(dev->l1_bytes > 0)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'row_exposure': needs l1_bytes, the L1 data "
+                          "cache the rows are measured against", host->table_where(t, "row_exposure"));
   }
   return SC_OK;
 }

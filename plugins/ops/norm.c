@@ -14,6 +14,11 @@
  *   RMSNorm bwd:   flops 9 N (x_hat 1, dgamma 2, g 1, row sum of g x_hat 2,
  *                  dx = rstd (g - x_hat mean(g x_hat)) 3); bytes 3eN + 4 rows + 4 cols + e cols
  * Fresh writes (for a write-allocate device): y or dx, e N, and the forward's statistics.
+ * Every variant passes over a row more than once (statistics, then the output), so its
+ * working set per row, row_bytes, sets how much of min(compute, memory) a device with an L1
+ * and a stated [hardware.row_exposure.norm] cannot overlap (sc_device_row_exposure): LayerNorm
+ * fwd 4e cols (x, y, gamma, beta), bwd (4e + 8) cols (x, dy, dx, gamma, fp32 dgamma and
+ * dbeta); RMSNorm fwd 3e cols, bwd (4e + 4) cols.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -35,23 +40,27 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double e = sc__op_dtype_bytes(op->dtype);
   int rms = op->variant == SC_NORM_OP_RMSNORM_FWD || op->variant == SC_NORM_OP_RMSNORM_BWD;
   int bwd = op->variant == SC_NORM_OP_LAYERNORM_BWD || op->variant == SC_NORM_OP_RMSNORM_BWD;
-  double flops, bytes;
+  double flops, bytes, row_bytes;
   if (!rms && !bwd) {
     flops = 7.0 * N;
     bytes = 2.0 * e * N + 2.0 * e * cols + 8.0 * rows;
+    row_bytes = 4.0 * e * cols;
   } else if (!rms) {
     flops = 13.0 * N;
     bytes = 3.0 * e * N + 8.0 * rows + 8.0 * cols + 2.0 * e * cols;
+    row_bytes = (4.0 * e + 8.0) * cols;
   } else if (!bwd) {
     flops = 4.0 * N;
     bytes = 2.0 * e * N + e * cols + 4.0 * rows;
+    row_bytes = 3.0 * e * cols;
   } else {
     flops = 9.0 * N;
     bytes = 3.0 * e * N + 4.0 * rows + 4.0 * cols + e * cols;
+    row_bytes = (4.0 * e + 4.0) * cols;
   }
   /* fresh writes: y (forward) or dx (backward) and the fp32 per-row statistics */
-  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes,
-                      e * N + (bwd ? 0.0 : (rms ? 4.0 : 8.0) * rows), out);
+  sc__op_roofline_rows(dev, "norm", op->variant, row_bytes, peak, dev->flops_efficiency, flops,
+                       bytes, bytes, e * N + (bwd ? 0.0 : (rms ? 4.0 : 8.0) * rows), out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols),
                          (double)rms, (double)bwd};
   out->nfeatures = NFEATURES;

@@ -109,9 +109,34 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
  * fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
  * write-allocate device (dev->write_allocate) reads first; < 0 = not stated, the STREAM-like
  * mix the device's bandwidth was measured with (bytes at mem_bw_Bps). */
+static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, double eff,
+                                           double util, double flops, double bytes,
+                                           double footprint, double fresh, double exposure,
+                                           sc_estimate *out);
+
 static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double eff,
                                        double util, double flops, double bytes,
                                        double footprint, double fresh, sc_estimate *out) {
+  sc__op_roofline_exposed(dev, peak, eff, util, flops, bytes, footprint, fresh, 0.0, out);
+}
+
+/* The roofline of a row kernel that passes over each row more than once, row_bytes the
+ * working set it keeps per row (the rows it reads and writes and the per-column vectors):
+ * sc_device_row_exposure times min(compute, memory), the part it cannot overlap, is added
+ * to the max. */
+static inline void sc__op_roofline_rows(const sc_device *dev, const char *family,
+                                        uint32_t variant, double row_bytes, double peak,
+                                        double eff, double flops, double bytes,
+                                        double footprint, double fresh, sc_estimate *out) {
+  sc__op_roofline_exposed(dev, peak, eff, 1.0, flops, bytes, footprint, fresh,
+                          sc_device_row_exposure(dev, family, variant, row_bytes), out);
+}
+
+/* exposure >= 0: the multiple of min(compute, memory) time not overlapped (0: the max). */
+static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, double eff,
+                                           double util, double flops, double bytes,
+                                           double footprint, double fresh, double exposure,
+                                           sc_estimate *out) {
   double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
   double dram = dev->mem_bw_Bps * dev->mem_efficiency, tm;
   /* the DRAM time of the traffic: STREAM Add counts 12 bytes per element of the 16 that
@@ -125,7 +150,7 @@ static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double
   } else {
     tm = tdram;
   }
-  double t = tc > tm ? tc : tm;
+  double t = (tc > tm ? tc : tm) + exposure * (tc > tm ? tm : tc);
   memset(out, 0, sizeof *out);
   out->time_s = t + dev->launch_s;
   out->flops = flops;

@@ -198,6 +198,22 @@ typedef struct sc_device {
    * state their freshly written bytes then pay them twice at 4/3 of mem_bw_Bps; in-place
    * updates and pure reads move only their bytes (docs/operators.md). */
   int write_allocate;
+  /* Appended at ABI 1.0 (0 = not stated: every kernel overlaps its arithmetic with its
+   * memory traffic, the roofline's max). A row kernel that passes over each row more than
+   * once (a norm: statistics, then the output) overlaps the two only while a row's working
+   * set stays in the core's L1 data cache, l1_bytes: the out-of-order core then runs ahead
+   * into the next rows. Past it each row waits for its own data, and the kernel adds
+   * row_exposure times the smaller of its compute and memory times (per family and variant,
+   * >= 0, measured by `stepcast sample` on rows wider than the L1 over data past the
+   * last-level cache: 0 = still overlapped, 1 = the two in sequence, above 1 = slower still,
+   * e.g. later passes that re-read the row from L2). The added share ramps from 0 at a
+   * per-row working set of l1_bytes / 2 to all of it at 3 l1_bytes / 2 (docs/operators.md).
+   * Read through sc_device_row_exposure. */
+  double l1_bytes;
+  struct {
+    char family[32];
+    double multiple[SC_KERNEL_RATE_VARIANTS]; /* by variant index; 0 = overlaps fully */
+  } row_exposure[SC_KERNEL_RATE_FAMILIES];
 } sc_device;
 
 /* The stated rate of (family, variant) on dev, or 0 when none is stated. */
@@ -207,6 +223,24 @@ static inline double sc_device_kernel_rate(const sc_device *dev, const char *fam
   for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->kernel_rates[i].family[0] != '\0'; i++) {
     if (strcmp(dev->kernel_rates[i].family, family) == 0)
       return dev->kernel_rates[i].flops_per_s[variant];
+  }
+  return 0.0;
+}
+
+/* The multiple of min(compute, memory) time that a row kernel (family, variant) with a per-row
+ * working set of row_bytes adds to the roofline's max on dev: its stated row_exposure times
+ * the ramp clamp(row_bytes / l1_bytes - 1/2, 0, 1); 0 when the device states neither. */
+static inline double sc_device_row_exposure(const sc_device *dev, const char *family,
+                                            uint32_t variant, double row_bytes) {
+  if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS || !(dev->l1_bytes > 0.0) ||
+      !(row_bytes > 0.0))
+    return 0.0;
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->row_exposure[i].family[0] != '\0'; i++) {
+    if (strcmp(dev->row_exposure[i].family, family) == 0) {
+      double r = row_bytes / dev->l1_bytes - 0.5;
+      r = r < 0.0 ? 0.0 : (r > 1.0 ? 1.0 : r);
+      return dev->row_exposure[i].multiple[variant] * r;
+    }
   }
   return 0.0;
 }
