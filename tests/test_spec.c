@@ -288,6 +288,9 @@ static const bad_case bad_cases[] = {
   {"hw_gpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":15:1: ", "key 'kernel_flops_per_s.norm.0'", "expected a number"},
   {"hw_cpu_bad_write_allocate.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'write_allocate'", "expected a boolean"},
   {"hw_cpu_bad_kernel_table.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'kernel_flops_per_s.norm'", "must be a table"},
+  {"hw_cpu_exposure_no_l1.toml", SC_SPEC_HARDWARE, ":10:11: ", "key 'row_exposure'", "needs l1_bytes"},
+  {"hw_cpu_bad_exposure.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'row_exposure.norm.1'", "must be >= 0"},
+  {"hw_cpu_bad_l1.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'l1_bytes'", "expected a number"},
 };
 
 START_TEST(malformed_is_named) {

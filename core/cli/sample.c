@@ -220,7 +220,7 @@ static void set_kernel_rates(sc_device *dev, const double *krate) {
 /* The row exposure of the kernel_micros entries marked row (sc_device_row_exposure): each
  * timed on rows whose working set is well past the L1 (cols the power of two >= l1 / 4, at
  * least 1024: 3 bytes and more per column put every norm variant past 3 l1 / 2, where the
- * ramp is full) over data of 4 x the last-level cache, against the roofline of the same shape
+ * ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the roofline of the same shape
  * on kd (the measured rates, no exposure): (measured - max(tc, tm)) / min(tc, tm), at least
  * 0. tc is the FLOPs at the kernel's rate; tm the roofline with that rate made 10^9
  * times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
@@ -232,7 +232,8 @@ static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const 
                                 sc_error *err) {
   int64_t cols = 1024;
   while ((double)cols < l1 / 4.0 && cols < 65536) cols *= 2;
-  int64_t rows = (int64_t)ceil(llc / (double)cols / 16.0) * 16; /* 4 x llc bytes of fp32 */
+  /* 4 x llc bytes of fp32 per array, at most 2^26 elements (256 MiB) */
+  int64_t rows = (int64_t)ceil(fmin(llc, 67108864.0) / (double)cols / 16.0) * 16;
   if (rows < 16) rows = 16;
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
