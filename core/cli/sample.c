@@ -219,11 +219,11 @@ static void set_kernel_rates(sc_device *dev, const double *krate) {
 
 /* The row exposure of the kernel_micros entries marked row (sc_device_row_exposure): each
  * timed on rows whose working set is well past the L1 (cols the power of two >= l1 / 4, at
- * least 1024: 3 bytes and more per column put every norm variant past 3 l1 / 2, where the
- * ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the roofline of the same shape
- * on kd (the measured rates, no exposure): (measured - max(tc, tm)) / min(tc, tm), at least
- * 0. tc is the FLOPs at the kernel's rate; tm the roofline with that rate made 10^9
- * times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
+ * least 1024: 12 bytes and more per fp32 column put every norm variant past 5 l1 / 4, where
+ * the ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the
+ * roofline of the same shape on kd (the measured rates, no exposure): (measured - max(tc,
+ * tm)) / min(tc, tm), at least 0. tc is the FLOPs at the kernel's rate; tm the roofline with
+ * that rate made 10^9 times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
  * measurement and roof[k] = {max, min}. */
 static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
                                 const double *krate, double l1, double llc,

@@ -207,7 +207,7 @@ typedef struct sc_device {
    * >= 0, measured by `stepcast sample` on rows wider than the L1 over data past the
    * last-level cache: 0 = still overlapped, 1 = the two in sequence, above 1 = slower still,
    * e.g. later passes that re-read the row from L2). The added share ramps from 0 at a
-   * per-row working set of l1_bytes / 2 to all of it at 3 l1_bytes / 2 (docs/operators.md).
+   * per-row working set of l1_bytes / 4 to all of it at 5 l1_bytes / 4 (docs/operators.md).
    * Read through sc_device_row_exposure. */
   double l1_bytes;
   struct {
@@ -229,7 +229,7 @@ static inline double sc_device_kernel_rate(const sc_device *dev, const char *fam
 
 /* The multiple of min(compute, memory) time that a row kernel (family, variant) with a per-row
  * working set of row_bytes adds to the roofline's max on dev: its stated row_exposure times
- * the ramp clamp(row_bytes / l1_bytes - 1/2, 0, 1); 0 when the device states neither. */
+ * the ramp clamp(row_bytes / l1_bytes - 1/4, 0, 1); 0 when the device states neither. */
 static inline double sc_device_row_exposure(const sc_device *dev, const char *family,
                                             uint32_t variant, double row_bytes) {
   if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS || !(dev->l1_bytes > 0.0) ||
@@ -237,7 +237,7 @@ static inline double sc_device_row_exposure(const sc_device *dev, const char *fa
     return 0.0;
   for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->row_exposure[i].family[0] != '\0'; i++) {
     if (strcmp(dev->row_exposure[i].family, family) == 0) {
-      double r = row_bytes / dev->l1_bytes - 0.5;
+      double r = row_bytes / dev->l1_bytes - 0.25;
       r = r < 0.0 ? 0.0 : (r > 1.0 ? 1.0 : r);
       return dev->row_exposure[i].multiple[variant] * r;
     }
