@@ -153,7 +153,7 @@ static inline int sc__hw_kernel_table(const sc_host *host, const sc_table *t, co
                                       size_t stride, sc_error *err) {
   const sc_table *by = NULL;
   const char *fam = NULL;
-  const size_t famcap = 32;
+  const size_t famcap = sizeof ((sc_device *)0)->kernel_rates[0].family;
   int rc = host->table_table(t, tkey, &by, err);
   if (rc == SC_ENOTFOUND) return SC_OK;
   if (rc != SC_OK) return rc;
@@ -197,6 +197,12 @@ static inline int sc__hw_kernel_table(const sc_host *host, const sc_table *t, co
   }
   return SC_OK;
 }
+
+_Static_assert(sizeof ((sc_device *)0)->kernel_rates[0] ==
+                   sizeof ((sc_device *)0)->row_exposure[0] &&
+               sizeof ((sc_device *)0)->kernel_rates[0].family ==
+                   sizeof ((sc_device *)0)->row_exposure[0].family,
+               "sc__hw_kernel_table reads both tables with one layout");
 
 /* The optional per-kernel rates [hardware.kernel_flops_per_s.<family>] <variant> = FLOP/s. */
 static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc_device *dev,
