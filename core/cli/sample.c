@@ -495,6 +495,7 @@ typedef struct cpu_rates {
   const double *krate;            /* by kernel_micros; 0 = not measured */
   const double *rexpo;            /* by kernel_micros: row exposure; 0 = not measured */
   const int64_t (*rdims)[2];      /* ... and its shape */
+  int bw_runs;                    /* STREAM Add runs mem_bw is the median of */
 } cpu_rates;
 
 /* Write a complete hardware file for the cpu plugin named name: every measured figure with
@@ -526,7 +527,8 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
     fprintf(o, "l1_bytes = %.0f  # the level-1 data cache of one core, "
                "/sys/devices/system/cpu/cpu0/cache\n", hc->l1d);
   fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
-             "element (micro.stream_add_bw_Bps)\n", r->mem_bw);
+             "element, the median of %d runs before, through and after the plan "
+             "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->bw_runs);
   fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
              "(micro.stream_add_cache_bw_Bps)\n", r->cache_bw);
   fprintf(o, "launch_s = %.4g  # MEASURED: a one-element add kernel call (micro.launch_s)\n",
@@ -586,6 +588,77 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   }
   return ferror(o) ? sc_error_set(err, SC_EIO, "sample: write error on the hardware file")
                    : SC_OK;
+}
+
+/* The median of v[0..n) (sorts v). */
+static double median_of(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* STREAM Add on the micro's shape add (esz bytes per element): its bandwidth in STREAM's
+ * count of 12 (fp32) bytes per element into *bw. */
+static int stream_bw(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
+                     const sc_op_desc *add, double esz, double budget_s, double *bw,
+                     sc_measurement *m, sc_error *err) {
+  int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, add, 5, budget_s, m, err);
+  if (rc == SC_OK) *bw = 3.0 * esz * (double)add->dims[0] / m->median_s;
+  return rc;
+}
+
+#define SAMPLE_MAX_BW_RUNS 12
+
+/* Measure the plan's shapes into f within seconds (the progress bar on a tty). A shared
+ * machine's memory bandwidth drifts over a run by 10 % and more, and the memory-bound
+ * samples follow it: STREAM Add (add, esz bytes per element) runs again after every tenth
+ * of the plan, into bw[*nbw...] (at most SAMPLE_MAX_BW_RUNS in all), so that the hardware
+ * file can state the rate of the whole run. *done gets the shapes measured. */
+static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
+                    const plan *pl, FILE *f, double seconds, long min_reps, int tty,
+                    const sc_op_desc *add, double esz, double *bw, int *nbw, size_t *done,
+                    sc_error *err) {
+  double start = now_s(), last_bar = 0.0;
+  const size_t every = pl->n >= 10 ? (pl->n + 9) / 10 : pl->n + 1;
+  size_t i;
+  for (i = 0; i < pl->n; i++) {
+    sc_measurement m;
+    double elapsed = now_s() - start, left = seconds - elapsed;
+    double per = left / (double)(pl->n - i);
+    if (left <= 0) break;
+    if (per > 2.0) per = 2.0;
+    if (tty && (elapsed - last_bar > 0.2 || i == 0)) {
+      progress(i, pl->n, elapsed, seconds);
+      last_bar = elapsed;
+    }
+    if (i > 0 && i % every == 0 && *nbw < SAMPLE_MAX_BW_RUNS) {
+      int brc = stream_bw(reg, hw, dev, add, esz, 0.3, &bw[*nbw], &m, err);
+      if (brc != SC_OK) return brc;
+      (*nbw)++;
+    }
+    int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &pl->ops[i],
+                          (uint32_t)min_reps, per * 0.8, &m, err);
+    if (mrc == SC_EUNSUPPORTED) { /* a family or variant this device's sampler lacks */
+      fprintf(f, "# skipped = %s\n", err->msg);
+      sc_error_clear(err);
+      continue;
+    }
+    if (mrc != SC_OK) return mrc;
+    if (sc_samples_write_row(f, &pl->ops[i], &m, err) != SC_OK) return err->code;
+    fflush(f);
+  }
+  if (tty) {
+    progress(i, pl->n, now_s() - start, seconds);
+    fprintf(stderr, "\n");
+  }
+  if (i < pl->n) fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned shapes\n",
+                        seconds, i, pl->n);
+  *done = i;
+  return SC_OK;
 }
 
 int sc_cli_sample(int argc, char **argv) {
@@ -804,7 +877,11 @@ int sc_cli_sample(int argc, char **argv) {
      * [hardware] lines to copy. Attention: the causal forward does half of 4*b*h*s^2*d, the
      * backward 2.5 times that (the attention plugin's count). */
     const double gemm_rate = 2.0 * (double)gn * gn * gn / mg.median_s;
-    const double mem_bw = 3.0 * esz * (double)add.dims[0] / ma.median_s;
+    double bw_runs[SAMPLE_MAX_BW_RUNS + 1];
+    int nbw = 1;
+    size_t done = 0;
+    bw_runs[0] = 3.0 * esz * (double)add.dims[0] / ma.median_s;
+    double mem_bw = bw_runs[0]; /* the run's median, once the plan is done */
     const double attn_scores = 0.5 * (double)af.dims[0] * (double)af.dims[1] *
                                (double)af.dims[3] * (double)af.dims[4]; /* unmasked */
     double attn_fwd_eff = 0, attn_bwd_eff = 0, attn_fwd_sm = 0, attn_bwd_sm = 0;
@@ -816,8 +893,8 @@ int sc_cli_sample(int argc, char **argv) {
     }
     const double vector_rate = gpu ? 0.0 : 7.0 * (double)ln.dims[0] * (double)ln.dims[1] / mln.median_s;
     const double cache_bw = gpu ? 0.0 : 3.0 * esz * (double)addc.dims[0] / mc.median_s;
+    sc_device kd = dev;
     if (!gpu) { /* each vector kernel's own rate (FLOP counts need an fp32 rate on dev) */
-      sc_device kd = dev;
       kd.peak_flops_per_s[SC_DTYPE_FP32] = gemm_rate;
       kd.mem_bw_Bps = mem_bw;
       kd.flops_efficiency = kd.mem_efficiency = 1.0;
@@ -826,20 +903,6 @@ int sc_cli_sample(int argc, char **argv) {
           SC_OK)
         goto fail;
       if (tty) fprintf(stderr, "\n");
-      if (caps.l1d > 0 && caps.llc > 0) {
-        /* the row kernels past the L1, against the device the file will describe */
-        kd.cache_bw_Bps = cache_bw;
-        kd.l2_bytes = caps.llc;
-        kd.write_allocate = 1;
-        kd.vector_flops_per_s = vector_rate;
-        set_kernel_rates(&kd, krate);
-        snprintf(kd.name, sizeof kd.name, "live-%.24s-measured", device);
-        if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
-        if (measure_row_exposure(reg, hw, &kd, krate, caps.l1d, caps.llc, families,
-                                 quick ? 0.05 : 0.3, rexpo, rdims, rmeas, rroof, &err) != SC_OK)
-          goto fail;
-        if (tty) fprintf(stderr, "\n");
-      }
     }
     fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
     fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
@@ -853,9 +916,10 @@ int sc_cli_sample(int argc, char **argv) {
       fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", gemm_rate);
       fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
               mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", mem_bw);
+      fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", bw_runs[0]);
       fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
-                 "count): median %.4g s of %u (min %.4g, max %.4g)\n",
+                 "count), before the plan: median %.4g s of %u (min %.4g, max %.4g); run again "
+                 "through the plan (the trailer)\n",
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
       fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", attn_fwd_eff);
       fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
@@ -867,16 +931,6 @@ int sc_cli_sample(int argc, char **argv) {
                  "%.4g s of %u, backward %.4g s of %u and %.4g s of %u\n", maf.median_s,
               maf.reps, maf2.median_s, maf2.reps, mab.median_s, mab.reps, mab2.median_s,
               mab2.reps);
-      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
-        const kernel_micro *km = &kernel_micros[k];
-        if (!(rdims[k][0] > 0)) continue;
-        fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, rexpo[k]);
-        fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
-                   "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
-                   "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
-                (long long)rdims[k][0], (long long)rdims[k][1], rmeas[k].median_s,
-                rmeas[k].reps, rmeas[k].min_s, rmeas[k].max_s, rroof[k][0], rroof[k][1]);
-      }
       fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", cache_bw);
       fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
                  "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
@@ -901,9 +955,10 @@ int sc_cli_sample(int argc, char **argv) {
       fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
               "(min %.4g, max %.4g)\n", sc_dtype_name(dtype), (long long)gn, (long long)gn,
               (long long)gn, device, mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps = %.4g\n", mem_bw);
-      fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each): "
-              "median %.4g s of %u (min %.4g, max %.4g)\n", sc_dtype_name(dtype), esz,
+      fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", bw_runs[0]);
+      fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each), "
+              "before the plan: median %.4g s of %u (min %.4g, max %.4g); run again through the "
+              "plan (the trailer)\n", sc_dtype_name(dtype), esz,
               ma.median_s, ma.reps, ma.min_s, ma.max_s);
     }
     fprintf(f, "# micro.launch_s = %.4g\n", m1.median_s);
@@ -911,10 +966,52 @@ int sc_cli_sample(int argc, char **argv) {
     fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
                "shared, so expect noise (p10/p90 give the spread)\n");
     fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
+    {
+      double t0 = now_s();
+      sc_measurement mb;
+      if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &add, esz, bw_runs, &nbw,
+                   &done, &err) != SC_OK ||
+          stream_bw(reg, hw, &dev, &add, esz, 0.3, &bw_runs[nbw], &mb, &err) != SC_OK)
+        goto fail;
+      nbw++;
+      fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", done,
+              pl.n, now_s() - t0, out);
+    }
+    fprintf(f, "# micro.stream_add_bw_Bps.runs =");
+    for (int k = 0; k < nbw; k++) fprintf(f, " %.4g", bw_runs[k]);
+    fprintf(f, "  (before, through and after the plan)\n");
+    mem_bw = median_of(bw_runs, nbw);
+    fprintf(f, "# micro.stream_add_bw_Bps = %.4g  (their median: the hardware file's mem_bw_Bps)\n",
+            mem_bw);
+    if (!gpu && caps.l1d > 0 && caps.llc > 0) {
+      /* the row kernels past the L1, against the device the file will describe */
+      kd.mem_bw_Bps = mem_bw;
+      kd.cache_bw_Bps = cache_bw;
+      kd.l2_bytes = caps.llc;
+      kd.write_allocate = 1;
+      kd.vector_flops_per_s = vector_rate;
+      set_kernel_rates(&kd, krate);
+      snprintf(kd.name, sizeof kd.name, "live-%.24s-measured", device);
+      if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
+      if (measure_row_exposure(reg, hw, &kd, krate, caps.l1d, caps.llc, families,
+                               quick ? 0.05 : 0.3, rexpo, rdims, rmeas, rroof, &err) != SC_OK)
+        goto fail;
+      if (tty) fprintf(stderr, "\n");
+      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+        const kernel_micro *km = &kernel_micros[k];
+        if (!(rdims[k][0] > 0)) continue;
+        fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, rexpo[k]);
+        fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
+                   "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
+                   "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
+                (long long)rdims[k][0], (long long)rdims[k][1], rmeas[k].median_s,
+                rmeas[k].reps, rmeas[k].min_s, rmeas[k].max_s, rroof[k][0], rroof[k][1]);
+      }
+    }
     if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
       const cpu_rates cr = {gemm_rate, mem_bw, cache_bw, m1.median_s, vector_rate,
                             {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate,
-                            rexpo, (const int64_t(*)[2])rdims};
+                            rexpo, (const int64_t(*)[2])rdims, nbw};
       if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;
@@ -928,45 +1025,12 @@ int sc_cli_sample(int argc, char **argv) {
     } else {
       printf("# measured by: %s (%s)\n", cmd, stamp);
       printf("[hardware]\nkind = \"%s\"\n", device);
-      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements\n", mem_bw,
-             sc_dtype_name(dtype));
+      printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements, median of %d runs\n",
+             mem_bw, sc_dtype_name(dtype), nbw);
       printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
              sc_dtype_name(dtype), gemm_rate, sc_dtype_name(dtype), (long long)gn);
     }
-  }
-  {
-    double start = now_s(), last_bar = 0.0;
-    size_t i;
-    for (i = 0; i < pl.n; i++) {
-      sc_measurement m;
-      double elapsed = now_s() - start, left = seconds - elapsed;
-      double per = left / (double)(pl.n - i);
-      if (left <= 0) break;
-      if (per > 2.0) per = 2.0;
-      if (tty && (elapsed - last_bar > 0.2 || i == 0)) {
-        progress(i, pl.n, elapsed, seconds);
-        last_bar = elapsed;
-      }
-      int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &pl.ops[i],
-                            (uint32_t)min_reps, per * 0.8, &m, &err);
-      if (mrc == SC_EUNSUPPORTED) { /* a family or variant this device's sampler lacks */
-        fprintf(f, "# skipped = %s\n", err.msg);
-        sc_error_clear(&err);
-        continue;
-      }
-      if (mrc != SC_OK) goto fail;
-      if (sc_samples_write_row(f, &pl.ops[i], &m, &err) != SC_OK) goto fail;
-      fflush(f);
-    }
-    if (tty) {
-      progress(i, pl.n, now_s() - start, seconds);
-      fprintf(stderr, "\n");
-    }
-    if (i < pl.n) fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned shapes\n",
-                          seconds, i, pl.n);
-    fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", i, pl.n,
-            now_s() - start, out);
   }
   if (fclose(f) != 0) {
     f = NULL;
