@@ -467,7 +467,18 @@ int sc_cli_fit(int argc, char **argv) {
   { /* the manifest keeps every linear model (a few numbers) and the active gbdt ones */
     size_t nk = 0;
     for (size_t i = 0; i < nf * NEST; i++) {
-      if (models[i].kind == SC_RESID_GBDT && !models[i].active) continue;
+      if (models[i].kind == SC_RESID_GBDT && !models[i].active) {
+        /* a tree file an earlier fit left for this family and target would outlive the
+         * manifest that named it: remove it (the name is the one sc_residuals_save gives) */
+        char stale[4400];
+        snprintf(stale, sizeof stale, "%s/%s.%s.gbdt.json", outdir, models[i].family,
+                 sc_resid_target_name(models[i].target));
+        if (remove(stale) != 0 && errno != ENOENT) {
+          sc_error_set(&err, SC_EIO, "%s: %s", stale, strerror(errno));
+          goto fail;
+        }
+        continue;
+      }
       if (nk != i) {
         sc_resid_model tmp = models[nk];
         const char *tn = names[nk];
