@@ -661,6 +661,245 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
   return SC_OK;
 }
 
+/* The run's plan: each family's points (a quarter of them with quick), interleaved so
+ * that a spent budget keeps every family, all in dtype. */
+static int build_plan(plan *pl, const char *families, int quick, int gpu, double mid,
+                      sc_dtype dtype) {
+  static const struct { const char *name, *fam; uint32_t count; } parts[] = {
+      {"gemm", "gemm", 48},       {"gemm.batched", "gemm", 16}, {"attention", "attention", 48},
+      {"norm", "norm", 48},       {"softmax", "softmax", 32},   {"elementwise", "elementwise", 88},
+      {"optimizer", "optimizer", 24}, {"embedding", "embedding", 32},
+      {"cross_entropy", "cross_entropy", 32}};
+  plan per[9] = {{0}};
+  size_t maxn = 0;
+  int prc = SC_OK;
+  for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
+    if (!want(families, parts[k].fam)) continue;
+    prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
+                      gpu, mid);
+    if (per[k].n > maxn) maxn = per[k].n;
+  }
+  for (size_t j = 0; j < maxn && prc == SC_OK; j++) {
+    for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
+      if (j < per[k].n)
+        prc = plan_add(pl, per[k].ops[j].family, per[k].ops[j].variant, per[k].ops[j].ndims,
+                       per[k].ops[j].dims);
+    }
+  }
+  for (size_t k = 0; k < 9; k++) free(per[k].ops);
+  for (size_t j = 0; j < pl->n; j++) pl->ops[j].dtype = dtype;
+  return prc;
+}
+
+/* The microbenchmarks of a run: what they timed and the rates they give. */
+typedef struct micro_run {
+  int gpu;
+  sc_dtype dtype;
+  int64_t gn;  /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
+  double esz;  /* bytes per element of the dtype */
+  sc_op_desc g, add, one, ln, af, ab, af2, ab2, addc;
+  sc_measurement mg, ma, m1, mln, maf, mab, maf2, mab2, mc;
+  sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
+  double krate[NKERNEL_MICROS], rexpo[NKERNEL_MICROS], rroof[NKERNEL_MICROS][2];
+  int64_t rdims[NKERNEL_MICROS][2];
+  double gemm_rate, cache_bw, vector_rate, attn_eff[2], attn_sm[2];
+  double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
+  int nbw;
+  double mem_bw; /* the median of bw_runs once the plan is done */
+  sc_device kd;  /* dev with the measured rates (FLOP counts, the row kernels) */
+} micro_run;
+
+/* The microbenchmarks before the plan: sgemm (or the device's GEMM), STREAM Add, a kernel
+ * call; on the CPU also the cache-resident STREAM Add, the layer-norm rate, the attention
+ * kernel split into its two parts and every vector kernel's own rate. */
+static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
+                          const sc_device *dev, const char *families, int quick, int tty,
+                          sc_error *err) {
+  void *st = sc_registry_state(reg, &hw->hdr);
+  const int gpu = r->gpu;
+  r->gn = gpu ? 8192 : 2048;
+  r->esz = gpu ? 2.0 : 4.0;
+  r->g.family = SC_OP_GEMM; r->g.dtype = r->dtype; r->g.ndims = 4;
+  r->g.dims[0] = 1; r->g.dims[1] = r->gn; r->g.dims[2] = r->gn; r->g.dims[3] = r->gn;
+  r->add.family = SC_OP_ELEMENTWISE; r->add.variant = SC_EW_ADD; r->add.dtype = r->dtype;
+  r->add.ndims = 1; r->add.dims[0] = (int64_t)1 << (gpu ? 28 : 24);
+  r->one = r->add;
+  r->one.dims[0] = 1;
+  /* CPU: STREAM Add on 3 x 16 KiB arrays, which stay in the core's L1/L2: the bandwidth of
+   * cache-resident operators (cache_bw_Bps). */
+  r->addc = r->add;
+  r->addc.dims[0] = 4096;
+  /* CPU: the vector families' arithmetic rate, a layer-norm forward of 256 x 1024 fp32
+   * (1 MiB, cache resident), in the norm plugin's count of 7 flops per element. */
+  r->ln.family = SC_OP_NORM; r->ln.variant = SC_NORM_OP_LAYERNORM_FWD; r->ln.dtype = r->dtype;
+  r->ln.ndims = 2; r->ln.dims[0] = 256; r->ln.dims[1] = 1024;
+  /* CPU: the attention kernel's rate, forward and backward, on one causal head block of
+   * b 1, 8 heads, 512 x 512, head dim 32 ... */
+  r->af.family = SC_OP_ATTENTION; r->af.variant = SC_ATTN_FLASH_FWD; r->af.dtype = r->dtype;
+  r->af.ndims = 7;
+  r->af.dims[0] = 1; r->af.dims[1] = 8; r->af.dims[2] = 8; r->af.dims[3] = 512;
+  r->af.dims[4] = 512; r->af.dims[5] = 32; r->af.dims[6] = 1;
+  r->ab = r->af;
+  r->ab.variant = SC_ATTN_FLASH_BWD;
+  /* ... and at head dim 128: the matmul work grows 4x, the softmax work on the scores does
+   * not, which separates the two (attn_split). */
+  r->af2 = r->af;
+  r->af2.dims[5] = 128;
+  r->ab2 = r->ab;
+  r->ab2.dims[5] = 128;
+  if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
+                                 "launch)..."
+                             : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
+                               "layer-norm, attention, STREAM Add in cache)...");
+  if (hw->measure(st, dev, &r->g, 5, 3.0, &r->mg, err) != SC_OK ||
+      hw->measure(st, dev, &r->add, 5, 2.0, &r->ma, err) != SC_OK ||
+      hw->measure(st, dev, &r->one, 9, 0.5, &r->m1, err) != SC_OK ||
+      (!gpu && (hw->measure(st, dev, &r->ln, 9, 1.0, &r->mln, err) != SC_OK ||
+                hw->measure(st, dev, &r->af, 5, 1.0, &r->maf, err) != SC_OK ||
+                hw->measure(st, dev, &r->ab, 5, 1.0, &r->mab, err) != SC_OK ||
+                hw->measure(st, dev, &r->af2, 5, 1.0, &r->maf2, err) != SC_OK ||
+                hw->measure(st, dev, &r->ab2, 5, 1.0, &r->mab2, err) != SC_OK ||
+                hw->measure(st, dev, &r->addc, 9, 1.0, &r->mc, err) != SC_OK)))
+    return err->code;
+  if (tty) fprintf(stderr, "\n");
+  /* The rates the microbenchmarks give. Attention: the causal forward does half of
+   * 4*b*h*s^2*d, the backward 2.5 times that (the attention plugin's count). */
+  r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
+  r->bw_runs[0] = 3.0 * r->esz * (double)r->add.dims[0] / r->ma.median_s;
+  r->nbw = 1;
+  r->mem_bw = r->bw_runs[0];
+  r->kd = *dev;
+  if (gpu) return SC_OK;
+  {
+    const double scores = 0.5 * (double)r->af.dims[0] * (double)r->af.dims[1] *
+                          (double)r->af.dims[3] * (double)r->af.dims[4]; /* unmasked */
+    attn_split(4.0 * scores * 32, 4.0 * scores * 128, scores, r->maf.median_s,
+               r->maf2.median_s, r->gemm_rate, &r->attn_eff[0], &r->attn_sm[0]);
+    attn_split(10.0 * scores * 32, 10.0 * scores * 128, scores, r->mab.median_s,
+               r->mab2.median_s, r->gemm_rate, &r->attn_eff[1], &r->attn_sm[1]);
+  }
+  r->vector_rate = 7.0 * (double)r->ln.dims[0] * (double)r->ln.dims[1] / r->mln.median_s;
+  r->cache_bw = 3.0 * r->esz * (double)r->addc.dims[0] / r->mc.median_s;
+  /* each vector kernel's own rate (FLOP counts need an fp32 rate on the device) */
+  r->kd.peak_flops_per_s[SC_DTYPE_FP32] = r->gemm_rate;
+  r->kd.mem_bw_Bps = r->mem_bw;
+  r->kd.flops_efficiency = r->kd.mem_efficiency = 1.0;
+  if (tty) fprintf(stderr, "per-kernel rates (%zu kernels)...", NKERNEL_MICROS);
+  int rc = measure_kernel_rates(reg, hw, &r->kd, families, quick ? 0.05 : 0.3, r->krate,
+                                r->kmeas, err);
+  if (tty && rc == SC_OK) fprintf(stderr, "\n");
+  return rc;
+}
+
+/* The samples file's header: the run and the microbenchmarks before the plan. */
+static void write_samples_header(FILE *f, const micro_run *r, const char *device,
+                                 const char *model, const char *cmd, const char *stamp,
+                                 double seconds, long min_reps) {
+  const char *env = getenv("OPENBLAS_NUM_THREADS");
+  fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
+  fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
+  fprintf(f, "# OPENBLAS_NUM_THREADS = %d\n", openblas_get_num_threads());
+  fprintf(f, "# OPENBLAS_NUM_THREADS_env = %s\n", env ? env : "(unset; set by --threads)");
+  fprintf(f, "# openblas_config = %s\n", openblas_get_config());
+  fprintf(f, "# command = %s\n# date = %s\n", cmd, stamp);
+  fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = %s\n", seconds, min_reps,
+          sc_dtype_name(r->dtype));
+  if (!r->gpu) {
+    fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", r->gemm_rate);
+    fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min "
+               "%.4g, max %.4g)\n", r->mg.median_s, r->mg.reps, r->mg.min_s, r->mg.max_s);
+    fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", r->bw_runs[0]);
+    fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
+               "count), before the plan: median %.4g s of %u (min %.4g, max %.4g); run again "
+               "through the plan (the trailer)\n",
+            r->ma.median_s, r->ma.reps, r->ma.min_s, r->ma.max_s);
+    fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", r->attn_eff[0]);
+    fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", r->attn_eff[1]);
+    fprintf(f, "# micro.kernel.attention.0_flops_per_s = %.4g\n", r->attn_sm[0]);
+    fprintf(f, "# micro.kernel.attention.1_flops_per_s = %.4g\n", r->attn_sm[1]);
+    fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, fp32, head dim 32 "
+               "and 128, split into the matmul part (efficiency, of the sgemm rate) and the "
+               "softmax part (5 flops per unmasked score): forward median %.4g s of %u and "
+               "%.4g s of %u, backward %.4g s of %u and %.4g s of %u\n", r->maf.median_s,
+            r->maf.reps, r->maf2.median_s, r->maf2.reps, r->mab.median_s, r->mab.reps,
+            r->mab2.median_s, r->mab2.reps);
+    fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", r->cache_bw);
+    fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
+               "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
+            r->mc.median_s, r->mc.reps, r->mc.min_s, r->mc.max_s);
+    fprintf(f, "# micro.vector_flops_per_s = %.4g\n", r->vector_rate);
+    fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
+               "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
+            r->mln.median_s, r->mln.reps, r->mln.min_s, r->mln.max_s);
+    for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+      const kernel_micro *km = &kernel_micros[k];
+      if (!(r->krate[k] > 0)) continue;
+      fprintf(f, "# micro.kernel.%s.%u_flops_per_s = %.4g\n", km->family, km->variant,
+              r->krate[k]);
+      fprintf(f, "# micro.kernel.%s.%u = %s", km->family, km->variant, km->what);
+      print_dims(f, km);
+      fprintf(f, " fp32 (the %s plugin's FLOP count): median %.4g s of %u (min %.4g, max "
+              "%.4g)\n", km->family, r->kmeas[k].median_s, r->kmeas[k].reps,
+              r->kmeas[k].min_s, r->kmeas[k].max_s);
+    }
+  } else {
+    fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", r->gemm_rate);
+    fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
+            "(min %.4g, max %.4g)\n", sc_dtype_name(r->dtype), (long long)r->gn,
+            (long long)r->gn, (long long)r->gn, device, r->mg.median_s, r->mg.reps,
+            r->mg.min_s, r->mg.max_s);
+    fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", r->bw_runs[0]);
+    fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each), "
+            "before the plan: median %.4g s of %u (min %.4g, max %.4g); run again through the "
+            "plan (the trailer)\n", sc_dtype_name(r->dtype), r->esz,
+            r->ma.median_s, r->ma.reps, r->ma.min_s, r->ma.max_s);
+  }
+  fprintf(f, "# micro.launch_s = %.4g\n", r->m1.median_s);
+  fprintf(f, "# micro.launch = one-element add kernel call: median of %u\n", r->m1.reps);
+  fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
+             "shared, so expect noise (p10/p90 give the spread)\n");
+  fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
+}
+
+/* After the plan: the run's memory bandwidth (the median of the STREAM runs) and, on a CPU
+ * whose caches sysfs gives, the row kernels past the L1 against the device the file will
+ * describe; both into the samples file's trailer. */
+static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_hw_plugin *hw,
+                              const host_caps *caps, const char *device,
+                              const char *families, int quick, int tty, sc_error *err) {
+  fprintf(f, "# micro.stream_add_bw_Bps.runs =");
+  for (int k = 0; k < r->nbw; k++) fprintf(f, " %.4g", r->bw_runs[k]);
+  fprintf(f, "  (before, through and after the plan)\n");
+  r->mem_bw = median_of(r->bw_runs, r->nbw);
+  fprintf(f, "# micro.stream_add_bw_Bps = %.4g  (their median: the hardware file's mem_bw_Bps)\n",
+          r->mem_bw);
+  if (r->gpu || !(caps->l1d > 0 && caps->llc > 0)) return SC_OK;
+  r->kd.mem_bw_Bps = r->mem_bw;
+  r->kd.cache_bw_Bps = r->cache_bw;
+  r->kd.l2_bytes = caps->llc;
+  r->kd.write_allocate = 1;
+  r->kd.vector_flops_per_s = r->vector_rate;
+  set_kernel_rates(&r->kd, r->krate);
+  snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
+  if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
+  int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
+                                quick ? 0.05 : 0.3, r->rexpo, r->rdims, r->rmeas, r->rroof, err);
+  if (rc != SC_OK) return rc;
+  if (tty) fprintf(stderr, "\n");
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    if (!(r->rdims[k][0] > 0)) continue;
+    fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, r->rexpo[k]);
+    fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
+               "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
+               "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
+            (long long)r->rdims[k][0], (long long)r->rdims[k][1], r->rmeas[k].median_s,
+            r->rmeas[k].reps, r->rmeas[k].min_s, r->rmeas[k].max_s, r->rroof[k][0],
+            r->rroof[k][1]);
+  }
+  return SC_OK;
+}
+
 int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
   char hw_name[64] = "host-cpu";
@@ -772,34 +1011,9 @@ int sc_cli_sample(int argc, char **argv) {
    * whose training shapes all fit in the cache cannot know the DRAM regime. */
   caps = read_host_caps();
   plan_mid = (caps.llc > 0 ? caps.llc : 32.0 * 1024 * 1024) / 8.0;
-  { /* the plan, families interleaved so that a spent budget keeps every family */
-    static const struct { const char *name, *fam; uint32_t count; } parts[] = {
-        {"gemm", "gemm", 48},       {"gemm.batched", "gemm", 16}, {"attention", "attention", 48},
-        {"norm", "norm", 48},       {"softmax", "softmax", 32},   {"elementwise", "elementwise", 88},
-        {"optimizer", "optimizer", 24}, {"embedding", "embedding", 32},
-        {"cross_entropy", "cross_entropy", 32}};
-    plan per[9] = {{0}};
-    size_t maxn = 0;
-    int prc = SC_OK;
-    for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
-      if (!want(families, parts[k].fam)) continue;
-      prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
-                        gpu, plan_mid);
-      if (per[k].n > maxn) maxn = per[k].n;
-    }
-    for (size_t j = 0; j < maxn && prc == SC_OK; j++) {
-      for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
-        if (j < per[k].n)
-          prc = plan_add(&pl, per[k].ops[j].family, per[k].ops[j].variant, per[k].ops[j].ndims,
-                         per[k].ops[j].dims);
-      }
-    }
-    for (size_t k = 0; k < 9; k++) free(per[k].ops);
-    for (size_t j = 0; j < pl.n; j++) pl.ops[j].dtype = dtype;
-    if (prc != SC_OK) {
-      sc_error_set(&err, SC_ENOMEM, "sample: out of memory");
-      goto fail;
-    }
+  if (build_plan(&pl, families, quick, gpu, plan_mid, dtype) != SC_OK) {
+    sc_error_set(&err, SC_ENOMEM, "sample: out of memory");
+    goto fail;
   }
 
   f = fopen(out, "w");
@@ -815,203 +1029,31 @@ int sc_cli_sample(int argc, char **argv) {
   gmtime_r(&wall, &tmv);
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
   {
-    /* Microbenchmarks describing the device for the analytical estimate. */
-    sc_op_desc g = {0}, add = {0}, one = {0}, ln = {0}, af = {0}, ab = {0}, addc = {0};
-    sc_op_desc af2 = {0}, ab2 = {0};
-    sc_measurement mg, ma, m1, mln = {0}, maf = {0}, mab = {0}, mc = {0}, maf2 = {0}, mab2 = {0};
-    sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
-    double krate[NKERNEL_MICROS] = {0}, rexpo[NKERNEL_MICROS] = {0}, rroof[NKERNEL_MICROS][2];
-    int64_t rdims[NKERNEL_MICROS][2] = {{0, 0}};
-    const char *env = getenv("OPENBLAS_NUM_THREADS");
-    const int64_t gn = gpu ? 8192 : 2048; /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
-    const double esz = gpu ? 2.0 : 4.0;   /* bytes per element of the dtype */
-    g.family = SC_OP_GEMM; g.dtype = dtype; g.ndims = 4;
-    g.dims[0] = 1; g.dims[1] = gn; g.dims[2] = gn; g.dims[3] = gn;
-    add.family = SC_OP_ELEMENTWISE; add.variant = SC_EW_ADD; add.dtype = dtype;
-    add.ndims = 1; add.dims[0] = (int64_t)1 << (gpu ? 28 : 24);
-    one = add;
-    one.dims[0] = 1;
-    /* CPU: STREAM Add on 3 x 16 KiB arrays, which stay in the core's L1/L2: the bandwidth of
-     * cache-resident operators (cache_bw_Bps). */
-    addc = add;
-    addc.dims[0] = 4096;
-    /* CPU: the vector families' arithmetic rate, a layer-norm forward of 256 x 1024 fp32
-     * (1 MiB, cache resident), in the norm plugin's count of 7 flops per element. */
-    ln.family = SC_OP_NORM; ln.variant = SC_NORM_OP_LAYERNORM_FWD; ln.dtype = dtype;
-    ln.ndims = 2; ln.dims[0] = 256; ln.dims[1] = 1024;
-    /* CPU: the attention kernel's rate, forward and backward, on one causal head block of
-     * b 1, 8 heads, 512 x 512, head dim 64 (the attention plugin's FLOP count). */
-    af.family = SC_OP_ATTENTION; af.variant = SC_ATTN_FLASH_FWD; af.dtype = dtype; af.ndims = 7;
-    af.dims[0] = 1; af.dims[1] = 8; af.dims[2] = 8; af.dims[3] = 512; af.dims[4] = 512;
-    af.dims[5] = 32; af.dims[6] = 1;
-    ab = af;
-    ab.variant = SC_ATTN_FLASH_BWD;
-    /* ... and at head dim 128: the matmul work grows 4x, the softmax work on the scores does
-     * not, which separates the two (attn_split). */
-    af2 = af;
-    af2.dims[5] = 128;
-    ab2 = ab;
-    ab2.dims[5] = 128;
-    if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
-                                   "launch)..."
-                               : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
-                                 "layer-norm, attention, STREAM Add in cache)...");
-    if (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &g, 5, 3.0, &mg, &err) != SC_OK ||
-        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &add, 5, 2.0, &ma, &err) != SC_OK ||
-        hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &one, 9, 0.5, &m1, &err) != SC_OK ||
-        (!gpu && (hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ln, 9, 1.0, &mln,
-                              &err) != SC_OK ||
-                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &af, 5, 1.0, &maf,
-                              &err) != SC_OK ||
-                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab, 5, 1.0, &mab,
-                              &err) != SC_OK ||
-                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &af2, 5, 1.0, &maf2,
-                              &err) != SC_OK ||
-                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &ab2, 5, 1.0, &mab2,
-                              &err) != SC_OK ||
-                  hw->measure(sc_registry_state(reg, &hw->hdr), &dev, &addc, 9, 1.0, &mc,
-                              &err) != SC_OK)))
-      goto fail;
-    if (tty) fprintf(stderr, "\n");
-    /* The rates the microbenchmarks give, written to the samples header and printed as the
-     * [hardware] lines to copy. Attention: the causal forward does half of 4*b*h*s^2*d, the
-     * backward 2.5 times that (the attention plugin's count). */
-    const double gemm_rate = 2.0 * (double)gn * gn * gn / mg.median_s;
-    double bw_runs[SAMPLE_MAX_BW_RUNS + 1];
-    int nbw = 1;
+    micro_run mr;
+    sc_measurement last;
     size_t done = 0;
-    bw_runs[0] = 3.0 * esz * (double)add.dims[0] / ma.median_s;
-    double mem_bw = bw_runs[0]; /* the run's median, once the plan is done */
-    const double attn_scores = 0.5 * (double)af.dims[0] * (double)af.dims[1] *
-                               (double)af.dims[3] * (double)af.dims[4]; /* unmasked */
-    double attn_fwd_eff = 0, attn_bwd_eff = 0, attn_fwd_sm = 0, attn_bwd_sm = 0;
-    if (!gpu) {
-      attn_split(4.0 * attn_scores * 32, 4.0 * attn_scores * 128, attn_scores, maf.median_s,
-                 maf2.median_s, gemm_rate, &attn_fwd_eff, &attn_fwd_sm);
-      attn_split(10.0 * attn_scores * 32, 10.0 * attn_scores * 128, attn_scores, mab.median_s,
-                 mab2.median_s, gemm_rate, &attn_bwd_eff, &attn_bwd_sm);
-    }
-    const double vector_rate = gpu ? 0.0 : 7.0 * (double)ln.dims[0] * (double)ln.dims[1] / mln.median_s;
-    const double cache_bw = gpu ? 0.0 : 3.0 * esz * (double)addc.dims[0] / mc.median_s;
-    sc_device kd = dev;
-    if (!gpu) { /* each vector kernel's own rate (FLOP counts need an fp32 rate on dev) */
-      kd.peak_flops_per_s[SC_DTYPE_FP32] = gemm_rate;
-      kd.mem_bw_Bps = mem_bw;
-      kd.flops_efficiency = kd.mem_efficiency = 1.0;
-      if (tty) fprintf(stderr, "per-kernel rates (%zu kernels)...", NKERNEL_MICROS);
-      if (measure_kernel_rates(reg, hw, &kd, families, quick ? 0.05 : 0.3, krate, kmeas, &err) !=
-          SC_OK)
-        goto fail;
-      if (tty) fprintf(stderr, "\n");
-    }
-    fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
-    fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
-    fprintf(f, "# OPENBLAS_NUM_THREADS = %d\n", openblas_get_num_threads());
-    fprintf(f, "# OPENBLAS_NUM_THREADS_env = %s\n", env ? env : "(unset; set by --threads)");
-    fprintf(f, "# openblas_config = %s\n", openblas_get_config());
-    fprintf(f, "# command = %s\n# date = %s\n", cmd, stamp);
-    fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = %s\n", seconds, min_reps,
-            sc_dtype_name(dtype));
-    if (!gpu) {
-      fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", gemm_rate);
-      fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min %.4g, max %.4g)\n",
-              mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", bw_runs[0]);
-      fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
-                 "count), before the plan: median %.4g s of %u (min %.4g, max %.4g); run again "
-                 "through the plan (the trailer)\n",
-              ma.median_s, ma.reps, ma.min_s, ma.max_s);
-      fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", attn_fwd_eff);
-      fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", attn_bwd_eff);
-      fprintf(f, "# micro.kernel.attention.0_flops_per_s = %.4g\n", attn_fwd_sm);
-      fprintf(f, "# micro.kernel.attention.1_flops_per_s = %.4g\n", attn_bwd_sm);
-      fprintf(f, "# micro.attention = causal attention b 1, 8 heads, 512 x 512, fp32, head dim 32 "
-                 "and 128, split into the matmul part (efficiency, of the sgemm rate) and the "
-                 "softmax part (5 flops per unmasked score): forward median %.4g s of %u and "
-                 "%.4g s of %u, backward %.4g s of %u and %.4g s of %u\n", maf.median_s,
-              maf.reps, maf2.median_s, maf2.reps, mab.median_s, mab.reps, mab2.median_s,
-              mab2.reps);
-      fprintf(f, "# micro.stream_add_cache_bw_Bps = %.4g\n", cache_bw);
-      fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
-                 "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
-              mc.median_s, mc.reps, mc.min_s, mc.max_s);
-      fprintf(f, "# micro.vector_flops_per_s = %.4g\n", vector_rate);
-      fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
-                 "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
-              mln.median_s, mln.reps, mln.min_s, mln.max_s);
-      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
-        const kernel_micro *km = &kernel_micros[k];
-        if (!(krate[k] > 0)) continue;
-        fprintf(f, "# micro.kernel.%s.%u_flops_per_s = %.4g\n", km->family, km->variant,
-                krate[k]);
-        fprintf(f, "# micro.kernel.%s.%u = %s", km->family, km->variant, km->what);
-        print_dims(f, km);
-        fprintf(f, " fp32 (the %s plugin's FLOP count): median %.4g s of %u (min %.4g, max "
-                "%.4g)\n", km->family, kmeas[k].median_s, kmeas[k].reps, kmeas[k].min_s,
-                kmeas[k].max_s);
-      }
-    } else {
-      fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", gemm_rate);
-      fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
-              "(min %.4g, max %.4g)\n", sc_dtype_name(dtype), (long long)gn, (long long)gn,
-              (long long)gn, device, mg.median_s, mg.reps, mg.min_s, mg.max_s);
-      fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", bw_runs[0]);
-      fprintf(f, "# micro.stream_add = c = a + b over 2^28 %s elements (3 x %g bytes each), "
-              "before the plan: median %.4g s of %u (min %.4g, max %.4g); run again through the "
-              "plan (the trailer)\n", sc_dtype_name(dtype), esz,
-              ma.median_s, ma.reps, ma.min_s, ma.max_s);
-    }
-    fprintf(f, "# micro.launch_s = %.4g\n", m1.median_s);
-    fprintf(f, "# micro.launch = one-element add kernel call: median of %u\n", m1.reps);
-    fprintf(f, "# note = times are medians of repeated calls on warm buffers; the machine may be "
-               "shared, so expect noise (p10/p90 give the spread)\n");
-    fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
-    {
-      double t0 = now_s();
-      sc_measurement mb;
-      if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &add, esz, bw_runs, &nbw,
-                   &done, &err) != SC_OK ||
-          stream_bw(reg, hw, &dev, &add, esz, 0.3, &bw_runs[nbw], &mb, &err) != SC_OK)
-        goto fail;
-      nbw++;
-      fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", done,
-              pl.n, now_s() - t0, out);
-    }
-    fprintf(f, "# micro.stream_add_bw_Bps.runs =");
-    for (int k = 0; k < nbw; k++) fprintf(f, " %.4g", bw_runs[k]);
-    fprintf(f, "  (before, through and after the plan)\n");
-    mem_bw = median_of(bw_runs, nbw);
-    fprintf(f, "# micro.stream_add_bw_Bps = %.4g  (their median: the hardware file's mem_bw_Bps)\n",
-            mem_bw);
-    if (!gpu && caps.l1d > 0 && caps.llc > 0) {
-      /* the row kernels past the L1, against the device the file will describe */
-      kd.mem_bw_Bps = mem_bw;
-      kd.cache_bw_Bps = cache_bw;
-      kd.l2_bytes = caps.llc;
-      kd.write_allocate = 1;
-      kd.vector_flops_per_s = vector_rate;
-      set_kernel_rates(&kd, krate);
-      snprintf(kd.name, sizeof kd.name, "live-%.24s-measured", device);
-      if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
-      if (measure_row_exposure(reg, hw, &kd, krate, caps.l1d, caps.llc, families,
-                               quick ? 0.05 : 0.3, rexpo, rdims, rmeas, rroof, &err) != SC_OK)
-        goto fail;
-      if (tty) fprintf(stderr, "\n");
-      for (size_t k = 0; k < NKERNEL_MICROS; k++) {
-        const kernel_micro *km = &kernel_micros[k];
-        if (!(rdims[k][0] > 0)) continue;
-        fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, rexpo[k]);
-        fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
-                   "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
-                   "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
-                (long long)rdims[k][0], (long long)rdims[k][1], rmeas[k].median_s,
-                rmeas[k].reps, rmeas[k].min_s, rmeas[k].max_s, rroof[k][0], rroof[k][1]);
-      }
-    }
+    double t0;
+    memset(&mr, 0, sizeof mr);
+    mr.gpu = gpu;
+    mr.dtype = dtype;
+    if (measure_micros(&mr, reg, hw, &dev, families, quick, tty, &err) != SC_OK) goto fail;
+    write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps);
+    t0 = now_s();
+    if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &mr.add, mr.esz, mr.bw_runs,
+                 &mr.nbw, &done, &err) != SC_OK ||
+        stream_bw(reg, hw, &dev, &mr.add, mr.esz, 0.3, &mr.bw_runs[mr.nbw], &last, &err) !=
+            SC_OK)
+      goto fail;
+    mr.nbw++;
+    fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", done,
+            pl.n, now_s() - t0, out);
+    if (measure_after_plan(&mr, f, reg, hw, &caps, device, families, quick, tty, &err) != SC_OK)
+      goto fail;
     if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
-      const cpu_rates cr = {gemm_rate, mem_bw, cache_bw, m1.median_s, vector_rate,
-                            {attn_fwd_eff, attn_bwd_eff}, {attn_fwd_sm, attn_bwd_sm}, krate,
-                            rexpo, (const int64_t(*)[2])rdims, nbw};
+      const cpu_rates cr = {mr.gemm_rate, mr.mem_bw, mr.cache_bw, mr.m1.median_s,
+                            mr.vector_rate, {mr.attn_eff[0], mr.attn_eff[1]},
+                            {mr.attn_sm[0], mr.attn_sm[1]}, mr.krate, mr.rexpo,
+                            (const int64_t(*)[2])mr.rdims, mr.nbw};
       if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;
@@ -1026,10 +1068,10 @@ int sc_cli_sample(int argc, char **argv) {
       printf("# measured by: %s (%s)\n", cmd, stamp);
       printf("[hardware]\nkind = \"%s\"\n", device);
       printf("mem_bw_Bps = %.4g      # STREAM Add, 2^28 %s elements, median of %d runs\n",
-             mem_bw, sc_dtype_name(dtype), nbw);
-      printf("launch_s = %.4g        # one-element kernel call\n", m1.median_s);
+             mr.mem_bw, sc_dtype_name(dtype), mr.nbw);
+      printf("launch_s = %.4g        # one-element kernel call\n", mr.m1.median_s);
       printf("[hardware.peak_flops_per_s]\n%s = %.4g           # %s GEMM %lld^3\n",
-             sc_dtype_name(dtype), gemm_rate, sc_dtype_name(dtype), (long long)gn);
+             sc_dtype_name(dtype), mr.gemm_rate, sc_dtype_name(dtype), (long long)mr.gn);
     }
   }
   if (fclose(f) != 0) {
