@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "plugin/registry_int.h"
 
 /* ------------------------------------------------------------------------- */
@@ -52,13 +53,7 @@ uint64_t sc__memo_hash(const void *key, size_t len) {
     memcpy(tail, p + i, len - i);
     h = sc__mum(sc__rd64(tail) ^ SC__P4, sc__rd64(tail + 8) ^ h);
   }
-  h = sc__mum(h ^ SC__P1, (uint64_t)len ^ SC__P4);
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ull;
-  h ^= h >> 33;
-  return h;
+  return sc__mix64(sc__mum(h ^ SC__P1, (uint64_t)len ^ SC__P4));
 }
 
 /* ------------------------------------------------------------------------- */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "predict/compose.h"
 #include "stepcast/comm.h"
 #include "stepcast/ops.h"

@@ -119,17 +119,6 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
 int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
                    sc_sched_chunk *ch, double *t_opt, sc_error *err);
 
-/* MurmurHash3's 64-bit finaliser: every input bit reaches every output bit (the memos'
- * hashes). */
-static inline uint64_t sc__mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 /* The reported memory per GPU: the worst stage's, against the device's capacity. */
 void sc__memory_usage_of(const sc_memory *worst, double capacity_bytes, sc_memory_usage *mu);
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/mix64.h"
 #include "stepcast/comm.h"
 #include "stepcast/ops.h"
 #include "stepcast/stepcast.h"

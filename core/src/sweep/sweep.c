@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/mix64.h"
 #include "stepcast/comm.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/sweep.h"
