@@ -112,17 +112,23 @@ static int by_analytical(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* |analytical - measured| / measured of row r. */
+static double roofline_err(const fam_data *fd, size_t r) {
+  return fabs(fd->an[r] - fd->meas[r]) / fd->meas[r];
+}
+
 /* Mean relative errors of the roofline ([0]) and the four estimators ([1 + e]) on the m
  * smallest rows of fd (fd->order[0..m)): k-fold cross-validated into cv (the rows, by size,
  * dealt round-robin so that every fold spans every size) and held out into ho (fitted on
  * the smallest *mt of them, tested on the rest). */
+
 static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldout,
                      const sc_fit_opts *o, double *cv, double *ho, size_t *mt, size_t *train,
                      size_t *test, sc_error *err) {
   const size_t *ord = fd->order;
   int rc = SC_OK;
   for (int e = 0; e <= NEST; e++) cv[e] = ho[e] = 0.0;
-  for (size_t i = 0; i < m; i++) cv[0] += fabs(fd->an[ord[i]] - fd->meas[ord[i]]) / fd->meas[ord[i]];
+  for (size_t i = 0; i < m; i++) cv[0] += roofline_err(fd, ord[i]);
   for (int e = 0; e < NEST && rc == SC_OK; e++) {
     for (uint32_t k = 0; k < folds && rc == SC_OK; k++) {
       size_t nt = 0, ns = 0;
@@ -137,7 +143,7 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
   *mt = (size_t)ceil((double)m * (1.0 - heldout));
   if (*mt < 2) *mt = 2;
   if (*mt >= m) *mt = m - 1;
-  for (size_t i = *mt; i < m; i++) ho[0] += fabs(fd->an[ord[i]] - fd->meas[ord[i]]) / fd->meas[ord[i]];
+  for (size_t i = *mt; i < m; i++) ho[0] += roofline_err(fd, ord[i]);
   for (int e = 0; e < NEST && rc == SC_OK; e++)
     rc = eval_split(fd, e, ord, *mt, ord + *mt, m - *mt, o, &ho[1 + e], err);
   for (int e = 0; e <= NEST; e++) ho[e] /= (double)(m - *mt);
@@ -237,13 +243,13 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
     fprintf(out, " |\n");
   }
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, those that beat the roofline cross-validated or held out and are within %.0f "
-          "point%s of it in both, the one with the lower held-out error; none (the roofline) "
-          "when neither qualifies. Selected: that rule applied to the training rows alone (cross-validated, "
-          "and their largest %.0f%% held out), scored on the held-out rows: what --estimator "
-          "would have reached on shapes it never saw. The active models below follow the rule "
-          "on every row and are fitted on every row.\n", 100.0 * FIT_MARGIN,
-          FIT_MARGIN == 0.01 ? "" : "s", 100.0 * heldout);
+          "kinds, those that beat the roofline cross-validated or held out and are within a MAPE "
+          "margin of %g%% of it in both, the one with the lower held-out error; none (the "
+          "roofline) when neither qualifies. Selected: that rule applied to the training rows "
+          "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
+          "rows: what --estimator would have reached on shapes it never saw. The active models "
+          "below follow the rule on every row and are fitted on every row.\n",
+          100.0 * FIT_MARGIN, 100.0 * heldout);
 }
 
 int sc_cli_fit(int argc, char **argv) {
@@ -439,10 +445,11 @@ int sc_cli_fit(int argc, char **argv) {
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
              "active: the kind the estimator uses: of those better than the analytical estimate "
-             "cross-validated or held out and within 1 point of it in both, the one with the "
-             "lower held-out error (none: the family stays analytical); inactive gbdt models are "
-             "not kept (report.md has their errors).",
-             dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout));
+             "cross-validated or held out and within a MAPE margin of %g%% of it in both, the one "
+             "with the lower held-out error (none: the family stays analytical); inactive gbdt "
+             "models are not kept (report.md has their errors).",
+             dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout),
+             100.0 * FIT_MARGIN);
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);
