@@ -408,6 +408,39 @@ START_TEST(test_write_allocate) {
 }
 END_TEST
 
+/* A row kernel's rate by row width: sc_device_row_rate interpolates the stated multiples
+ * linearly in log2(cols) between stated widths and holds the nearest beyond them; the norm's
+ * compute time divides by it; unstated kernels and families keep their rate. */
+START_TEST(test_row_rate) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e13; /* compute-bound: the time is the FLOPs at the rate */
+  dev.mem_efficiency = 1.0;
+  dev.launch_s = 0.0;
+  dev.vector_flops_per_s = 1e10;
+  snprintf(dev.row_rate[0].family, sizeof dev.row_rate[0].family, "norm");
+  dev.row_rate[0].multiple[SC_NORM_OP_RMSNORM_FWD][0] = 1.3;  /* 64 columns */
+  dev.row_rate[0].multiple[SC_NORM_OP_RMSNORM_FWD][1] = 0.9;  /* 128 */
+  dev.row_rate[0].multiple[SC_NORM_OP_RMSNORM_FWD][4] = 1.0;  /* 1024; 256, 512 not stated */
+  dev.row_rate[0].multiple[SC_NORM_OP_RMSNORM_FWD][7] = 1.1;  /* 8192 */
+  ck_assert(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 64) == 1.3);
+  ck_assert(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 16) == 1.3);
+  ck_assert(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 128) == 0.9);
+  REL(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 64.0 * sqrt(2.0)), 1.1);
+  REL(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 256), 0.9 + 0.1 / 3.0);
+  REL(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 2048), 1.0 + 0.1 / 3.0);
+  ck_assert(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_FWD, 65536) == 1.1);
+  ck_assert(sc_device_row_rate(&dev, "norm", SC_NORM_OP_RMSNORM_BWD, 64) == 1.0);
+  ck_assert(sc_device_row_rate(&dev, "softmax", 0, 64) == 1.0);
+  /* RMSNorm forward, 4 N flops at 1e10 x the multiple */
+  sc_estimate e = run(&dev, DESC("norm", SC_NORM_OP_RMSNORM_FWD, SC_DTYPE_FP32, 4096, 64));
+  REL(e.time_s, 4.0 * 4096 * 64 / (1e10 * 1.3));
+  e = run(&dev, DESC("norm", SC_NORM_OP_RMSNORM_FWD, SC_DTYPE_FP32, 4096, 1024));
+  REL(e.time_s, 4.0 * 4096 * 1024 / 1e10);
+  e = run(&dev, DESC("norm", SC_NORM_OP_RMSNORM_BWD, SC_DTYPE_FP32, 4096, 64));
+  REL(e.time_s, 9.0 * 4096 * 64 / 1e10);
+}
+END_TEST
+
 /* Row kernels past the L1: a device with l1_bytes and a row_exposure for (norm, variant) adds
  * exposure x ramp x min(compute, memory) to the max, the ramp clamp(row_bytes / l1 - 1/4, 0, 1)
  * of the norm's per-row working set (layer-norm backward, fp32: 24 bytes per column). Narrow
@@ -608,6 +641,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention_softmax_rate);
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_row_exposure);
+  tcase_add_test(tc, test_row_rate);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

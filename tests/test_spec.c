@@ -291,6 +291,9 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_exposure_no_l1.toml", SC_SPEC_HARDWARE, ":10:11: ", "key 'row_exposure'", "needs l1_bytes"},
   {"hw_cpu_bad_exposure.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'row_exposure.norm.1'", "must be >= 0"},
   {"hw_cpu_bad_l1.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'l1_bytes'", "expected a number"},
+  {"hw_cpu_bad_row_width.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'row_rate.norm.2.100'", "row width of 64 x 2^i"},
+  {"hw_cpu_bad_row_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'row_rate.norm.2.128'", "must be > 0"},
+  {"hw_cpu_row_rate_flat.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'row_rate.norm.2'", "table of <columns>"},
 };
 
 START_TEST(malformed_is_named) {

@@ -12,6 +12,10 @@
 #include "cli.h"
 #include "stepcast/estimate.h"
 
+/* How much worse than the roofline a residual may be and still be used: about the run-to-run
+ * noise of one machine's samples (1-3 points of MAPE). */
+#define FIT_MARGIN 0.01
+
 static void fit_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast fit --samples FILE --out DIR [options]\n\n"
@@ -20,8 +24,10 @@ static void fit_usage(FILE *out) {
           "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
           "Reports MAPE of the analytical, hybrid and learned estimators by k-fold cross-\n"
           "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
-          "marks per family and target the kind with the lower held-out error active, and\n"
-          "writes DIR/residuals.toml, the gbdt JSON files and DIR/report.md.\n\n"
+          "marks per family and target a kind active when it beats the analytical estimate\n"
+          "cross-validated or held out and is within %g%% MAPE of it in both (the lower held-\n"
+          "out error of two such), and writes DIR/residuals.toml, the gbdt JSON files and\n"
+          "DIR/report.md.\n\n"
           "options:\n"
           "  --samples FILE     samples CSV (stepcast sample)\n"
           "  --out DIR          output folder (must exist), e.g. hardware/host-cpu/residuals\n"
@@ -36,7 +42,7 @@ static void fit_usage(FILE *out) {
           "  --rows FILE        also write every sample's analytical estimate beside its\n"
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
           "                     bound, analytical_s, measured_s, measured/analytical)\n\n"
-          "Exit status: 0 ok, 1 failure, 2 usage error.\n");
+          "Exit status: 0 ok, 1 failure, 2 usage error.\n", 100.0 * FIT_MARGIN);
 }
 
 #define NEST 4 /* hybrid-linear, hybrid-gbdt, learned-linear, learned-gbdt */
@@ -149,10 +155,6 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
   for (int e = 0; e <= NEST; e++) ho[e] /= (double)(m - *mt);
   return rc;
 }
-
-/* How much worse than the roofline a residual may be and still be used: about the run-to-run
- * noise of one machine's samples (1-3 points of MAPE). */
-#define FIT_MARGIN 0.01
 
 /* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on:
  * among t's two kinds, those that help somewhere and hurt nowhere beyond the noise (they

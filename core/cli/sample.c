@@ -217,12 +217,68 @@ static void set_kernel_rates(sc_device *dev, const double *krate) {
   }
 }
 
+/* The row rate of the kernel_micros entries marked row (sc_device_row_rate): each timed on
+ * cache-resident rows of SC_ROW_RATE_COLS0 x 2^i columns over ROW_RATE_ELEMS elements, its
+ * FLOP rate at each width over its rate at 1024 columns in the same sweep (the width of the
+ * kernel_flops_per_s shapes). rr[k][i] stays 0 for the others; mm[k][i] gets each
+ * measurement. */
+#define ROW_RATE_ELEMS 32768 /* 32 x 1024, as the per-kernel rates: 128 KiB per fp32 array */
+static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
+                             const char *families, double budget_s,
+                             double (*rr)[SC_ROW_RATE_WIDTHS],
+                             sc_measurement (*mm)[SC_ROW_RATE_WIDTHS], sc_error *err) {
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    double rate[SC_ROW_RATE_WIDTHS], ref = 0.0;
+    for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) rr[k][i] = rate[i] = 0.0;
+    if (!km->row || !want(families, km->family)) continue;
+    for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) {
+      sc_op_desc op = {0};
+      sc_estimate e;
+      sc_error e2;
+      int64_t cols = (int64_t)SC_ROW_RATE_COLS0 << i;
+      op.family = km->family;
+      op.variant = km->variant;
+      op.dtype = SC_DTYPE_FP32;
+      op.ndims = 2;
+      op.dims[0] = ROW_RATE_ELEMS / cols;
+      op.dims[1] = cols;
+      if (sc_registry_estimate_op(reg, dev, &op, &e, &e2) != SC_OK)
+        return sc_error_set(err, e2.code, "sample: row rate of the %s: %s", km->what, e2.msg);
+      int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &op, 9, budget_s, &mm[k][i],
+                           err);
+      if (rc != SC_OK) return rc;
+      if (e.flops > 0 && mm[k][i].median_s > 0) rate[i] = e.flops / mm[k][i].median_s;
+      if (cols == 1024) ref = rate[i];
+    }
+    for (int i = 0; i < SC_ROW_RATE_WIDTHS && ref > 0; i++) rr[k][i] = rate[i] / ref;
+  }
+  return SC_OK;
+}
+
+/* dev's row_rate from the measured rr (by kernel_micros; 0 = not measured). */
+static void set_row_rates(sc_device *dev, const double (*rr)[SC_ROW_RATE_WIDTHS]) {
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    int i = 0;
+    if (!(rr[k][0] > 0)) continue;
+    while (i < SC_KERNEL_RATE_FAMILIES && dev->row_rate[i].family[0] != '\0' &&
+           strcmp(dev->row_rate[i].family, km->family) != 0)
+      i++;
+    if (i == SC_KERNEL_RATE_FAMILIES) continue;
+    snprintf(dev->row_rate[i].family, sizeof dev->row_rate[i].family, "%s", km->family);
+    for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
+      dev->row_rate[i].multiple[km->variant][w] = rr[k][w];
+  }
+}
+
 /* The row exposure of the kernel_micros entries marked row (sc_device_row_exposure): each
  * timed on rows whose working set is well past the L1 (cols the power of two >= l1 / 4, at
  * least 1024: 12 bytes and more per fp32 column put every norm variant past 5 l1 / 4, where
  * the ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the
  * roofline of the same shape on kd (the measured rates, no exposure): (measured - max(tc,
- * tm)) / min(tc, tm), at least 0. tc is the FLOPs at the kernel's rate; tm the roofline with
+ * tm)) / min(tc, tm), at least 0. tc is the FLOPs at the kernel's rate at that width (its
+ * stated rate times kd's row rate); tm the roofline with
  * that rate made 10^9 times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
  * measurement and roof[k] = {max, min}. */
 static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
@@ -261,7 +317,9 @@ static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const 
       return sc_error_set(err, e2.code, "sample: row exposure of the %s: %s", km->what, e2.msg);
     int rc = hw->measure(sc_registry_state(reg, &hw->hdr), kd, &op, 5, budget_s, &mm[k], err);
     if (rc != SC_OK) return rc;
-    double tc = eo.flops / krate[k], tm = em.time_s, lo = tc < tm ? tc : tm;
+    double tc = eo.flops / (krate[k] * sc_device_row_rate(kd, km->family, km->variant,
+                                                          (double)cols));
+    double tm = em.time_s, lo = tc < tm ? tc : tm;
     dims[k][0] = rows;
     dims[k][1] = cols;
     roof[k][0] = eo.time_s;
@@ -495,6 +553,7 @@ typedef struct cpu_rates {
   const double *krate;            /* by kernel_micros; 0 = not measured */
   const double *rexpo;            /* by kernel_micros: row exposure; 0 = not measured */
   const int64_t (*rdims)[2];      /* ... and its shape */
+  const double (*rrate)[SC_ROW_RATE_WIDTHS]; /* by kernel_micros: row rate by width; 0 = not */
   int bw_runs;                    /* STREAM Add runs mem_bw is the median of */
 } cpu_rates;
 
@@ -576,6 +635,15 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                  "(micro.row_exposure.%s.%u)\n", km->variant, r->rexpo[k], km->what,
               (long long)r->rdims[k][0], (long long)r->rdims[k][1], km->family, km->variant);
     }
+  }
+  for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+    const kernel_micro *km = &kernel_micros[k];
+    if (!(r->rrate[k][0] > 0)) continue;
+    fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
+               "its rate at 1024 columns, %d elements in cache (micro.row_rate.%s.%u)\n",
+            km->family, km->variant, km->what, ROW_RATE_ELEMS, km->family, km->variant);
+    for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
+      fprintf(o, "%lld = %.3f\n", (long long)SC_ROW_RATE_COLS0 << w, r->rrate[k][w]);
   }
   if (r->attn_sm[0] > 0 || r->attn_sm[1] > 0) {
     fprintf(o, "\n[hardware.kernel_flops_per_s.attention]\n");
@@ -702,6 +770,8 @@ typedef struct micro_run {
   sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
   double krate[NKERNEL_MICROS], rexpo[NKERNEL_MICROS], rroof[NKERNEL_MICROS][2];
   int64_t rdims[NKERNEL_MICROS][2];
+  double rrate[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS]; /* row rate by width (the row kernels) */
+  sc_measurement rrmeas[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS];
   double gemm_rate, cache_bw, vector_rate, attn_eff[2], attn_sm[2];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
@@ -787,6 +857,10 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   if (tty) fprintf(stderr, "per-kernel rates (%zu kernels)...", NKERNEL_MICROS);
   int rc = measure_kernel_rates(reg, hw, &r->kd, families, quick ? 0.05 : 0.3, r->krate,
                                 r->kmeas, err);
+  if (rc != SC_OK) return rc;
+  if (tty) fprintf(stderr, "\nrow kernels by row width...");
+  rc = measure_row_rates(reg, hw, &r->kd, families, quick ? 0.02 : 0.2, r->rrate, r->rrmeas,
+                         err);
   if (tty && rc == SC_OK) fprintf(stderr, "\n");
   return rc;
 }
@@ -842,6 +916,21 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
               "%.4g)\n", km->family, r->kmeas[k].median_s, r->kmeas[k].reps,
               r->kmeas[k].min_s, r->kmeas[k].max_s);
     }
+    for (size_t k = 0; k < NKERNEL_MICROS; k++) {
+      const kernel_micro *km = &kernel_micros[k];
+      if (!(r->rrate[k][0] > 0)) continue;
+      fprintf(f, "# micro.row_rate.%s.%u =", km->family, km->variant);
+      for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++) fprintf(f, " %.4g", r->rrate[k][w]);
+      fprintf(f, "  (of the rate at 1024 columns, at %lld to %lld columns)\n",
+              (long long)SC_ROW_RATE_COLS0, (long long)SC_ROW_RATE_COLS0 << (SC_ROW_RATE_WIDTHS - 1));
+      fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %d elements as rows of %lld to %lld "
+                 "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS,
+              (long long)SC_ROW_RATE_COLS0, (long long)SC_ROW_RATE_COLS0 << (SC_ROW_RATE_WIDTHS - 1));
+      for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
+        fprintf(f, "%s %.4g s of %u", w ? "," : "", r->rrmeas[k][w].median_s,
+                r->rrmeas[k][w].reps);
+      fprintf(f, "\n");
+    }
   } else {
     fprintf(f, "# micro.gemm_flops_per_s = %.4g\n", r->gemm_rate);
     fprintf(f, "# micro.gemm = %s GEMM %lldx%lldx%lld on the %s plugin: median %.4g s of %u "
@@ -880,6 +969,7 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   r->kd.write_allocate = 1;
   r->kd.vector_flops_per_s = r->vector_rate;
   set_kernel_rates(&r->kd, r->krate);
+  set_row_rates(&r->kd, (const double(*)[SC_ROW_RATE_WIDTHS])r->rrate);
   snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
   if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
   int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
@@ -1053,7 +1143,8 @@ int sc_cli_sample(int argc, char **argv) {
       const cpu_rates cr = {mr.gemm_rate, mr.mem_bw, mr.cache_bw, mr.m1.median_s,
                             mr.vector_rate, {mr.attn_eff[0], mr.attn_eff[1]},
                             {mr.attn_sm[0], mr.attn_sm[1]}, mr.krate, mr.rexpo,
-                            (const int64_t(*)[2])mr.rdims, mr.nbw};
+                            (const int64_t(*)[2])mr.rdims,
+                            (const double(*)[SC_ROW_RATE_WIDTHS])mr.rrate, mr.nbw};
       if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;

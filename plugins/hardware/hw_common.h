@@ -139,18 +139,53 @@ static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table
   return SC_OK;
 }
 
+/* [hardware.<tkey>.<fam>.<variant>] of row widths: <cols> = value, cols one of
+ * SC_ROW_RATE_COLS0 x 2^i (i < widths), into dst[i]. */
+static inline int sc__hw_width_table(const sc_host *host, const sc_table *vt, const char *tkey,
+                                     const char *fam, const char *variant, const char *unit,
+                                     int zero_ok, int widths, double *dst, sc_error *err) {
+  const sc_table *wt = NULL;
+  const char *key = NULL;
+  char prefix[128];
+  int rc = host->table_table(vt, variant, &wt, err);
+  if (rc != SC_OK) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s.%s': must be a table of <columns> = "
+                          "%s", host->table_where(vt, variant), tkey, fam, variant, unit);
+  }
+  snprintf(prefix, sizeof prefix, "%s.%s.%s.", tkey, fam, variant);
+  for (size_t j = 0; host->table_key(wt, j, &key) == SC_OK; j++) {
+    char *end = NULL;
+    long c = strtol(key, &end, 10);
+    int w = -1;
+    for (int i = 0; i < widths && end != key && *end == '\0'; i++)
+      if ((double)c == SC_ROW_RATE_COLS0 * (double)(1L << i)) w = i;
+    if (w < 0) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a row width of %g x 2^i "
+                            "columns (%g to %g)", host->table_where(wt, key), prefix, key,
+                            SC_ROW_RATE_COLS0, SC_ROW_RATE_COLS0,
+                            SC_ROW_RATE_COLS0 * (double)(1L << (widths - 1)));
+    }
+    rc = sc__hw_number(host, wt, prefix, key, 1, zero_ok, &dst[w], err);
+    if (rc != SC_OK) return rc;
+  }
+  return SC_OK;
+}
+
 /* An optional per-kernel table of a [hardware] table t (docs/formats.md):
  *   [hardware.<key>.<family>]  <variant index> = value
+ * or, with widths > 0, one value per row width (sc__hw_width_table):
+ *   [hardware.<key>.<family>.<variant index>]  <columns> = value
  * at most SC_KERNEL_RATE_FAMILIES families and variant indices below
  * SC_KERNEL_RATE_VARIANTS; value > 0 (unit names it in messages), or >= 0 when zero_ok is
  * set. Entry i's family name is fam0 + i * stride (char[32]) and its values
- * val0 + i * stride bytes on (double[SC_KERNEL_RATE_VARIANTS]): the layout shared by
- * sc_device.kernel_rates and .row_exposure. Absent: the entries stay empty. The family names
+ * val0 + i * stride bytes on (double[SC_KERNEL_RATE_VARIANTS], times widths when widths > 0):
+ * the layout of sc_device.kernel_rates, .row_exposure and .row_rate. Absent: the entries stay
+ * empty. The family names
  * are not checked against the loaded operator plugins (a hardware plugin does not see them);
  * a misspelt family is simply never asked for. */
 static inline int sc__hw_kernel_table(const sc_host *host, const sc_table *t, const char *tkey,
-                                      const char *unit, int zero_ok, char *fam0, double *val0,
-                                      size_t stride, sc_error *err) {
+                                      const char *unit, int zero_ok, int widths, char *fam0,
+                                      double *val0, size_t stride, sc_error *err) {
   const sc_table *by = NULL;
   const char *fam = NULL;
   const size_t famcap = sizeof ((sc_device *)0)->kernel_rates[0].family;
@@ -191,7 +226,13 @@ static inline int sc__hw_kernel_table(const sc_host *host, const sc_table *t, co
                               "[0, %d)", host->table_where(ft, key), prefix, key,
                               SC_KERNEL_RATE_VARIANTS);
       }
-      rc = sc__hw_number(host, ft, prefix, key, 1, zero_ok, &vdst[v], err);
+      if (widths == 0) {
+        rc = sc__hw_number(host, ft, prefix, key, 1, zero_ok, &vdst[v], err);
+        if (rc != SC_OK) return rc;
+        continue;
+      }
+      rc = sc__hw_width_table(host, ft, tkey, fam, key, unit, zero_ok, widths, vdst + v * widths,
+                              err);
       if (rc != SC_OK) return rc;
     }
   }
@@ -203,11 +244,14 @@ _Static_assert(sizeof ((sc_device *)0)->kernel_rates[0] ==
                sizeof ((sc_device *)0)->kernel_rates[0].family ==
                    sizeof ((sc_device *)0)->row_exposure[0].family,
                "sc__hw_kernel_table reads both tables with one layout");
+_Static_assert(sizeof ((sc_device *)0)->row_rate[0].family ==
+                   sizeof ((sc_device *)0)->kernel_rates[0].family,
+               "sc__hw_kernel_table writes row_rate's family names with kernel_rates' capacity");
 
 /* The optional per-kernel rates [hardware.kernel_flops_per_s.<family>] <variant> = FLOP/s. */
 static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc_device *dev,
                                       sc_error *err) {
-  return sc__hw_kernel_table(host, t, "kernel_flops_per_s", "FLOP/s", 0,
+  return sc__hw_kernel_table(host, t, "kernel_flops_per_s", "FLOP/s", 0, 0,
                              dev->kernel_rates[0].family, dev->kernel_rates[0].flops_per_s,
                              sizeof dev->kernel_rates[0], err);
 }
@@ -219,7 +263,7 @@ static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc
   int rc = sc__hw_number(host, t, "", "l1_bytes", 0, 0, &dev->l1_bytes, err);
   if (rc == SC_ENOTFOUND) dev->l1_bytes = 0;
   else if (rc != SC_OK) return rc;
-  rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, dev->row_exposure[0].family,
+  rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, 0, dev->row_exposure[0].family,
                            dev->row_exposure[0].multiple, sizeof dev->row_exposure[0], err);
   if (rc != SC_OK) return rc;
   if (dev->row_exposure[0].family[0] != '\0' && !(dev->l1_bytes > 0)) {
@@ -227,6 +271,15 @@ static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc
                           "cache the rows are measured against", host->table_where(t, "row_exposure"));
   }
   return SC_OK;
+}
+
+/* The optional [hardware.row_rate.<family>.<variant>] <columns> = multiple (> 0) of the
+ * kernel's stated rate at that row width (sc_device_row_rate). */
+static inline int sc__hw_row_rate(const sc_host *host, const sc_table *t, sc_device *dev,
+                                  sc_error *err) {
+  return sc__hw_kernel_table(host, t, "row_rate", "multiple", 0, SC_ROW_RATE_WIDTHS,
+                             dev->row_rate[0].family, &dev->row_rate[0].multiple[0][0],
+                             sizeof dev->row_rate[0], err);
 }
 
 /* A required non-empty string that fits dst[cap]. */

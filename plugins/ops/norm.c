@@ -18,7 +18,8 @@
  * working set per row, row_bytes, sets how much of min(compute, memory) a device with an L1
  * and a stated [hardware.row_exposure.norm] cannot overlap (sc_device_row_exposure): LayerNorm
  * fwd 4e cols (x, y, gamma, beta), bwd (4e + 8) cols (x, dy, dx, gamma, fp32 dgamma and
- * dbeta); RMSNorm fwd 3e cols, bwd (4e + 4) cols.
+ * dbeta); RMSNorm fwd 3e cols, bwd (4e + 4) cols. The kernel's rate is its stated rate times
+ * the device's [hardware.row_rate.norm.<variant>] at this row width (sc_device_row_rate).
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -37,6 +38,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   rc = sc__op_vector_peak(dev, "norm", op->variant, &peak, err);
   if (rc != SC_OK) return rc;
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
+  peak *= sc_device_row_rate(dev, "norm", op->variant, cols);
   double e = sc__op_dtype_bytes(op->dtype);
   int rms = op->variant == SC_NORM_OP_RMSNORM_FWD || op->variant == SC_NORM_OP_RMSNORM_BWD;
   int bwd = op->variant == SC_NORM_OP_LAYERNORM_BWD || op->variant == SC_NORM_OP_RMSNORM_BWD;

@@ -21,6 +21,7 @@
 #ifndef STEPCAST_PLUGIN_H
 #define STEPCAST_PLUGIN_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,6 +110,8 @@ typedef enum {
 #define SC_MAX_TIERS 8     /* network tiers of one topology */
 #define SC_KERNEL_RATE_FAMILIES 12 /* operator families with per-kernel rates on one device */
 #define SC_KERNEL_RATE_VARIANTS 16 /* variants per family with a per-kernel rate */
+#define SC_ROW_RATE_WIDTHS 8       /* row widths of sc_device.row_rate: 64 x 2^i columns */
+#define SC_ROW_RATE_COLS0 64.0     /* the narrowest of them */
 
 /* ------------------------------------------------------------------------- */
 /* Host services: what the runtime offers every plugin (passed to init).     */
@@ -214,6 +217,18 @@ typedef struct sc_device {
     char family[32];
     double multiple[SC_KERNEL_RATE_VARIANTS]; /* by variant index; 0 = overlaps fully */
   } row_exposure[SC_KERNEL_RATE_FAMILIES];
+  /* Appended at ABI 1.0 (empty family = not stated: a row kernel runs at its stated rate
+   * whatever its width). A row kernel's arithmetic rate depends on the row's width: on a CPU
+   * a norm's per-row reductions are serial chains, and rows narrow enough for the
+   * out-of-order window to hold a whole row run two rows' chains at once. row_rate states, per
+   * family and variant, the multiple of the kernel's stated rate (kernel_rates, measured on
+   * 1024-column rows) at widths of SC_ROW_RATE_COLS0 x 2^i columns (i < SC_ROW_RATE_WIDTHS:
+   * 64 .. 8192), 0 = not stated there; measured by `stepcast sample` on cache-resident rows.
+   * Read through sc_device_row_rate. */
+  struct {
+    char family[32];
+    double multiple[SC_KERNEL_RATE_VARIANTS][SC_ROW_RATE_WIDTHS]; /* [variant][log2(cols/64)] */
+  } row_rate[SC_KERNEL_RATE_FAMILIES];
 } sc_device;
 
 /* The stated rate of (family, variant) on dev, or 0 when none is stated. */
@@ -243,6 +258,30 @@ static inline double sc_device_row_exposure(const sc_device *dev, const char *fa
     }
   }
   return 0.0;
+}
+
+/* The multiple of the stated rate of row kernel (family, variant) on dev at rows of cols
+ * columns: dev->row_rate interpolated linearly in log2(cols) between the stated widths, the
+ * nearest stated value beyond them; 1 when the device states none for the kernel. */
+static inline double sc_device_row_rate(const sc_device *dev, const char *family,
+                                        uint32_t variant, double cols) {
+  if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS || !(cols > 0.0)) return 1.0;
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->row_rate[i].family[0] != '\0'; i++) {
+    if (strcmp(dev->row_rate[i].family, family) != 0) continue;
+    const double *m = dev->row_rate[i].multiple[variant];
+    double x = log2(cols / SC_ROW_RATE_COLS0); /* the position on the widths */
+    int lo = -1, hi = -1;
+    for (int j = 0; j < SC_ROW_RATE_WIDTHS; j++) {
+      if (!(m[j] > 0.0)) continue;
+      if ((double)j <= x) lo = j;
+      if ((double)j >= x && hi < 0) hi = j;
+    }
+    if (lo < 0 && hi < 0) return 1.0;
+    if (lo < 0) return m[hi];
+    if (hi < 0 || hi == lo) return m[lo];
+    return m[lo] + (x - lo) / (double)(hi - lo) * (m[hi] - m[lo]);
+  }
+  return 1.0;
 }
 
 /* The achievable fraction of peak for dense matrix multiplies in dtype d. */
