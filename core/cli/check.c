@@ -38,6 +38,22 @@ static void print_model(const sc_model *m) {
   printf("  params           %.1f B (%lld)\n", (double)m->params / 1e9, (long long)m->params);
 }
 
+/* One line per family of a per-kernel table of the device (kernel_rates, row_exposure):
+ * "<what> <family>: <variant> <value x scale><unit>, ..." for the stated variants. */
+static void print_kernel_table(const char *fam0, const double *val0, size_t stride,
+                               const char *what, double scale, const char *unit) {
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES; i++) {
+    const char *fam = fam0 + (size_t)i * stride;
+    const double *v = (const double *)(const void *)((const char *)val0 + (size_t)i * stride);
+    int n = 0;
+    if (fam[0] == '\0') break;
+    printf("  %-16s %s:", what, fam);
+    for (int j = 0; j < SC_KERNEL_RATE_VARIANTS; j++)
+      if (v[j] > 0) printf("%s %d %.4g%s", n++ ? "," : "", j, v[j] * scale, unit);
+    printf("\n");
+  }
+}
+
 static void print_device(const sc_device *d, const char *path) {
   printf("hardware %s (%s), kind %s\n", d->name, path, d->kind);
   for (int i = 0; i < SC_DTYPE_COUNT; i++) {
@@ -67,6 +83,26 @@ static void print_device(const sc_device *d, const char *path) {
   printf("  mem efficiency   %.3f\n", d->mem_efficiency);
   printf("  launch           %.2f us\n", d->launch_s * 1e6);
   printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);
+  if (d->write_allocate) printf("  write allocate   yes\n");
+  if (d->l1_bytes > 0) printf("  l1               %.1f KB\n", d->l1_bytes / 1e3);
+  print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,
+                     sizeof d->kernel_rates[0], "kernel rate", 1e-9, " GFLOP/s");
+  print_kernel_table(d->row_exposure[0].family, d->row_exposure[0].multiple,
+                     sizeof d->row_exposure[0], "row exposure", 1.0, "");
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && d->row_rate[i].family[0] != '\0'; i++) {
+    for (int v = 0; v < SC_KERNEL_RATE_VARIANTS; v++) {
+      const double *m = d->row_rate[i].multiple[v];
+      int any = 0;
+      for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++) any |= m[w] > 0;
+      if (!any) continue;
+      printf("  %-16s %s.%d (columns: x the kernel rate):", "row rate", d->row_rate[i].family,
+             v);
+      for (int w = 0, n = 0; w < SC_ROW_RATE_WIDTHS; w++)
+        if (m[w] > 0)
+          printf("%s %.0f %.3f", n++ ? "," : "", SC_ROW_RATE_COLS0 * (double)(1 << w), m[w]);
+      printf("\n");
+    }
+  }
 }
 
 static void print_topology(const sc_topology *t) {
