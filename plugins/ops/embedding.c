@@ -11,6 +11,9 @@
  *             main_grad]); flops = tokens*hidden + vocab_rows*hidden (the two additions)
  * Working set (for the cache hit rate): the forward's traffic; the backward's is
  * tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched twice.
+ * The backward's zero-fill is a pass of its own, before the scatter and the accumulate, and
+ * priced apart (sc__embed_fill_s): its vocab_rows*hidden*e bytes stay in the caches while the
+ * table fits the last-level cache and stream to memory past it (tests/bench/embed_sweep.c).
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -19,6 +22,17 @@ static const char *const dim_names[] = {"tokens", "hidden", "vocab_rows"};
 static const char *const feature_names[] = {"log10_bytes", "log10_tokens", "log2_hidden",
                                             "log10_vocab_rows", "backward"};
 #define NFEATURES (sizeof feature_names / sizeof feature_names[0])
+
+/* The zero-fill of a gradient table of fill bytes: at the cache rate while the table fits
+ * the last-level cache (the stores land there), else streamed to memory, which a
+ * write-allocate device's STREAM count prices at 4/3 of mem_bw_Bps (no line is read first).
+ * A device without a cache rate streams every fill. */
+static double sc__embed_fill_s(const sc_device *dev, double fill) {
+  double dram = dev->mem_bw_Bps * dev->mem_efficiency;
+  if (dev->write_allocate) dram *= 4.0 / 3.0;
+  if (dev->cache_bw_Bps > dram && fill < dev->l2_bytes) return fill / dev->cache_bw_Bps;
+  return fill / dram;
+}
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
                     sc_error *err) {
@@ -31,21 +45,27 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double t = (double)op->dims[0], h = (double)op->dims[1], v = (double)op->dims[2];
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_EMBED_BWD;
-  double flops, bytes;
+  double flops, bytes, fill = 0.0;
   if (!bwd) {
     flops = 0.0;
     bytes = 2.0 * e * t * h + 8.0 * t;
   } else {
     flops = t * h + v * h;
-    bytes = e * t * h + 8.0 * t + v * h * (2.0 * e + 8.0);
+    fill = e * v * h;
+    bytes = e * t * h + 8.0 * t + v * h * (e + 8.0); /* after the fill */
   }
-  /* working set: the backward touches the gradient table twice (zero-fill, read) and the
-   * fp32 main gradient twice (read, write) */
+  /* working set: the backward touches the gradient table (filled, then read) and the fp32
+   * main gradient (read, write) */
   double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0) : bytes;
-  /* fresh writes: the forward's output; the backward writes in place (the large zero-fill
-   * is a streaming store, which reads nothing) */
+  /* fresh writes: the forward's output; the backward's scatter and accumulate write in
+   * place */
   sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
                       bwd ? 0.0 : e * t * h, out);
+  if (bwd) {
+    out->time_s += sc__embed_fill_s(dev, fill);
+    out->bytes += fill;
+    bytes += fill;
+  }
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;
