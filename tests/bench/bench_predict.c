@@ -19,12 +19,7 @@
 
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static int run(const char *name, sc_predictor *pr, const sc_model *m, const sc_topology *t,
                const sc_device *dev, sc_parallel *p, int vary, double seconds, sc_registry *reg) {

@@ -20,12 +20,7 @@
 #include "stepcast/stepcast.h"
 #include "stepcast/trace.h"
 #include "trace/trace_int.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static double peak_rss_mb(void) {
   struct rusage ru;

@@ -24,19 +24,9 @@
 #include <time.h>
 
 #include "cpu_kernels.h"
+#include "bench_util.h"
 
 #define REPS 15
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* The level-3 cache size sysfs gives for cpu0, in bytes; 0 when it gives none. */
 static double sysfs_l3(void) {

@@ -25,17 +25,7 @@
 #include <unistd.h>
 
 #include "cpu_kernels.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 /* Median seconds per element of variant v on rows x cols (buffers sized for it). */
 static double time_norm(int v, int64_t rows, int64_t cols) {

@@ -28,14 +28,9 @@
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
+#include "bench_util.h"
 
 void openblas_set_num_threads(int num_threads);
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct layer {
   float *ln1_g, *ln1_b, *wqkv, *bqkv, *wproj, *bproj, *ln2_g, *ln2_b, *w1, *b1, *w2, *b2;
@@ -111,11 +106,6 @@ static void merge_heads(int64_t B, int64_t S, int64_t A, int64_t d, const float 
       for (int64_t a = 0; a < A; a++)
         memcpy(out + (b * S + s) * ld + off + a * d, heads + ((b * A + a) * S + s) * d,
                (size_t)d * sizeof(float));
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -358,7 +348,7 @@ int main(int argc, char **argv) {
     last_loss = 0.0f;
     for (int64_t t = 0; t < T; t++) last_loss += loss[t] / (float)T;
   }
-  qsort(times + 1, (size_t)steps, sizeof *times, cmp_d);
+  qsort(times + 1, (size_t)steps, sizeof *times, cmp_double);
   double measured = times[1 + steps / 2];
 
   /* ---------------- prediction ---------------- */
