@@ -25,9 +25,9 @@ static void fit_usage(FILE *out) {
           "Reports MAPE of the analytical, hybrid and learned estimators by k-fold cross-\n"
           "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
           "marks per family and target a kind active when it beats the analytical estimate\n"
-          "cross-validated or held out and is within %g%% MAPE of it in both (the lower held-\n"
-          "out error of two such), and writes DIR/residuals.toml, the gbdt JSON files and\n"
-          "DIR/report.md.\n\n"
+          "by more than %g%% MAPE cross-validated or held out and is within that margin of it\n"
+          "in both (the lower held-out error of two such), and writes DIR/residuals.toml, the\n"
+          "gbdt JSON files and DIR/report.md.\n\n"
           "options:\n"
           "  --samples FILE     samples CSV (stepcast sample)\n"
           "  --out DIR          output folder (must exist), e.g. hardware/host-cpu/residuals\n"
@@ -158,13 +158,13 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
 
 /* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on:
  * among t's two kinds, those that help somewhere and hurt nowhere beyond the noise (they
- * beat the roofline cross-validated, inside the sampled range, or held out, beyond it, and
- * are within FIT_MARGIN of it in both), the one with the lower held-out error (linear on
+ * beat the roofline by more than FIT_MARGIN cross-validated, inside the sampled range, or
+ * held out, beyond it, and are within FIT_MARGIN of it in both), the one with the lower held-out error (linear on
  * ties); -1, the roofline, when neither qualifies. */
 static int choose(const double *cv, const double *ho, int t) {
   int best = -1;
   for (int e = 2 * t; e <= 2 * t + 1; e++) {
-    int helps = cv[1 + e] < cv[0] || ho[1 + e] < ho[0];
+    int helps = cv[1 + e] < cv[0] - FIT_MARGIN || ho[1 + e] < ho[0] - FIT_MARGIN;
     int harmless = cv[1 + e] <= cv[0] + FIT_MARGIN && ho[1 + e] <= ho[0] + FIT_MARGIN;
     if (!helps || !harmless) continue;
     if (best < 0 || ho[1 + e] < ho[1 + best]) best = e;
@@ -245,9 +245,9 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
     fprintf(out, " |\n");
   }
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, those that beat the roofline cross-validated or held out and are within a MAPE "
-          "margin of %g%% of it in both, the one with the lower held-out error; none (the "
-          "roofline) when neither qualifies. Selected: that rule applied to the training rows "
+          "kinds, those that beat the roofline by more than a MAPE margin of %g%% cross-validated "
+          "or held out and are within that margin of it in both, the one with the lower held-out "
+          "error; none (the roofline) when neither qualifies. Selected: that rule applied to the training rows "
           "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
           "rows: what --estimator would have reached on shapes it never saw. The active models "
           "below follow the rule on every row and are fitted on every row.\n",
@@ -447,7 +447,8 @@ int sc_cli_fit(int argc, char **argv) {
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
              "active: the kind the estimator uses: of those better than the analytical estimate "
-             "cross-validated or held out and within a MAPE margin of %g%% of it in both, the one "
+             "by more than a MAPE margin of %g%% cross-validated or held out and within that "
+             "margin of it in both, the one "
              "with the lower held-out error (none: the family stays analytical); inactive gbdt "
              "models are not kept (report.md has their errors).",
              dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout),
