@@ -159,8 +159,8 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
 /* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on:
  * among t's two kinds, those that help somewhere and hurt nowhere beyond the noise (they
  * beat the roofline by more than FIT_MARGIN cross-validated, inside the sampled range, or
- * held out, beyond it, and are within FIT_MARGIN of it in both), the one with the lower held-out error (linear on
- * ties); -1, the roofline, when neither qualifies. */
+ * held out, beyond it, and are within FIT_MARGIN of it in both), the one with the lower
+ * held-out error (linear on ties); -1, the roofline, when neither qualifies. */
 static int choose(const double *cv, const double *ho, int t) {
   int best = -1;
   for (int e = 2 * t; e <= 2 * t + 1; e++) {

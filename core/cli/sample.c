@@ -278,9 +278,9 @@ static void set_row_rates(sc_device *dev, const double (*rr)[SC_ROW_RATE_WIDTHS]
  * the ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the
  * roofline of the same shape on kd (the measured rates, no exposure): (measured - max(tc,
  * tm)) / min(tc, tm), at least 0. tc is the FLOPs at the kernel's rate at that width (its
- * stated rate times kd's row rate); tm the roofline with
- * that rate made 10^9 times faster. expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the
- * measurement and roof[k] = {max, min}. */
+ * stated rate times kd's row rate); tm the roofline with that rate made 10^9 times faster.
+ * expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the measurement and
+ * roof[k] = {max, min}. */
 static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
                                 const double *krate, double l1, double llc,
                                 const char *families, double budget_s, double *expo,
@@ -921,11 +921,10 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
       if (!(r->rrate[k][0] > 0)) continue;
       fprintf(f, "# micro.row_rate.%s.%u =", km->family, km->variant);
       for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++) fprintf(f, " %.4g", r->rrate[k][w]);
-      fprintf(f, "  (of the rate at 1024 columns, at %lld to %lld columns)\n",
-              (long long)SC_ROW_RATE_COLS0, (long long)SC_ROW_RATE_COLS0 << (SC_ROW_RATE_WIDTHS - 1));
+      const long long c0 = (long long)SC_ROW_RATE_COLS0, c1 = c0 << (SC_ROW_RATE_WIDTHS - 1);
+      fprintf(f, "  (of the rate at 1024 columns, at %lld to %lld columns)\n", c0, c1);
       fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %d elements as rows of %lld to %lld "
-                 "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS,
-              (long long)SC_ROW_RATE_COLS0, (long long)SC_ROW_RATE_COLS0 << (SC_ROW_RATE_WIDTHS - 1));
+                 "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS, c0, c1);
       for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
         fprintf(f, "%s %.4g s of %u", w ? "," : "", r->rrmeas[k][w].median_s,
                 r->rrmeas[k][w].reps);

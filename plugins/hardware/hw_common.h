@@ -263,8 +263,9 @@ static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc
   int rc = sc__hw_number(host, t, "", "l1_bytes", 0, 0, &dev->l1_bytes, err);
   if (rc == SC_ENOTFOUND) dev->l1_bytes = 0;
   else if (rc != SC_OK) return rc;
-  rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, 0, dev->row_exposure[0].family,
-                           dev->row_exposure[0].multiple, sizeof dev->row_exposure[0], err);
+  rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, 0,
+                           dev->row_exposure[0].family, dev->row_exposure[0].multiple,
+                           sizeof dev->row_exposure[0], err);
   if (rc != SC_OK) return rc;
   if (dev->row_exposure[0].family[0] != '\0' && !(dev->l1_bytes > 0)) {
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'row_exposure': needs l1_bytes, the L1 data "

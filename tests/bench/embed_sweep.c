@@ -87,7 +87,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "embed_sweep: out of memory at %g MiB\n", mib[k]);
       return 1;
     }
-    for (int64_t t = 0; t < tokens; t++) ids[t] = (int64_t)((uint64_t)t * 2654435761u % (uint64_t)rows);
+    for (int64_t t = 0; t < tokens; t++) /* spread over the table, repeatable */
+      ids[t] = (int64_t)((uint64_t)t * 2654435761u % (uint64_t)rows);
     for (size_t i = 0; i < nt; i++) dy[i] = (float)(i % 89) * 0.001f;
     for (int rep = -1; rep < REPS; rep++) {
       double t0 = now_s();
