@@ -386,8 +386,6 @@ END_TEST
 START_TEST(test_write_allocate) {
   sc_device dev = a100();
   dev.mem_bw_Bps = 1e11;
-  dev.mem_efficiency = 1.0;
-  dev.launch_s = 0.0;
   dev.write_allocate = 1;
   sc_estimate e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
   REL(e.time_s, 12e6 / 1e11); /* (12 + 4) bytes at 4/3 x 1e11 */
@@ -414,8 +412,6 @@ END_TEST
 START_TEST(test_row_rate) {
   sc_device dev = a100();
   dev.mem_bw_Bps = 1e13; /* compute-bound: the time is the FLOPs at the rate */
-  dev.mem_efficiency = 1.0;
-  dev.launch_s = 0.0;
   dev.vector_flops_per_s = 1e10;
   snprintf(dev.row_rate[0].family, sizeof dev.row_rate[0].family, "norm");
   dev.row_rate[0].multiple[SC_NORM_OP_RMSNORM_FWD][0] = 1.3;  /* 64 columns */
@@ -448,8 +444,6 @@ END_TEST
 START_TEST(test_row_exposure) {
   sc_device dev = a100();
   dev.mem_bw_Bps = 1e11;
-  dev.mem_efficiency = 1.0;
-  dev.launch_s = 0.0;
   dev.vector_flops_per_s = 2e10;
   dev.l1_bytes = 49152;
   snprintf(dev.row_exposure[0].family, sizeof dev.row_exposure[0].family, "norm");

@@ -10,14 +10,9 @@
 #include "coll_common.h"
 
 static int sc__estimate(void *state, const sc_coll_desc *c, sc_estimate *out, sc_error *err) {
-  double link_bytes[SC_MAX_TIERS] = {0}, hops[SC_MAX_TIERS] = {0};
-  int rc;
   (void)state;
-  rc = sc__coll_check("allreduce.nvls", (1u << SC_COLL_ALLREDUCE), c, err);
-  if (rc != SC_OK) return rc;
-  sc__nvls(c, link_bytes, hops);
-  sc__coll_finish(c, link_bytes, hops, sc__bus_factor(c->kind, c->nranks), out);
-  return SC_OK;
+  return sc__nvls_estimate("allreduce.nvls", (1u << SC_COLL_ALLREDUCE), 0,
+                           "all-reduce", c, out, err);
 }
 
 static const sc_coll_plugin sc__desc = {

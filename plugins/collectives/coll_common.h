@@ -257,4 +257,24 @@ static inline void sc__nvls(const sc_coll_desc *c, double *link_bytes, double *h
   }
 }
 
+/* The estimate of an NVLS plugin named who for the collective kinds in kinds_mask:
+ * sc__nvls's traffic and steps. NCCL 2.20.3 runs NVLS all-gather and reduce-scatter inside
+ * one node only ("now we only support single-node NVLS allgather and reducescatter",
+ * src/enqueue.cc): with in_node set, a group spanning nodes is SC_EUNSUPPORTED, the message
+ * naming what (e.g. "all-gather"). */
+static inline int sc__nvls_estimate(const char *who, uint32_t kinds_mask, int in_node,
+                                    const char *what, const sc_coll_desc *c, sc_estimate *out,
+                                    sc_error *err) {
+  double link_bytes[SC_MAX_TIERS] = {0}, hops[SC_MAX_TIERS] = {0};
+  int rc = sc__coll_check(who, kinds_mask, c, err);
+  if (rc != SC_OK) return rc;
+  if (in_node && sc__coll_top(c) > 0) {
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "%s: NVLS %s runs inside one node only "
+                          "(NCCL 2.20.3)", who, what);
+  }
+  sc__nvls(c, link_bytes, hops);
+  sc__coll_finish(c, link_bytes, hops, sc__bus_factor(c->kind, c->nranks), out);
+  return SC_OK;
+}
+
 #endif /* SC_COLL_COMMON_H */

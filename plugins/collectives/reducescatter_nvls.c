@@ -8,21 +8,9 @@
 #include "coll_common.h"
 
 static int sc__estimate(void *state, const sc_coll_desc *c, sc_estimate *out, sc_error *err) {
-  double link_bytes[SC_MAX_TIERS] = {0}, hops[SC_MAX_TIERS] = {0};
-  int rc;
   (void)state;
-  rc = sc__coll_check("reducescatter.nvls", (1u << SC_COLL_REDUCESCATTER), c, err);
-  if (rc != SC_OK) return rc;
-  /* NCCL 2.20.3 runs NVLS reduce-scatter inside one node only ("now we only support
-   * single-node NVLS allgather and reducescatter", src/enqueue.cc). */
-  if (sc__coll_top(c) > 0) {
-    return sc_plugin_fail(err, SC_EUNSUPPORTED,
-                          "reducescatter.nvls: NVLS reduce-scatter runs inside one node only "
-                          "(NCCL 2.20.3)");
-  }
-  sc__nvls(c, link_bytes, hops);
-  sc__coll_finish(c, link_bytes, hops, sc__bus_factor(c->kind, c->nranks), out);
-  return SC_OK;
+  return sc__nvls_estimate("reducescatter.nvls", (1u << SC_COLL_REDUCESCATTER), 1,
+                           "reduce-scatter", c, out, err);
 }
 
 static const sc_coll_plugin sc__desc = {

@@ -53,22 +53,7 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   double v = 0;
   int rc;
   (void)state;
-  if (host == NULL || file == NULL || dev == NULL)
-    return sc_plugin_fail(err, SC_EINVAL, "cpu: describe: NULL argument");
-  rc = host->table_table(file, "hardware", &t, err);
-  if (rc == SC_ENOTFOUND) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
-                          host->table_where(file, NULL));
-  }
-  if (rc != SC_OK) return rc;
-  memset(dev, 0, sizeof *dev);
-  if ((rc = sc__hw_check_keys(host, t, "", cpu_keys, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
-  if (strcmp(dev->kind, "cpu") != 0) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the cpu plugin describes kind \"cpu\", "
-                          "not \"%s\"", host->table_where(t, "kind"), dev->kind);
-  }
+  if ((rc = sc__hw_open(host, file, "cpu", cpu_keys, dev, &t, err)) != SC_OK) return rc;
   if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK) return rc;
   if ((rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK) return rc;
   if ((rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK) return rc;

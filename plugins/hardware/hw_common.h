@@ -326,6 +326,33 @@ static inline void sc__hw_summarise(double *samples, uint32_t n, sc_measurement 
   out->reps = n;
 }
 
+/* The start of every hardware plugin's describe: the file's [hardware] table into *t (a
+ * missing one is an error naming the file), dev zeroed, no key outside keys (NULL-ended),
+ * the required name, and kind, which must be the plugin's own. */
+static inline int sc__hw_open(const sc_host *host, const sc_table *file, const char *kind,
+                              const char *const *keys, sc_device *dev, const sc_table **t,
+                              sc_error *err) {
+  int rc;
+  if (host == NULL || file == NULL || dev == NULL)
+    return sc_plugin_fail(err, SC_EINVAL, "%s: describe: NULL argument", kind);
+  rc = host->table_table(file, "hardware", t, err);
+  if (rc == SC_ENOTFOUND)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
+                          host->table_where(file, NULL));
+  if (rc != SC_OK) return rc;
+  memset(dev, 0, sizeof *dev);
+  if ((rc = sc__hw_check_keys(host, *t, "", keys, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_string(host, *t, "name", dev->name, sizeof dev->name, err)) != SC_OK)
+    return rc;
+  if ((rc = sc__hw_string(host, *t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK)
+    return rc;
+  if (strcmp(dev->kind, kind) != 0)
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the %s plugin describes kind "
+                          "\"%s\", not \"%s\"", host->table_where(*t, "kind"), kind, kind,
+                          dev->kind);
+  return SC_OK;
+}
+
 /* The [hardware] table of a GPU-like device file (the gpu and cuda plugins; docs/formats.md):
  * name, kind (must be `kind`), mem_bytes, mem_bw_Bps, l2_bytes, compute_units,
  * flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype, [tile] m/n/k,
@@ -343,21 +370,7 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
   const sc_table *t = NULL, *peak = NULL, *tile = NULL;
   const char *known[SC_DTYPE_COUNT + 1];
   int rc, any = 0;
-  if (host == NULL || file == NULL || dev == NULL)
-    return sc_plugin_fail(err, SC_EINVAL, "%s: describe: NULL argument", kind);
-  rc = host->table_table(file, "hardware", &t, err);
-  if (rc == SC_ENOTFOUND)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'hardware': missing [hardware] table",
-                          host->table_where(file, NULL));
-  if (rc != SC_OK) return rc;
-  memset(dev, 0, sizeof *dev);
-  if ((rc = sc__hw_check_keys(host, t, "", keys, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "name", dev->name, sizeof dev->name, err)) != SC_OK) return rc;
-  if ((rc = sc__hw_string(host, t, "kind", dev->kind, sizeof dev->kind, err)) != SC_OK) return rc;
-  if (strcmp(dev->kind, kind) != 0)
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'kind': the %s plugin describes kind "
-                          "\"%s\", not \"%s\"", host->table_where(t, "kind"), kind, kind,
-                          dev->kind);
+  if ((rc = sc__hw_open(host, file, kind, keys, dev, &t, err)) != SC_OK) return rc;
   if ((rc = sc__hw_number(host, t, "", "mem_bytes", 1, 0, &dev->mem_bytes, err)) != SC_OK ||
       (rc = sc__hw_number(host, t, "", "mem_bw_Bps", 1, 0, &dev->mem_bw_Bps, err)) != SC_OK ||
       (rc = sc__hw_number(host, t, "", "l2_bytes", 1, 0, &dev->l2_bytes, err)) != SC_OK ||
