@@ -14,6 +14,13 @@
  *   cmake --build build-rel --target embed_sweep
  *   ./build-rel/bin/embed_sweep [--tokens T] [--hidden H] [--llc BYTES]
  *
+ * Then the forward (sc__cpu_embed_fwd, a gather of `tokens` rows) on the same tables, two
+ * ways, in ns per token: one batch of ids repeated, as `stepcast sample` measures every
+ * operator (the batch's rows stay cached whatever the table's size), and a fresh batch per
+ * call, drawn in turn from a pool of tokens + 4 x rows ids, as a training step embeds new
+ * tokens (about 98 % of the table's rows are touched per cycle, so the table itself competes
+ * for the cache).
+ *
  * --llc defaults to the level-3 cache sysfs gives (/sys/devices/system/cpu/cpu0/cache, as
  * `stepcast sample` reads it; the C library's sysconf can report the host's, not the guest's);
  * 32 MiB when unknown.
@@ -119,6 +126,44 @@ int main(int argc, char **argv) {
     free(G);
     free(M);
     free(dy);
+    free(ids);
+  }
+  printf("\n# forward: ns per token, one batch repeated vs a fresh batch per call\n");
+  printf("%8s %8s %12s %12s %8s\n", "W MiB", "W/LLC", "same ids", "fresh ids", "ratio");
+  for (size_t k = 0; k < sizeof mib / sizeof mib[0]; k++) {
+    int64_t rows = (int64_t)(mib[k] * 1048576.0 / 4.0 / (double)hidden);
+    int64_t pool = tokens + 4 * rows, next = 0;
+    size_t n = (size_t)(rows * hidden), nt = (size_t)(tokens * hidden);
+    float *W = malloc(n * sizeof *W), *y = malloc(nt * sizeof *y);
+    int64_t *ids = malloc((size_t)pool * sizeof *ids);
+    double tsame[REPS], tfresh[REPS];
+    if (rows < 1 || !W || !y || !ids) {
+      fprintf(stderr, "embed_sweep: out of memory at %g MiB\n", mib[k]);
+      return 1;
+    }
+    for (size_t i = 0; i < n; i++) W[i] = (float)(i % 97) * 0.01f;
+    for (int64_t t = 0; t < pool; t++) ids[t] = (int64_t)(sc__cpu_hash(3, (uint64_t)t) % (uint64_t)rows);
+    for (int rep = -1; rep < REPS; rep++) {
+      double t0 = now_s();
+      sc__cpu_embed_fwd(tokens, hidden, ids, W, y);
+      if (rep >= 0) tsame[rep] = now_s() - t0;
+    }
+    for (int rep = -1; rep < REPS; rep++) {
+      /* a whole cycle of the pool before each timed call, so the cache holds what a long
+       * run of fresh batches leaves in it */
+      for (int64_t c = 0; rep < 0 && c < pool / tokens; c++) {
+        sc__cpu_embed_fwd(tokens, hidden, ids + next, W, y);
+        next = next + 2 * tokens > pool ? 0 : next + tokens;
+      }
+      double t0 = now_s();
+      sc__cpu_embed_fwd(tokens, hidden, ids + next, W, y);
+      if (rep >= 0) tfresh[rep] = now_s() - t0;
+      next = next + 2 * tokens > pool ? 0 : next + tokens;
+    }
+    double a = 1e9 * median(tsame) / (double)tokens, b = 1e9 * median(tfresh) / (double)tokens;
+    printf("%8.0f %8.2f %12.1f %12.1f %8.2f\n", mib[k], (double)n * 4.0 / llc, a, b, b / a);
+    free(W);
+    free(y);
     free(ids);
   }
   return 0;
