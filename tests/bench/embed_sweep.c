@@ -142,7 +142,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     for (size_t i = 0; i < n; i++) W[i] = (float)(i % 97) * 0.01f;
-    for (int64_t t = 0; t < pool; t++) ids[t] = (int64_t)(sc__cpu_hash(3, (uint64_t)t) % (uint64_t)rows);
+    for (int64_t t = 0; t < pool; t++)
+      ids[t] = (int64_t)(sc__cpu_hash(3, (uint64_t)t) % (uint64_t)rows);
     for (int rep = -1; rep < REPS; rep++) {
       double t0 = now_s();
       sc__cpu_embed_fwd(tokens, hidden, ids, W, y);
