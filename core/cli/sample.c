@@ -79,17 +79,15 @@ static uint32_t vpick(uint32_t i, uint32_t n) {
   return v < n ? v : n - 1;
 }
 
-/* exp-uniform between lo and hi at u in [0,1), rounded to a multiple of q (>= q). */
-static int64_t logpick(double u, double lo, double hi, int64_t q) {
-  double v = exp(log(lo) + u * (log(hi) - log(lo)));
-  int64_t r = (int64_t)llround(v / (double)q) * q;
-  return r < q ? q : r;
-}
-
 /* v rounded to a multiple of q, at least q. */
 static int64_t roundq(double v, int64_t q) {
   int64_t r = (int64_t)llround(v / (double)q) * q;
   return r < q ? q : r;
+}
+
+/* exp-uniform between lo and hi at u in [0,1), rounded to a multiple of q (>= q). */
+static int64_t logpick(double u, double lo, double hi, int64_t q) {
+  return roundq(exp(log(lo) + u * (log(hi) - log(lo))), q);
 }
 
 /* As logpick, but half of the u range below mid and half above: a plan that puts as many
@@ -202,18 +200,26 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
   return SC_OK;
 }
 
+/* The entry of family in one of sc_device's per-kernel tables (kernel_rates, row_rate:
+ * SC_KERNEL_RATE_FAMILIES entries stride bytes apart, each starting with char family[32],
+ * the layout sc__hw_kernel_table reads): the one naming it, else the first empty one,
+ * claimed for it; -1 when the table is full. */
+static int family_slot(char *family0, size_t stride, const char *family) {
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES; i++) {
+    char *f = family0 + (size_t)i * stride;
+    if (f[0] == '\0') snprintf(f, sizeof ((sc_device *)0)->kernel_rates[0].family, "%s", family);
+    if (strcmp(f, family) == 0) return i;
+  }
+  return -1;
+}
+
 /* dev's kernel_rates from the measured krate (by kernel_micros; 0 = not measured). */
 static void set_kernel_rates(sc_device *dev, const double *krate) {
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
-    int i = 0;
     if (!(krate[k] > 0)) continue;
-    while (i < SC_KERNEL_RATE_FAMILIES && dev->kernel_rates[i].family[0] != '\0' &&
-           strcmp(dev->kernel_rates[i].family, km->family) != 0)
-      i++;
-    if (i == SC_KERNEL_RATE_FAMILIES) continue;
-    snprintf(dev->kernel_rates[i].family, sizeof dev->kernel_rates[i].family, "%s", km->family);
-    dev->kernel_rates[i].flops_per_s[km->variant] = krate[k];
+    int i = family_slot(dev->kernel_rates[0].family, sizeof dev->kernel_rates[0], km->family);
+    if (i >= 0) dev->kernel_rates[i].flops_per_s[km->variant] = krate[k];
   }
 }
 
@@ -260,14 +266,9 @@ static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_
 static void set_row_rates(sc_device *dev, const double (*rr)[SC_ROW_RATE_WIDTHS]) {
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
-    int i = 0;
     if (!(rr[k][0] > 0)) continue;
-    while (i < SC_KERNEL_RATE_FAMILIES && dev->row_rate[i].family[0] != '\0' &&
-           strcmp(dev->row_rate[i].family, km->family) != 0)
-      i++;
-    if (i == SC_KERNEL_RATE_FAMILIES) continue;
-    snprintf(dev->row_rate[i].family, sizeof dev->row_rate[i].family, "%s", km->family);
-    for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
+    int i = family_slot(dev->row_rate[0].family, sizeof dev->row_rate[0], km->family);
+    for (int w = 0; w < SC_ROW_RATE_WIDTHS && i >= 0; w++)
       dev->row_rate[i].multiple[km->variant][w] = rr[k][w];
   }
 }
@@ -546,22 +547,33 @@ static host_caps read_host_caps(void) {
   return c;
 }
 
-/* What the CPU microbenchmarks measured: the [hardware] file they imply. */
-typedef struct cpu_rates {
-  double gemm, mem_bw, cache_bw, launch, vector;
-  double attn_eff[2], attn_sm[2]; /* forward, backward */
-  const double *krate;            /* by kernel_micros; 0 = not measured */
-  const double *rexpo;            /* by kernel_micros: row exposure; 0 = not measured */
-  const int64_t (*rdims)[2];      /* ... and its shape */
-  const double (*rrate)[SC_ROW_RATE_WIDTHS]; /* by kernel_micros: row rate by width; 0 = not */
-  int bw_runs;                    /* STREAM Add runs mem_bw is the median of */
-} cpu_rates;
+#define SAMPLE_MAX_BW_RUNS 12
+
+/* The microbenchmarks of a run: what they timed and the rates they give. */
+typedef struct micro_run {
+  int gpu;
+  sc_dtype dtype;
+  int64_t gn;  /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
+  double esz;  /* bytes per element of the dtype */
+  sc_op_desc g, add, one, ln, af, ab, af2, ab2, addc;
+  sc_measurement mg, ma, m1, mln, maf, mab, maf2, mab2, mc;
+  sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
+  double krate[NKERNEL_MICROS], rexpo[NKERNEL_MICROS], rroof[NKERNEL_MICROS][2];
+  int64_t rdims[NKERNEL_MICROS][2];
+  double rrate[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS]; /* row rate by width (the row kernels) */
+  sc_measurement rrmeas[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS];
+  double gemm_rate, cache_bw, vector_rate, attn_eff[2], attn_sm[2];
+  double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
+  int nbw;
+  double mem_bw; /* the median of bw_runs once the plan is done */
+  sc_device kd;  /* dev with the measured rates (FLOP counts, the row kernels) */
+} micro_run;
 
 /* Write a complete hardware file for the cpu plugin named name: every measured figure with
  * the microbenchmark it comes from, the capacities with the file of this machine they come
  * from. SC_ENOTFOUND when the machine does not tell its memory or cache size. */
 static int write_cpu_hardware(FILE *o, const char *name, const char *model, long threads,
-                              const host_caps *hc, const cpu_rates *r, const char *cmd,
+                              const host_caps *hc, const micro_run *r, const char *cmd,
                               const char *stamp, sc_error *err) {
   double mem = hc->mem, llc = hc->llc;
   int llc_level = hc->llc_level;
@@ -587,11 +599,11 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                "/sys/devices/system/cpu/cpu0/cache\n", hc->l1d);
   fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
              "element, the median of %d runs before, through and after the plan "
-             "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->bw_runs);
+             "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->nbw);
   fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
              "(micro.stream_add_cache_bw_Bps)\n", r->cache_bw);
   fprintf(o, "launch_s = %.4g  # MEASURED: a one-element add kernel call (micro.launch_s)\n",
-          r->launch);
+          r->m1.median_s);
   fprintf(o, "flops_efficiency = 1.0  # the peak below is the achieved sgemm rate\n");
   fprintf(o, "mem_efficiency = 1.0  # the bandwidth above is the achieved STREAM rate\n");
   fprintf(o, "write_allocate = true  # a store to a line not in cache reads it first, so STREAM "
@@ -599,7 +611,7 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
              "\"Counting Bytes and FLOPS\", https://www.cs.virginia.edu/stream/ref.html)\n");
   fprintf(o, "vector_flops_per_s = %.4g  # MEASURED: layer-norm forward 256 x 1024, 7 flops per "
              "element: vector kernels without a rate below (micro.vector_flops_per_s)\n",
-          r->vector);
+          r->vector_rate);
   for (int d = 0; d < 2; d++) {
     if (r->attn_eff[d] > 0)
       fprintf(o, "attention_%s_efficiency = %.4g  # MEASURED: causal attention 8 x 512^2 at "
@@ -608,7 +620,7 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
               d ? "bwd" : "fwd");
   }
   fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3 "
-             "(micro.sgemm_flops_per_s)\n", r->gemm);
+             "(micro.sgemm_flops_per_s)\n", r->gemm_rate);
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     int first = 1;
@@ -669,17 +681,15 @@ static double median_of(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* STREAM Add on the micro's shape add (esz bytes per element): its bandwidth in STREAM's
- * count of 12 (fp32) bytes per element into *bw. */
+/* STREAM Add on the micro's shape add (esz bytes per element), at least min_reps timed
+ * repetitions: its bandwidth in STREAM's count of 12 (fp32) bytes per element into *bw. */
 static int stream_bw(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
-                     const sc_op_desc *add, double esz, double budget_s, double *bw,
-                     sc_measurement *m, sc_error *err) {
-  int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, add, 5, budget_s, m, err);
+                     const sc_op_desc *add, double esz, uint32_t min_reps, double budget_s,
+                     double *bw, sc_measurement *m, sc_error *err) {
+  int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, add, min_reps, budget_s, m, err);
   if (rc == SC_OK) *bw = 3.0 * esz * (double)add->dims[0] / m->median_s;
   return rc;
 }
-
-#define SAMPLE_MAX_BW_RUNS 12
 
 /* Measure the plan's shapes into f within seconds (the progress bar on a tty). A shared
  * machine's memory bandwidth drifts over a run by 10 % and more, and the memory-bound
@@ -704,7 +714,7 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
       last_bar = elapsed;
     }
     if (i > 0 && i % every == 0 && *nbw < SAMPLE_MAX_BW_RUNS) {
-      int brc = stream_bw(reg, hw, dev, add, esz, 0.3, &bw[*nbw], &m, err);
+      int brc = stream_bw(reg, hw, dev, add, esz, 5, 0.3, &bw[*nbw], &m, err);
       if (brc != SC_OK) return brc;
       (*nbw)++;
     }
@@ -759,26 +769,6 @@ static int build_plan(plan *pl, const char *families, int quick, int gpu, double
   return prc;
 }
 
-/* The microbenchmarks of a run: what they timed and the rates they give. */
-typedef struct micro_run {
-  int gpu;
-  sc_dtype dtype;
-  int64_t gn;  /* GEMM micro: 2048^3 sgemm; gpu: 8192^3 bf16 */
-  double esz;  /* bytes per element of the dtype */
-  sc_op_desc g, add, one, ln, af, ab, af2, ab2, addc;
-  sc_measurement mg, ma, m1, mln, maf, mab, maf2, mab2, mc;
-  sc_measurement kmeas[NKERNEL_MICROS], rmeas[NKERNEL_MICROS];
-  double krate[NKERNEL_MICROS], rexpo[NKERNEL_MICROS], rroof[NKERNEL_MICROS][2];
-  int64_t rdims[NKERNEL_MICROS][2];
-  double rrate[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS]; /* row rate by width (the row kernels) */
-  sc_measurement rrmeas[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS];
-  double gemm_rate, cache_bw, vector_rate, attn_eff[2], attn_sm[2];
-  double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
-  int nbw;
-  double mem_bw; /* the median of bw_runs once the plan is done */
-  sc_device kd;  /* dev with the measured rates (FLOP counts, the row kernels) */
-} micro_run;
-
 /* The microbenchmarks before the plan: sgemm (or the device's GEMM), STREAM Add, a kernel
  * call; on the CPU also the cache-resident STREAM Add, the layer-norm rate, the attention
  * kernel split into its two parts and every vector kernel's own rate. */
@@ -822,20 +812,20 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
                              : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
                                "layer-norm, attention, STREAM Add in cache)...");
   if (hw->measure(st, dev, &r->g, 5, 3.0, &r->mg, err) != SC_OK ||
-      hw->measure(st, dev, &r->add, 5, 2.0, &r->ma, err) != SC_OK ||
+      stream_bw(reg, hw, dev, &r->add, r->esz, 5, 2.0, &r->bw_runs[0], &r->ma, err) != SC_OK ||
       hw->measure(st, dev, &r->one, 9, 0.5, &r->m1, err) != SC_OK ||
       (!gpu && (hw->measure(st, dev, &r->ln, 9, 1.0, &r->mln, err) != SC_OK ||
                 hw->measure(st, dev, &r->af, 5, 1.0, &r->maf, err) != SC_OK ||
                 hw->measure(st, dev, &r->ab, 5, 1.0, &r->mab, err) != SC_OK ||
                 hw->measure(st, dev, &r->af2, 5, 1.0, &r->maf2, err) != SC_OK ||
                 hw->measure(st, dev, &r->ab2, 5, 1.0, &r->mab2, err) != SC_OK ||
-                hw->measure(st, dev, &r->addc, 9, 1.0, &r->mc, err) != SC_OK)))
+                stream_bw(reg, hw, dev, &r->addc, r->esz, 9, 1.0, &r->cache_bw, &r->mc, err) !=
+                    SC_OK)))
     return err->code;
   if (tty) fprintf(stderr, "\n");
   /* The rates the microbenchmarks give. Attention: the causal forward does half of
    * 4*b*h*s^2*d, the backward 2.5 times that (the attention plugin's count). */
   r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
-  r->bw_runs[0] = 3.0 * r->esz * (double)r->add.dims[0] / r->ma.median_s;
   r->nbw = 1;
   r->mem_bw = r->bw_runs[0];
   r->kd = *dev;
@@ -849,7 +839,6 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
                r->mab2.median_s, r->gemm_rate, &r->attn_eff[1], &r->attn_sm[1]);
   }
   r->vector_rate = 7.0 * (double)r->ln.dims[0] * (double)r->ln.dims[1] / r->mln.median_s;
-  r->cache_bw = 3.0 * r->esz * (double)r->addc.dims[0] / r->mc.median_s;
   /* each vector kernel's own rate (FLOP counts need an fp32 rate on the device) */
   r->kd.peak_flops_per_s[SC_DTYPE_FP32] = r->gemm_rate;
   r->kd.mem_bw_Bps = r->mem_bw;
@@ -1130,7 +1119,7 @@ int sc_cli_sample(int argc, char **argv) {
     t0 = now_s();
     if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &mr.add, mr.esz, mr.bw_runs,
                  &mr.nbw, &done, &err) != SC_OK ||
-        stream_bw(reg, hw, &dev, &mr.add, mr.esz, 0.3, &mr.bw_runs[mr.nbw], &last, &err) !=
+        stream_bw(reg, hw, &dev, &mr.add, mr.esz, 5, 0.3, &mr.bw_runs[mr.nbw], &last, &err) !=
             SC_OK)
       goto fail;
     mr.nbw++;
@@ -1139,16 +1128,11 @@ int sc_cli_sample(int argc, char **argv) {
     if (measure_after_plan(&mr, f, reg, hw, &caps, device, families, quick, tty, &err) != SC_OK)
       goto fail;
     if (!gpu) { /* a complete hardware file: on stdout, and in --hardware-out */
-      const cpu_rates cr = {mr.gemm_rate, mr.mem_bw, mr.cache_bw, mr.m1.median_s,
-                            mr.vector_rate, {mr.attn_eff[0], mr.attn_eff[1]},
-                            {mr.attn_sm[0], mr.attn_sm[1]}, mr.krate, mr.rexpo,
-                            (const int64_t(*)[2])mr.rdims,
-                            (const double(*)[SC_ROW_RATE_WIDTHS])mr.rrate, mr.nbw};
-      if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &cr, cmd, stamp, &err) !=
+      if (write_cpu_hardware(stdout, hw_name, model, threads, &caps, &mr, cmd, stamp, &err) !=
           SC_OK)
         goto fail;
       if (hwf != NULL) {
-        int hrc = write_cpu_hardware(hwf, hw_name, model, threads, &caps, &cr, cmd, stamp, &err);
+        int hrc = write_cpu_hardware(hwf, hw_name, model, threads, &caps, &mr, cmd, stamp, &err);
         if (fclose(hwf) != 0 && hrc == SC_OK)
           hrc = sc_error_set(&err, SC_EIO, "%s: write error", hw_out);
         hwf = NULL;

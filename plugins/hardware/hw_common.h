@@ -88,11 +88,6 @@ static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, co
   return SC_OK;
 }
 
-/* The optional kernel-class efficiencies of a [hardware] table t (docs/formats.md):
- *   [hardware.flops_efficiency_by_dtype]  <dtype> = fraction   (matmul efficiency per type;
- *                                          the type must have a peak)
- *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
- * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
 /* An optional fraction in (0, 1], 1 when absent. */
 static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const char *key,
                                   double *out, sc_error *err) {
@@ -110,6 +105,11 @@ static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_ta
                              &dev->attention_bwd_efficiency, err);
 }
 
+/* The optional kernel-class efficiencies of a [hardware] table t (docs/formats.md):
+ *   [hardware.flops_efficiency_by_dtype]  <dtype> = fraction   (matmul efficiency per type;
+ *                                          the type must have a peak)
+ *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
+ * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
 static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
                                              sc_device *dev, sc_error *err) {
   const sc_table *by = NULL;
