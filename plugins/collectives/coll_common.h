@@ -43,6 +43,15 @@ static const char *const sc__coll_feature_names[SC__CF_COUNT] = {
     "log2_bytes", "log2_nranks", "tiers_crossed", "latency_s",
     "bandwidth_s", "bound_tier",  "sharing",       "oversubscription"};
 
+/* Highest tier with fan-out > 1, or -1 for a group of one. */
+static inline int sc__coll_top(const sc_coll_desc *c) {
+  int top = -1;
+  for (uint32_t t = 0; t < c->ntiers; t++) {
+    if (c->tiers[t].ranks > 1) top = (int)t;
+  }
+  return top;
+}
+
 /* Check a description: kind served, bytes finite and >= 0, ntiers in range, every tier's
  * fan-out >= 1 with product nranks, and on every tier used (fan-out > 1, or a tier >= 1
  * below the highest crossed one, which the traffic passes on its way up) positive finite
@@ -65,9 +74,7 @@ static inline int sc__coll_check(const char *who, uint32_t kinds_mask, const sc_
                           SC_MAX_TIERS, (unsigned)c->ntiers);
   }
   if (c->nranks < 1) return sc_plugin_fail(err, SC_EINVAL, "%s: nranks must be >= 1", who);
-  for (uint32_t t = 0; t < c->ntiers; t++) {
-    if (c->tiers[t].ranks > 1) top = (int)t;
-  }
+  top = sc__coll_top(c);
   for (uint32_t t = 0; t < c->ntiers; t++) {
     const sc_tier_span *s = &c->tiers[t];
     /* Used: crossed at its level, or (above the node) passed on the way to a higher tier. */
@@ -111,15 +118,6 @@ static inline double sc__coll_below(const sc_coll_desc *c, uint32_t t) {
   double m = 1.0;
   for (uint32_t j = 0; j < t && j < c->ntiers; j++) m *= (double)c->tiers[j].ranks;
   return m;
-}
-
-/* Highest tier with fan-out > 1, or -1 for a group of one. */
-static inline int sc__coll_top(const sc_coll_desc *c) {
-  int top = -1;
-  for (uint32_t t = 0; t < c->ntiers; t++) {
-    if (c->tiers[t].ranks > 1) top = (int)t;
-  }
-  return top;
 }
 
 /* Combine per-tier bytes and hops into out (time, bound, bound tier, bytes, features).

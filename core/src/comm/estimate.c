@@ -171,14 +171,20 @@ static int sc__compose_allreduce(sc_registry *reg, const sc_coll_desc *r,
   return SC_OK;
 }
 
-/* One candidate: composed for a multi-node all-reduce with several members per node and
- * a hierarchical algorithm, whole otherwise. */
-static int sc__one(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin *p,
-                   sc_estimate *out, sc_error *err) {
+/* Highest tier of r with fan-out > 1 (>= 1: the group spans nodes), -1 for a group of one. */
+static int sc__top(const sc_coll_desc *r) {
   int top = -1;
   for (uint32_t i = 0; i < r->ntiers; i++) {
     if (r->tiers[i].ranks > 1) top = (int)i;
   }
+  return top;
+}
+
+/* One candidate: composed for a multi-node all-reduce with several members per node and
+ * a hierarchical algorithm, whole otherwise. */
+static int sc__one(sc_registry *reg, const sc_coll_desc *r, const sc_coll_plugin *p,
+                   sc_estimate *out, sc_error *err) {
+  int top = sc__top(r);
   /* NCCL's ring is one flat ring over every rank (its channels on the NIC rails) and
    * NVLSTree its own pipeline: their plugins answer them whole. Any other all-reduce
    * algorithm (tree, third-party ones) is the inter-node stage of the hierarchical
@@ -370,13 +376,7 @@ static int sc__probe_span(sc_registry *reg, const sc_coll_desc *r, const sc_coll
   int rc;
   cd->p = p;
   cd->algo = strcmp(p->algorithm, "tree") == 0 ? SC__A_TREE : SC__A_RING;
-  if (strcmp(p->algorithm, "nvls") == 0) {
-    int top = -1;
-    for (uint32_t t = 0; t < r->ntiers; t++) {
-      if (r->tiers[t].ranks > 1) top = (int)t;
-    }
-    cd->algo = top >= 1 ? SC__A_NVLS_TREE : SC__A_NVLS;
-  }
+  if (strcmp(p->algorithm, "nvls") == 0) cd->algo = sc__top(r) >= 1 ? SC__A_NVLS_TREE : SC__A_NVLS;
   rc = sc__one(reg, r, p, &cd->full, err);
   if (rc != SC_OK) return rc;
   for (uint32_t t = 0; t < z.ntiers; t++) z.tiers[t].latency_s = 0.0;
@@ -501,10 +501,7 @@ static double sc__tree_tuner_bw(const sc_topology *t, const sc_coll_desc *r, con
  *     and 32/64-bit integers, not 8-bit types (stepcast: fp32, tf32, bf16, fp16; not fp8,
  *     int8). */
 static int sc__nvls_ok(const sc_topology *t, const sc_coll_desc *r, char *why, size_t cap) {
-  int top = -1;
-  for (uint32_t i = 0; i < r->ntiers; i++) {
-    if (r->tiers[i].ranks > 1) top = (int)i;
-  }
+  int top = sc__top(r);
   if (t->gpus_per_node <= 1 || t->ntiers < 1 || !t->tiers[0].nvls) {
     snprintf(why, cap,
              "needs NVLink SHARP, and topology '%s' has none (its node tier '%s' does not "
