@@ -108,31 +108,8 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
  * read-modify-write).
  * fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
  * write-allocate device (dev->write_allocate) reads first; < 0 = not stated, the STREAM-like
- * mix the device's bandwidth was measured with (bytes at mem_bw_Bps). */
-static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, double eff,
-                                           double util, double flops, double bytes,
-                                           double footprint, double fresh, double exposure,
-                                           sc_estimate *out);
-
-static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double eff,
-                                       double util, double flops, double bytes,
-                                       double footprint, double fresh, sc_estimate *out) {
-  sc__op_roofline_exposed(dev, peak, eff, util, flops, bytes, footprint, fresh, 0.0, out);
-}
-
-/* The roofline of a row kernel that passes over each row more than once, row_bytes the
- * working set it keeps per row (the rows it reads and writes and the per-column vectors):
- * sc_device_row_exposure times min(compute, memory), the part it cannot overlap, is added
- * to the max. */
-static inline void sc__op_roofline_rows(const sc_device *dev, const char *family,
-                                        uint32_t variant, double row_bytes, double peak,
-                                        double eff, double flops, double bytes,
-                                        double footprint, double fresh, sc_estimate *out) {
-  sc__op_roofline_exposed(dev, peak, eff, 1.0, flops, bytes, footprint, fresh,
-                          sc_device_row_exposure(dev, family, variant, row_bytes), out);
-}
-
-/* exposure >= 0: the multiple of min(compute, memory) time not overlapped (0: the max). */
+ * mix the device's bandwidth was measured with (bytes at mem_bw_Bps).
+ * exposure >= 0: the multiple of min(compute, memory) time not overlapped (0: the max). */
 static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, double eff,
                                            double util, double flops, double bytes,
                                            double footprint, double fresh, double exposure,
@@ -160,6 +137,25 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
   out->busbw_Bps = 0.0;
   out->bound_tier = -1;
   out->nfeatures = 0;
+}
+
+/* The roofline that overlaps compute and memory fully (exposure 0). */
+static inline void sc__op_roofline_mem(const sc_device *dev, double peak, double eff,
+                                       double util, double flops, double bytes,
+                                       double footprint, double fresh, sc_estimate *out) {
+  sc__op_roofline_exposed(dev, peak, eff, util, flops, bytes, footprint, fresh, 0.0, out);
+}
+
+/* The roofline of a row kernel that passes over each row more than once, row_bytes the
+ * working set it keeps per row (the rows it reads and writes and the per-column vectors):
+ * sc_device_row_exposure times min(compute, memory), the part it cannot overlap, is added
+ * to the max. */
+static inline void sc__op_roofline_rows(const sc_device *dev, const char *family,
+                                        uint32_t variant, double row_bytes, double peak,
+                                        double eff, double flops, double bytes,
+                                        double footprint, double fresh, sc_estimate *out) {
+  sc__op_roofline_exposed(dev, peak, eff, 1.0, flops, bytes, footprint, fresh,
+                          sc_device_row_exposure(dev, family, variant, row_bytes), out);
 }
 
 /* The roofline whose working set is its traffic (each byte touched once), at the
