@@ -65,9 +65,7 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   dev->compute_units = (uint32_t)v;
   if ((rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK) return rc;
   if ((rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK) return rc;
-  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
-  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
-  else if (rc != SC_OK) return rc;
+  if ((rc = sc__hw_opt_number(host, t, "launch_s", 1, &dev->launch_s, err)) != SC_OK) return rc;
   rc = host->table_table(t, "peak_flops_per_s", &peak, err);
   if (rc == SC_ENOTFOUND) {
     return sc_plugin_fail(err, SC_ESPEC,
@@ -83,12 +81,11 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   rc = sc__hw_number(host, peak, "peak_flops_per_s.", "fp32", 1, 0,
                   &dev->peak_flops_per_s[SC_DTYPE_FP32], err);
   if (rc != SC_OK) return rc;
-  rc = sc__hw_number(host, t, "", "vector_flops_per_s", 0, 0, &dev->vector_flops_per_s, err);
-  if (rc == SC_ENOTFOUND) dev->vector_flops_per_s = 0; /* the fp32 peak */
-  else if (rc != SC_OK) return rc;
-  rc = sc__hw_number(host, t, "", "cache_bw_Bps", 0, 0, &dev->cache_bw_Bps, err);
-  if (rc == SC_ENOTFOUND) dev->cache_bw_Bps = 0;
-  else if (rc != SC_OK) return rc;
+  /* absent: 0, the vector kernels at the fp32 peak, no cache rate */
+  if ((rc = sc__hw_opt_number(host, t, "vector_flops_per_s", 0, &dev->vector_flops_per_s,
+                              err)) != SC_OK ||
+      (rc = sc__hw_opt_number(host, t, "cache_bw_Bps", 0, &dev->cache_bw_Bps, err)) != SC_OK)
+    return rc;
   /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
    * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */
   if ((rc = sc__hw_attention_efficiencies(host, t, dev, err)) != SC_OK) return rc;

@@ -59,6 +59,17 @@ static inline int sc__hw_number(const sc_host *host, const sc_table *t, const ch
   return SC_OK;
 }
 
+/* An optional number of [hardware] (> 0, or >= 0 with zero_ok) into *out; 0 when absent. */
+static inline int sc__hw_opt_number(const sc_host *host, const sc_table *t, const char *key,
+                                    int zero_ok, double *out, sc_error *err) {
+  int rc = sc__hw_number(host, t, "", key, 0, zero_ok, out, err);
+  if (rc == SC_ENOTFOUND) {
+    *out = 0;
+    return SC_OK;
+  }
+  return rc;
+}
+
 /* A required whole number in [1, 2^31). */
 static inline int sc__hw_count(const sc_host *host, const sc_table *t, const char *prefix,
                                const char *key, uint32_t *out, sc_error *err) {
@@ -260,9 +271,8 @@ static inline int sc__hw_kernel_rates(const sc_host *host, const sc_table *t, sc
  * CPU (sc_device_row_exposure); an exposure needs the L1 size it is relative to. */
 static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc_device *dev,
                                       sc_error *err) {
-  int rc = sc__hw_number(host, t, "", "l1_bytes", 0, 0, &dev->l1_bytes, err);
-  if (rc == SC_ENOTFOUND) dev->l1_bytes = 0;
-  else if (rc != SC_OK) return rc;
+  int rc = sc__hw_opt_number(host, t, "l1_bytes", 0, &dev->l1_bytes, err);
+  if (rc != SC_OK) return rc;
   rc = sc__hw_kernel_table(host, t, "row_exposure", "multiple", 1, 0,
                            dev->row_exposure[0].family, dev->row_exposure[0].multiple,
                            sizeof dev->row_exposure[0], err);
@@ -378,9 +388,7 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
       (rc = sc__hw_fraction(host, t, "flops_efficiency", &dev->flops_efficiency, err)) != SC_OK ||
       (rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK)
     return rc;
-  rc = sc__hw_number(host, t, "", "launch_s", 0, 1, &dev->launch_s, err);
-  if (rc == SC_ENOTFOUND) dev->launch_s = 0;
-  else if (rc != SC_OK) return rc;
+  if ((rc = sc__hw_opt_number(host, t, "launch_s", 1, &dev->launch_s, err)) != SC_OK) return rc;
   rc = host->table_table(t, "peak_flops_per_s", &peak, err);
   if (rc == SC_ENOTFOUND)
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': missing required table "
