@@ -68,6 +68,17 @@ static void prof_attn_bwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t s
   t_attn += now_s() - t;
 }
 
+/* A prediction's breakdown split into GEMMs, attention and the rest, in seconds. */
+static void split_terms(const sc_sched_breakdown *b, double out[3]) {
+  sc_report_term t[32];
+  size_t n = sc_report_terms(b, t, 32);
+  for (size_t i = 0; i < n; i++) {
+    int k = strcmp(t[i].key, "compute.gemm") == 0 ? 0
+            : strcmp(t[i].key, "compute.attention") == 0 ? 1 : 2;
+    out[k] += t[i].seconds;
+  }
+}
+
 static float *arena_take(float **cur, size_t n) {
   float *p = *cur;
   *cur += n;
@@ -402,17 +413,9 @@ int main(int argc, char **argv) {
            100.0 * (rh.iteration_s - measured) / measured);
   {
     /* Per family, mean over the timed steps, against the prediction's compute terms. */
-    sc_report_term ta[32], th_[32];
-    size_t na = sc_report_terms(&ra.breakdown, ta, 32), nh = have_h ? sc_report_terms(&rh.breakdown, th_, 32) : 0;
     double pa[3] = {0}, ph[3] = {0};
-    for (size_t i = 0; i < na; i++) {
-      int k = strcmp(ta[i].key, "compute.gemm") == 0 ? 0 : strcmp(ta[i].key, "compute.attention") == 0 ? 1 : 2;
-      pa[k] += ta[i].seconds;
-    }
-    for (size_t i = 0; i < nh; i++) {
-      int k = strcmp(th_[i].key, "compute.gemm") == 0 ? 0 : strcmp(th_[i].key, "compute.attention") == 0 ? 1 : 2;
-      ph[k] += th_[i].seconds;
-    }
+    split_terms(&ra.breakdown, pa);
+    if (have_h) split_terms(&rh.breakdown, ph);
     double mg = gemm_sum / steps, mat = attn_sum / steps, mo = step_sum / steps - mg - mat;
     static const char *const nm[3] = {"gemm", "attention", "other"};
     double meas[3] = {mg, mat, mo};
