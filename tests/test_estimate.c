@@ -11,6 +11,7 @@
 #include "stepcast/estimate.h"
 #include "stepcast/ops.h"
 #include "stepcast/predict.h"
+#include "stepcast/registry.h"
 #include "stepcast/report.h"
 #include "stepcast/stepcast.h"
 
@@ -313,16 +314,26 @@ END_TEST
 
 START_TEST(residuals_malformed) {
   static const struct { const char *dir, *what; int code; } cases[] = {
-      {"resid_bad_kind", "residuals.toml:5:8: key 'kind'", SC_ESPEC},
+      {"resid_bad_kind", "residuals.toml:6:8: key 'kind'", SC_ESPEC},
       {"resid_bad_vec", "key 'mean': must be an array of 1 numbers", SC_ESPEC},
       {"resid_missing_gbdt", "absent.json", SC_EIO},
       {"resid_bad_json", "broken.json", SC_EIO},
       {"resid_unknown_key", "key 'colour': unknown key", SC_ESPEC},
       {"resid_two_active", "two active models", SC_ESPEC},
-      {"resid_bad_range_len", "residuals.toml:11:16: key 'target_range': must be [low, high]",
+      {"resid_bad_range_len", "residuals.toml:12:16: key 'target_range': must be [low, high]",
        SC_ESPEC},
       {"resid_bad_range_order", "key 'target_range': must be [low, high] with low <= high",
        SC_ESPEC},
+      {"resid_unknown_top", "residuals.toml:4:1: key 'samples': unknown key (residuals.toml has "
+       "device, models and [[model]] tables)", SC_ESPEC},
+      {"resid_cut_short", "residuals.toml:4:10: key 'models': says 2 [[model]] tables, the "
+       "file has 1 (cut short?)", SC_ESPEC},
+      {"resid_no_active", "residuals.toml:4:1: key 'active': missing required key", SC_ESPEC},
+      {"resid_bad_mape", "residuals.toml:10:11: key 'cv_mape': must be >= 0", SC_ESPEC},
+      {"resid_no_range", "key 'target_range': missing required key in a hybrid linear",
+       SC_ESPEC},
+      {"resid_bad_feature_name", "residuals.toml:9:13: key 'features': every entry must be a "
+       "feature name", SC_ESPEC},
       {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -335,6 +346,44 @@ START_TEST(residuals_malformed) {
     ck_assert_msg(strstr(err.msg, cases[i].what) != NULL, "%s: %s", cases[i].dir, err.msg);
     ck_assert(r == NULL);
   }
+}
+END_TEST
+
+/* sc_residuals_check: the device the models were fitted for, and each model's features
+ * against its operator plugin's, in order (the builtin memcpy plugin: log10_bytes). */
+START_TEST(residuals_check_against_plugins) {
+  sc_registry *reg = NULL;
+  sc_residuals *r = NULL;
+  sc_error err;
+  char dir[1024];
+  sc_error_clear(&err);
+  ck_assert(sc_registry_new(&reg, &err) == SC_OK);
+  ck_assert(sc_registry_add_builtins(reg, &err) == SC_OK);
+  data_path(dir, sizeof dir, "resid_ok");
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_residuals_check(r, "test-dev", reg, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_residuals_check(r, NULL, NULL, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(sc_residuals_check(r, "other-dev", reg, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "residuals.toml:3:10: key 'device': the models were fitted for "
+                       "device 'test-dev', not 'other-dev'") != NULL, "%s", err.msg);
+  /* one feature fewer than the plugin gives */
+  r->models[0].nfeatures = 6;
+  ck_assert_int_eq(sc_residuals_check(r, "test-dev", reg, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "residuals.toml:10:12: key 'features': the memcpy hybrid model "
+                       "has 6 features, operator plugin 'memcpy'") != NULL, "%s", err.msg);
+  sc_residuals_free(r);
+  r = NULL;
+  data_path(dir, sizeof dir, "resid_wrong_features");
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(sc_residuals_check(r, "test-dev", reg, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "key 'features': feature 3 of the memcpy hybrid model is "
+                       "'hinge_log10_bytes_6', operator plugin 'memcpy'") != NULL, "%s", err.msg);
+  ck_assert(strstr(err.msg, "gives 'hinge_log10_bytes_5' there (refit with stepcast fit)") != NULL);
+  /* a family no plugin serves is never applied: left alone */
+  snprintf(r->models[0].family, sizeof r->models[0].family, "no-such-family");
+  ck_assert_msg(sc_residuals_check(r, "test-dev", reg, &err) == SC_OK, "%s", err.msg);
+  sc_residuals_free(r);
+  sc_registry_free(reg);
 }
 END_TEST
 
@@ -559,6 +608,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, samples_write_read);
   tcase_add_test(tc, residuals_apply_linear);
   tcase_add_test(tc, residuals_malformed);
+  tcase_add_test(tc, residuals_check_against_plugins);
   tcase_add_test(tc, residuals_dir_and_save);
   tcase_add_test(tc, predict_hybrid_factor);
   tcase_add_test(tc, predict_learned_constant);

@@ -322,7 +322,7 @@ int sc_cli_ops(int argc, char **argv) {
   if (rc == SC_OK) rc = sc_hardware_load(reg, hardware, &dev, &err);
   sc_residuals *resid = NULL;
   if (rc == SC_OK && job.opts.estimator != SC_ESTIMATOR_ANALYTICAL)
-    rc = sc_residuals_for_hardware(hardware, dev.name, job.opts.estimator, &resid, &err);
+    rc = sc_residuals_for_hardware(hardware, dev.name, reg, job.opts.estimator, &resid, &err);
   if (rc != SC_OK) {
     sc_residuals_free(resid);
     sc_registry_free(reg);

@@ -110,7 +110,7 @@ int sc_cli_predict(int argc, char **argv) {
   if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK)
     goto fail;
   if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hardware/<device>/residuals/ */
-    if (sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware, dev.name,
+    if (sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware, dev.name, reg,
                                   job.opts.estimator, &resid, &err) != SC_OK)
       goto fail;
     job.opts.residuals = resid;

@@ -836,7 +836,8 @@ int sc_cli_sweep(int argc, char **argv) {
     failed = 1;
   if (!failed && a->job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hybrid, learned */
     if (sc_residuals_for_hardware(a->job.hardware[0] ? a->job.hardware : topo0.hardware,
-                                  dev0.name, a->job.opts.estimator, &resid, &err) != SC_OK)
+                                  dev0.name, regs[0], a->job.opts.estimator, &resid,
+                                  &err) != SC_OK)
       failed = 1;
     a->job.opts.residuals = resid;
   }

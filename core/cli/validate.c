@@ -290,7 +290,8 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   return SC_OK;
 }
 
-static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *opts) {
+static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor *pr,
+                        const sc_cli_job *opts) {
   sc_error e;
   sc_result res;
   sc_error_clear(&e);
@@ -306,7 +307,7 @@ static void predict_row(vrow *r, vtopo *t, sc_predictor *pr, const sc_cli_job *o
   if (r->job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
     if (!t->resid_tried) {
       t->resid_tried = 1;
-      if (sc_residuals_for_hardware(t->topo.hardware, t->dev.name, r->job.opts.estimator,
+      if (sc_residuals_for_hardware(t->topo.hardware, t->dev.name, reg, r->job.opts.estimator,
                                     &t->resid, &e) != SC_OK) {
         snprintf(t->resid_err, sizeof t->resid_err, "%s", e.msg);
         t->resid = NULL;
@@ -431,7 +432,7 @@ int sc_cli_validate(int argc, char **argv) {
       }
     }
   }
-  for (size_t k = 0; k < nrows; k++) predict_row(&rows[k], &topos[rows[k].topo], pr, &opts);
+  for (size_t k = 0; k < nrows; k++) predict_row(&rows[k], &topos[rows[k].topo], reg, pr, &opts);
 
   /* Aggregate by GPU type. */
   double sum_abs = 0;

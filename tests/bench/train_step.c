@@ -389,7 +389,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "train_step: predict: %s\n", err.msg);
     return 1;
   }
-  if (sc_residuals_for_hardware(topo.hardware, dev.name, SC_ESTIMATOR_HYBRID, &resid, &err) == SC_OK) {
+  if (sc_residuals_for_hardware(topo.hardware, dev.name, reg, SC_ESTIMATOR_HYBRID, &resid,
+                                &err) == SC_OK) {
     o.estimator = SC_ESTIMATOR_HYBRID;
     o.residuals = resid;
     if (sc_predict(pr, &m, &topo, &dev, &par, &o, &rh, NULL, &err) != SC_OK) {

@@ -105,6 +105,9 @@ typedef enum { SC_TARGET_HYBRID = 0, SC_TARGET_LEARNED } sc_resid_target;
 const char *sc_resid_kind_name(sc_resid_kind k);
 const char *sc_resid_target_name(sc_resid_target t);
 
+/* Longest feature name a residual model keeps, with its NUL. */
+#define SC_RESID_NAME_MAX 48
+
 typedef struct sc_resid_model {
   char family[32];
   sc_resid_kind kind;
@@ -123,6 +126,11 @@ typedef struct sc_resid_model {
   /* cross-validated and held-out MAPE of the estimator this model makes (fractions) */
   double cv_mape, heldout_mape;
   int active;              /* the model the estimator uses for its (family, target) */
+  /* The feature names residuals.toml lists for the model (the operator plugin's features,
+   * then sc_resid_extra_name's), and where that list is (line, col). Empty names and line 0
+   * for a model built in code: sc_residuals_check then compares the count only. */
+  char feature_names[SC_MAX_FEATURES][SC_RESID_NAME_MAX];
+  uint32_t features_line, features_col;
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
@@ -158,6 +166,7 @@ void sc_resid_model_free(sc_resid_model *m);
 
 typedef struct sc_residuals {
   char device[64];
+  uint32_t device_line, device_col; /* of 'device' in residuals.toml (0: built in code) */
   char dir[4096];
   size_t n;
   sc_resid_model *models;
@@ -169,8 +178,18 @@ int sc_residuals_dir(const char *hardware_path, const char *device, char *out, s
 
 /* Load dir/residuals.toml and the gbdt files it names. Errors: SC_ENOTFOUND (no
  * residuals.toml: the device has not been fitted), SC_ESPEC "file:line:col: key 'k': ..."
- * for malformed entries, SC_EIO for a gbdt file XGBoost cannot read. */
+ * for malformed entries (every key stepcast fit writes is required, except the gbdt models'
+ * mean/scale/coef), SC_EIO for a gbdt file XGBoost cannot read. */
 int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err);
+
+/* Check loaded residuals against what will use them: device (when not NULL) must be the
+ * name residuals.toml was fitted for, and every model of a family that reg has an operator
+ * plugin for must list that plugin's features followed by the extra ones, in order (a model
+ * fitted for another version of the plugin would otherwise be applied to the wrong
+ * features). SC_ESPEC "DIR/residuals.toml:line:col: key 'device'|'features': ...". Models of
+ * families reg does not serve are left alone (they are never applied). */
+int sc_residuals_check(const sc_residuals *r, const char *device, const sc_registry *reg,
+                       sc_error *err);
 
 /* Write dir/residuals.toml for the n models (gbdt ones saved as
  * <family>.<target>.gbdt.json beside it). header is written as '#' comment lines. */
@@ -181,10 +200,12 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
 void sc_residuals_free(sc_residuals *r);
 
 /* For the CLI: the residuals of the device described by hardware (a name or path, resolved
- * as sc_spec_resolve does) whose name is device. SC_ENOTFOUND reads "estimator 'mode': no
- * fitted residual models for device 'd' (DIR/residuals.toml: ...; run stepcast sample and
- * stepcast fit)"; other errors as sc_residuals_load. */
-int sc_residuals_for_hardware(const char *hardware, const char *device, sc_estimator mode,
+ * as sc_spec_resolve does) whose name is device, checked by sc_residuals_check against
+ * device and reg (NULL: the features are not checked). SC_ENOTFOUND reads "estimator
+ * 'mode': no fitted residual models for device 'd' (DIR/residuals.toml: ...; run stepcast
+ * sample and stepcast fit)"; other errors as sc_residuals_load and sc_residuals_check. */
+int sc_residuals_for_hardware(const char *hardware, const char *device,
+                              const sc_registry *reg, sc_estimator mode,
                               sc_residuals **out, sc_error *err);
 
 /* The active model for (family, target), or NULL. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "stepcast/estimate.h"
+#include "stepcast/registry.h"
 #include "stepcast/spec.h"
 #include "stepcast/stepcast.h"
 #include "toml/toml.h"
@@ -76,6 +77,17 @@ static int get_vec(const char *file, const sc_toml_value *tab, const char *key, 
   return SC_OK;
 }
 
+/* A required number >= 0 of a [[model]] (a MAPE, the ridge penalty). */
+static int get_rate(const char *file, const sc_toml_value *tab, const char *key, double *out,
+                    sc_error *err) {
+  const sc_toml_value *v = sc__toml_get(tab, key);
+  int rc;
+  if (v == NULL) return where_fail(err, file, tab, key, "missing required key in [[model]]");
+  if ((rc = get_num(file, v, key, out, err)) != SC_OK) return rc;
+  if (!(*out >= 0.0)) return where_fail(err, file, v, key, "must be >= 0");
+  return SC_OK;
+}
+
 static int load_model(const char *dir, const char *file, const sc_toml_value *tab,
                       sc_resid_model *m, sc_error *err) {
   static const char *const known[] = {"family", "target", "kind", "active", "features",
@@ -108,22 +120,26 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
   else if (strcmp(s, "gbdt") == 0) m->kind = SC_RESID_GBDT;
   else return where_fail(err, file, sc__toml_get(tab, "kind"), "kind", "must be \"linear\" or \"gbdt\"");
   v = sc__toml_get(tab, "active");
-  if (v != NULL) {
-    if (v->type != SC_TOML_BOOL) return where_fail(err, file, v, "active", "must be true or false");
-    m->active = v->u.boolean;
-  }
+  if (v == NULL) return where_fail(err, file, tab, "active", "missing required key in [[model]]");
+  if (v->type != SC_TOML_BOOL) return where_fail(err, file, v, "active", "must be true or false");
+  m->active = v->u.boolean;
   v = sc__toml_get(tab, "features");
   if (v == NULL) return where_fail(err, file, tab, "features", "missing required key in [[model]]");
   if (v->type != SC_TOML_ARRAY || v->u.arr.len > SC_MAX_FEATURES)
     return where_fail(err, file, v, "features", "must be an array of at most 16 feature names");
   m->nfeatures = (uint32_t)v->u.arr.len;
-  for (const char *k2 = "cv_mape"; k2 != NULL; k2 = strcmp(k2, "cv_mape") == 0 ? "heldout_mape" : NULL) {
-    v = sc__toml_get(tab, k2);
-    if (v != NULL && (rc = get_num(file, v, k2, strcmp(k2, "cv_mape") == 0 ? &m->cv_mape
-                                                                            : &m->heldout_mape,
-                                   err)) != SC_OK)
-      return rc;
+  m->features_line = v->line;
+  m->features_col = v->col;
+  for (uint32_t j = 0; j < m->nfeatures; j++) {
+    const sc_toml_value *nm = v->u.arr.items[j];
+    if (nm->type != SC_TOML_STRING || nm->u.str.len == 0 ||
+        nm->u.str.len >= sizeof m->feature_names[j])
+      return where_fail(err, file, nm, "features", "every entry must be a feature name (a "
+                        "string of 1 to 47 characters)");
+    memcpy(m->feature_names[j], nm->u.str.ptr, nm->u.str.len + 1);
   }
+  if ((rc = get_rate(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
+  if ((rc = get_rate(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
   if (m->kind == SC_RESID_LINEAR) {
     if ((rc = get_vec(file, tab, "mean", m->nfeatures, m->mean, err)) != SC_OK) return rc;
     if ((rc = get_vec(file, tab, "scale", m->nfeatures, m->scale, err)) != SC_OK) return rc;
@@ -135,9 +151,11 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
     v = sc__toml_get(tab, "intercept");
     if (v == NULL) return where_fail(err, file, tab, "intercept", "missing required key in [[model]]");
     if ((rc = get_num(file, v, "intercept", &m->intercept, err)) != SC_OK) return rc;
-    v = sc__toml_get(tab, "lambda");
-    if (v != NULL && (rc = get_num(file, v, "lambda", &m->lambda, err)) != SC_OK) return rc;
+    if ((rc = get_rate(file, tab, "lambda", &m->lambda, err)) != SC_OK) return rc;
     v = sc__toml_get(tab, "target_range");
+    if (v == NULL && m->target == SC_TARGET_HYBRID)
+      return where_fail(err, file, tab, "target_range", "missing required key in a hybrid "
+                        "linear [[model]]");
     if (v != NULL) {
       double r[2];
       if (v->type != SC_TOML_ARRAY || v->u.arr.len != 2)
@@ -166,7 +184,7 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
   char path[4200];
   sc_toml_doc *doc = NULL;
   sc_residuals *r;
-  const sc_toml_value *dev, *arr;
+  const sc_toml_value *dev, *arr, *count;
   FILE *f;
   int rc;
   if (dir == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
@@ -185,6 +203,15 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
     return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
   }
   snprintf(r->dir, sizeof r->dir, "%s", dir);
+  for (size_t i = 0; i < doc->root->u.tab.len; i++) {
+    const sc_toml_kv *kv = &doc->root->u.tab.items[i];
+    if (strcmp(kv->key, "device") != 0 && strcmp(kv->key, "models") != 0 &&
+        strcmp(kv->key, "model") != 0) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': unknown key (residuals.toml has "
+                        "device, models and [[model]] tables)", path, kv->line, kv->col, kv->key);
+      goto fail;
+    }
+  }
   dev = sc__toml_get(doc->root, "device");
   if (dev == NULL || dev->type != SC_TOML_STRING || dev->u.str.len == 0 ||
       dev->u.str.len >= sizeof r->device) {
@@ -193,9 +220,27 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
     goto fail;
   }
   snprintf(r->device, sizeof r->device, "%s", dev->u.str.ptr);
+  r->device_line = dev->line;
+  r->device_col = dev->col;
   arr = sc__toml_get(doc->root, "model");
   if (arr == NULL || arr->type != SC_TOML_ARRAY || arr->u.arr.len == 0) {
     rc = where_fail(err, path, arr ? arr : doc->root, "model", "needs at least one [[model]]");
+    goto fail;
+  }
+  /* the count stepcast fit writes first: a file cut short after a whole [[model]] is still
+   * valid TOML, and would lose the models after it without a word */
+  count = sc__toml_get(doc->root, "models");
+  if (count == NULL || count->type != SC_TOML_INTEGER || count->u.integer < 1) {
+    rc = where_fail(err, path, count ? count : doc->root, "models",
+                    count ? "must be the number of [[model]] tables (an integer >= 1)"
+                          : "missing required key (the number of [[model]] tables)");
+    goto fail;
+  }
+  if ((uint64_t)count->u.integer != (uint64_t)arr->u.arr.len) {
+    char what[160];
+    snprintf(what, sizeof what, "says %lld [[model]] tables, the file has %zu (cut short?)",
+             (long long)count->u.integer, arr->u.arr.len);
+    rc = where_fail(err, path, count, "models", what);
     goto fail;
   }
   r->models = calloc(arr->u.arr.len, sizeof *r->models);
@@ -255,6 +300,7 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
     }
   }
   fprintf(f, "device = \"%s\"\n", device);
+  fprintf(f, "models = %zu  # the [[model]] tables below\n", n);
   for (size_t i = 0; i < n && rc == SC_OK; i++) {
     const sc_resid_model *m = &models[i];
     const char *names = feature_names_by_model ? feature_names_by_model[i] : NULL;
@@ -268,7 +314,8 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
       write_vec(f, "scale", m->scale, m->nfeatures);
       write_vec(f, "coef", m->coef, m->nfeatures);
       fprintf(f, "intercept = %.17g\nlambda = %.17g\n", m->intercept, m->lambda);
-      if (m->y_lo < m->y_hi) fprintf(f, "target_range = [%.17g, %.17g]\n", m->y_lo, m->y_hi);
+      if (m->target == SC_TARGET_HYBRID)
+        fprintf(f, "target_range = [%.17g, %.17g]\n", m->y_lo, m->y_hi);
     } else {
       char file[128], gpath[4400];
       snprintf(file, sizeof file, "%s.%s.gbdt.json", m->family, sc_resid_target_name(m->target));
@@ -314,8 +361,44 @@ int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *fam
   return SC_OK;
 }
 
-int sc_residuals_for_hardware(const char *hardware, const char *device, sc_estimator mode,
-                              sc_residuals **out, sc_error *err) {
+int sc_residuals_check(const sc_residuals *r, const char *device, const sc_registry *reg,
+                       sc_error *err) {
+  char path[4200];
+  if (r == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  snprintf(path, sizeof path, "%s/%s", r->dir, MANIFEST);
+  if (device != NULL && strcmp(r->device, device) != 0)
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'device': the models were fitted for "
+                        "device '%s', not '%s' (fit this device's samples with stepcast fit)",
+                        path, r->device_line, r->device_col, r->device, device);
+  for (size_t i = 0; reg != NULL && i < r->n; i++) {
+    const sc_resid_model *m = &r->models[i];
+    const sc_op_plugin *op = sc_registry_op(reg, m->family);
+    uint32_t want;
+    if (op == NULL) continue;
+    want = op->nfeatures + SC_RESID_EXTRA_FEATURES;
+    if (want > SC_MAX_FEATURES) want = SC_MAX_FEATURES;
+    if (m->nfeatures != want)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
+                          "features, operator plugin '%s' %s gives %u (refit with stepcast "
+                          "fit)", path, m->features_line, m->features_col, m->family,
+                          sc_resid_target_name(m->target), m->nfeatures, op->hdr.name,
+                          op->hdr.version, want);
+    for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
+      const char *name = j < op->nfeatures ? op->feature_names[j]
+                                           : sc_resid_extra_name(j - op->nfeatures);
+      if (strcmp(m->feature_names[j], name) != 0)
+        return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
+                            "model is '%s', operator plugin '%s' %s gives '%s' there (refit "
+                            "with stepcast fit)", path, m->features_line, m->features_col,
+                            j + 1, m->family, sc_resid_target_name(m->target),
+                            m->feature_names[j], op->hdr.name, op->hdr.version, name);
+    }
+  }
+  return SC_OK;
+}
+
+int sc_residuals_for_hardware(const char *hardware, const char *device, const sc_registry *reg,
+                              sc_estimator mode, sc_residuals **out, sc_error *err) {
   char path[SC_PATH_MAX], dir[4096];
   int rc;
   if (hardware == NULL || device == NULL || out == NULL)
@@ -329,6 +412,10 @@ int sc_residuals_for_hardware(const char *hardware, const char *device, sc_estim
     return sc_error_set(err, SC_ENOTFOUND, "estimator '%s': no fitted residual models for "
                         "device '%s' (no %s/%s; run stepcast sample and stepcast fit)",
                         sc_estimator_name(mode), device, dir, MANIFEST);
+  }
+  if (rc == SC_OK && (rc = sc_residuals_check(*out, device, reg, err)) != SC_OK) {
+    sc_residuals_free(*out);
+    *out = NULL;
   }
   return rc;
 }
