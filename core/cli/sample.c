@@ -1056,12 +1056,19 @@ int sc_cli_sample(int argc, char **argv) {
     static const char *const all[] = {"gemm",      "attention", "norm",
                                       "softmax",   "elementwise", "optimizer",
                                       "embedding", "cross_entropy"};
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", families);
-    for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    /* comma-separated names, none empty (',' or 'gemm,,norm' would sample nothing or less
+     * than asked without a word) */
+    for (const char *p = families;; p++) {
+      size_t n = strcspn(p, ",");
       int ok = 0;
-      for (size_t k = 0; k < 8; k++) ok |= strcmp(tok, all[k]) == 0;
-      if (!ok) return sc_cli_usage_error("sample", "--families: unknown family '%s'", tok);
+      for (size_t k = 0; k < 8; k++) ok |= strlen(all[k]) == n && strncmp(p, all[k], n) == 0;
+      if (!ok && n == 0)
+        return sc_cli_usage_error("sample", "--families: an empty name in '%s'", families);
+      if (!ok)
+        return sc_cli_usage_error("sample", "--families: unknown family '%.*s'",
+                                  (int)(n < 64 ? n : 64), p);
+      p += n;
+      if (*p == '\0') break;
     }
   }
 
