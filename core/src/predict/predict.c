@@ -166,9 +166,22 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
                         sc_estimator_name(o->estimator), dev->name);
   }
   pr->opts = o;
-  if ((int)p->dtype < 0 || p->dtype >= SC_DTYPE_COUNT || !(dev->peak_flops_per_s[p->dtype] > 0))
-    return sc_error_set(err, SC_EUNSUPPORTED, "dtype: device '%s' has no peak for this dtype",
-                        dev->name);
+  if ((int)p->dtype < 0 || p->dtype >= SC_DTYPE_COUNT)
+    return sc_error_set(err, SC_EINVAL, "dtype: %d is not a dtype", (int)p->dtype);
+  if (!(dev->peak_flops_per_s[p->dtype] > 0)) {
+    char has[96] = "";
+    size_t n = 0;
+    for (int d = 0; d < SC_DTYPE_COUNT && n < sizeof has; d++) {
+      if (dev->peak_flops_per_s[d] > 0) {
+        int w = snprintf(has + n, sizeof has - n, "%s%s", n ? ", " : "",
+                         sc_dtype_name((sc_dtype)d));
+        if (w > 0) n += (size_t)w;
+      }
+    }
+    return sc_error_set(err, SC_EUNSUPPORTED, "dtype: device '%s' has no peak_flops_per_s.%s "
+                        "(it states %s): pass --dtype with one of those", dev->name,
+                        sc_dtype_name(p->dtype), n ? has : "none");
+  }
   algo = (o->coll_algo != NULL) ? o->coll_algo : "auto";
   rc = sc_workload_validate(m, p, err);
   if (rc != SC_OK) return rc;
