@@ -281,10 +281,21 @@ int sc_model_finish(sc_model *m, sc_error *err) {
       m->norm > SC_NORM_RMSNORM || (int)m->position < 0 || m->position > SC_POS_NONE) {
     return sc_error_set(err, SC_ESPEC, "%s: activation, norm or position out of range", where);
   }
-  /* Guard the product terms against int64 overflow (ample for any real model). */
-  if (m->hidden > 1000000 || m->ffn_hidden > 10000000 || m->layers > 100000 ||
-      m->vocab > 100000000 || m->heads * m->head_dim > 10000000 || m->max_seq > 1000000000) {
-    return sc_error_set(err, SC_ERANGE, "%s: model dimensions out of range", where);
+  /* Guard the product terms against int64 overflow (ample for any real model); each bound
+   * checked alone first, so that the heads x head_dim product cannot overflow itself. */
+  {
+    const struct { const char *key; int64_t v, max; } lim[] = {
+        {"hidden", m->hidden, 1000000},         {"ffn_hidden", m->ffn_hidden, 10000000},
+        {"layers", m->layers, 100000},          {"vocab", m->vocab, 100000000},
+        {"heads", m->heads, 10000000},          {"head_dim", m->head_dim, 10000000},
+        {"max_seq", m->max_seq, 1000000000}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+      if (lim[i].v > lim[i].max)
+        return sc_error_set(err, SC_ERANGE, "%s: key '%s': %lld is out of range (at most %lld)",
+                            where, lim[i].key, (long long)lim[i].v, (long long)lim[i].max);
+    if (m->heads * m->head_dim > 10000000)
+      return sc_error_set(err, SC_ERANGE, "%s: keys 'heads' x 'head_dim': %lld is out of range "
+                          "(at most 10000000)", where, (long long)(m->heads * m->head_dim));
   }
   m->params = sc__model_params(m);
   return SC_OK;
