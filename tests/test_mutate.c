@@ -150,6 +150,16 @@ static void try_mutant(run_ctx *x, const char *a, size_t na, const char *b, size
 
 /* ---- mutations -------------------------------------------------------------------------- */
 
+/* The file text[0..n) cut at parts evenly spaced places (the first leaves nothing). */
+static void cut_short(run_ctx *x, const char *text, size_t n, int parts) {
+  for (int k = 0; k < parts; k++) {
+    size_t cut = n * (size_t)k / (size_t)parts;
+    char what[64];
+    snprintf(what, sizeof what, "cut at byte %zu", cut);
+    try_mutant(x, text, cut, "", 0, "", 0, 0, what);
+  }
+}
+
 static const char *const hostile[] = {
     "0", "-1", "0.5", "nan", "inf", "-inf", "1e308", "-1e308", "1e-320", "9223372036854775807",
     "-9223372036854775808", "99999999999999999999", "\"x\"", "\"\"", "true", "[]", "[nan]",
@@ -201,12 +211,7 @@ static void mutate_toml(run_ctx *x, int max_lines) {
     }
     start = end;
   }
-  for (int k = 0; k < 24; k++) {
-    size_t cut = n * (size_t)k / 24;
-    char what[64];
-    snprintf(what, sizeof what, "cut at byte %zu", cut);
-    try_mutant(x, text, cut, "", 0, "", 0, 0, what);
-  }
+  cut_short(x, text, n, 24);
   free(text);
 }
 
@@ -257,12 +262,7 @@ static void mutate_csv(run_ctx *x, int rows) {
     }
     start = end;
   }
-  for (int k = 0; k < 24; k++) {
-    size_t cut = n * (size_t)k / 24;
-    char what[64];
-    snprintf(what, sizeof what, "cut at byte %zu", cut);
-    try_mutant(x, text, cut, "", 0, "", 0, 0, what);
-  }
+  cut_short(x, text, n, 24);
   free(text);
 }
 
@@ -352,11 +352,7 @@ START_TEST(mutated_residuals) {
     } else { /* cut short only */
       size_t n;
       char *text = slurp(path, &n);
-      for (int k = 0; k < 48; k++) {
-        char what[64];
-        snprintf(what, sizeof what, "cut at byte %zu", n * (size_t)k / 48);
-        try_mutant(&x, text, n * (size_t)k / 48, "", 0, "", 0, 0, what);
-      }
+      cut_short(&x, text, n, 48);
       free(text);
     }
     printf("mutate %s residuals: %zu mutants, %zu refused\n", fitted[i].device, x.runs,
