@@ -78,7 +78,7 @@ static int get_vec(const char *file, const sc_toml_value *tab, const char *key, 
 }
 
 /* A required number >= 0 of a [[model]] (a MAPE, the ridge penalty). */
-static int get_rate(const char *file, const sc_toml_value *tab, const char *key, double *out,
+static int get_nonneg(const char *file, const sc_toml_value *tab, const char *key, double *out,
                     sc_error *err) {
   const sc_toml_value *v = sc__toml_get(tab, key);
   int rc;
@@ -138,8 +138,8 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
                         "string of 1 to 47 characters)");
     memcpy(m->feature_names[j], nm->u.str.ptr, nm->u.str.len + 1);
   }
-  if ((rc = get_rate(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
-  if ((rc = get_rate(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
+  if ((rc = get_nonneg(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
+  if ((rc = get_nonneg(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
   if (m->kind == SC_RESID_LINEAR) {
     if ((rc = get_vec(file, tab, "mean", m->nfeatures, m->mean, err)) != SC_OK) return rc;
     if ((rc = get_vec(file, tab, "scale", m->nfeatures, m->scale, err)) != SC_OK) return rc;
@@ -151,7 +151,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
     v = sc__toml_get(tab, "intercept");
     if (v == NULL) return where_fail(err, file, tab, "intercept", "missing required key in [[model]]");
     if ((rc = get_num(file, v, "intercept", &m->intercept, err)) != SC_OK) return rc;
-    if ((rc = get_rate(file, tab, "lambda", &m->lambda, err)) != SC_OK) return rc;
+    if ((rc = get_nonneg(file, tab, "lambda", &m->lambda, err)) != SC_OK) return rc;
     v = sc__toml_get(tab, "target_range");
     if (v == NULL && m->target == SC_TARGET_HYBRID)
       return where_fail(err, file, tab, "target_range", "missing required key in a hybrid "
