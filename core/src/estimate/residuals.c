@@ -79,7 +79,7 @@ static int get_vec(const char *file, const sc_toml_value *tab, const char *key, 
 
 /* A required number >= 0 of a [[model]] (a MAPE, the ridge penalty). */
 static int get_nonneg(const char *file, const sc_toml_value *tab, const char *key, double *out,
-                    sc_error *err) {
+                      sc_error *err) {
   const sc_toml_value *v = sc__toml_get(tab, key);
   int rc;
   if (v == NULL) return where_fail(err, file, tab, key, "missing required key in [[model]]");
