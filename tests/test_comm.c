@@ -986,6 +986,15 @@ START_TEST(validation_reader) {
   snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1.5,3,\n", HEADER);
   ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
   ck_assert_msg(strstr(err.msg, "'bytes'") != NULL, "%s", err.msg);
+  /* past the bounds a typo would time out to infinity or a NaN error: refused */
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1e30,3,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, ":2: column 'bytes': expected an integer in [1, 2^50], got "
+                               "'1e30'") != NULL, "%s", err.msg);
+  snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1024,1e308,\n", HEADER);
+  ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
+  ck_assert_msg(strstr(err.msg, ":2: column 'busbw_GBps': expected a number in (0, 1e6], got "
+                               "'1e308'") != NULL, "%s", err.msg);
   snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1024\n", HEADER);
   ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
   ck_assert_msg(strstr(err.msg, "fields") != NULL, "%s", err.msg);

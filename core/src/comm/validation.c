@@ -67,6 +67,12 @@ static int sc__copyf(char *dst, size_t cap, const char *src) {
   return 0;
 }
 
+/* Bounds of a published row: a message of at most 2^50 bytes (1 PiB; nccl-tests sweeps stop
+ * at tens of GiB) and a bus bandwidth of at most 10^6 GB/s (a thousand times any link's):
+ * past them a typo would give an infinite time or a NaN error, not a refusal. */
+#define SC__MAX_BYTES 1125899906842624.0
+#define SC__MAX_GBPS 1e6
+
 static int sc__row(const char *path, uint32_t line, char **f, sc__vrow *r, sc_error *err) {
   char *end;
   double v;
@@ -107,18 +113,18 @@ static int sc__row(const char *path, uint32_t line, char **f, sc__vrow *r, sc_er
   }
   errno = 0;
   v = strtod(f[7], &end);
-  if (f[7][0] == '\0' || *end != '\0' || errno != 0 || !(v >= 1.0) || !isfinite(v) ||
+  if (f[7][0] == '\0' || *end != '\0' || errno != 0 || !(v >= 1.0) || v > SC__MAX_BYTES ||
       v != floor(v)) {
-    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'bytes': expected an integer >= 1, got '%s'",
-                        path, (unsigned)line, f[7]);
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'bytes': expected an integer in [1, "
+                        "2^50], got '%s'", path, (unsigned)line, f[7]);
   }
   r->bytes = v;
   errno = 0;
   v = strtod(f[8], &end);
-  if (f[8][0] == '\0' || *end != '\0' || errno != 0 || !(v > 0.0) || !isfinite(v)) {
+  if (f[8][0] == '\0' || *end != '\0' || errno != 0 || !(v > 0.0) || v > SC__MAX_GBPS) {
     return sc_error_set(err, SC_EPARSE,
-                        "%s:%u: column 'busbw_GBps': expected a number > 0, got '%s'", path,
-                        (unsigned)line, f[8]);
+                        "%s:%u: column 'busbw_GBps': expected a number in (0, 1e6], got '%s'",
+                        path, (unsigned)line, f[8]);
   }
   r->busbw_Bps = v * 1e9;
   return SC_OK;
