@@ -138,9 +138,10 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   }
   rc = sc_csv_double(c, row, (size_t)idx[C_MEASURED], &r->measured_s, &known[C_MEASURED], err);
   if (rc != SC_OK) return rc;
-  if (known[C_MEASURED] && !(r->measured_s > 0))
-    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'measured_iteration_s': must be > 0",
-                        path, line);
+  /* at most a million seconds (11.6 days) per iteration: past it a typo, not a run */
+  if (known[C_MEASURED] && !(r->measured_s > 0 && r->measured_s <= 1e6))
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'measured_iteration_s': must be in "
+                        "(0, 1e6] seconds", path, line);
 
   /* Topology (cached with its device). */
   text_of(c, row, idx[C_TOPOLOGY], buf, sizeof buf);
@@ -357,7 +358,7 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
     return;
   }
   r->predicted_s = res.iteration_s;
-  r->error_pct = 100.0 * (r->predicted_s - r->measured_s) / r->measured_s;
+  r->error_pct = 100.0 * ((r->predicted_s - r->measured_s) / r->measured_s);
 }
 
 typedef struct group {
