@@ -432,6 +432,16 @@ START_TEST(vary_parse_apply) {
   ck_assert(sc_vary_parse("topology.tier[0].efficiency=1.5", &v, &err) == SC_OK);
   ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
   ck_assert_ptr_nonnull(strstr(err.msg, "efficiency"));
+  /* the spec files' ranges: an exponent typo, set or multiplied, is refused */
+  ck_assert(sc_vary_parse("hardware.mem_bw_Bps=1e-12", &v, &err) == SC_OK);
+  ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "--vary hardware.mem_bw_Bps: 1e-12 B/s is outside [1000, 1e+16]"),
+                "%s", err.msg);
+  ck_assert(sc_vary_parse("hardware.flops_efficiency=1e-300x", &v, &err) == SC_OK);
+  ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
+  ck_assert(sc_vary_parse("topology.tier[0].latency_s=5", &v, &err) == SC_OK);
+  ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "5 s is outside [0, 1]"), "%s", err.msg);
 
   static const char *const bad[] = {
       "hardware.mem_bw_Bps",          /* no '=' */

@@ -12,29 +12,32 @@
 #include "stepcast/stepcast.h"
 #include "stepcast/sweep.h"
 
+/* Each field with the range the spec loaders give it (docs/formats.md): far wider than any
+ * device or network, narrow enough that an exponent typo is refused. */
 typedef struct vfield {
   const char *name;
   size_t offset;
-  int kind; /* 0: > 0; 1: >= 0; 2: efficiency in (0, 1]; 3: >= 1 */
+  double lo, hi;
+  const char *unit;
 } vfield;
 
 static const vfield hw_fields[] = {
-    {"mem_bytes", offsetof(sc_device, mem_bytes), 0},
-    {"mem_bw_Bps", offsetof(sc_device, mem_bw_Bps), 0},
-    {"l2_bytes", offsetof(sc_device, l2_bytes), 1},
-    {"flops_efficiency", offsetof(sc_device, flops_efficiency), 2},
-    {"mem_efficiency", offsetof(sc_device, mem_efficiency), 2},
-    {"launch_s", offsetof(sc_device, launch_s), 1},
-    {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), 2},
-    {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), 2},
-    {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), 0},
+    {"mem_bytes", offsetof(sc_device, mem_bytes), 1, 1e16, " bytes"},
+    {"mem_bw_Bps", offsetof(sc_device, mem_bw_Bps), 1e3, 1e16, " B/s"},
+    {"l2_bytes", offsetof(sc_device, l2_bytes), 0, 1e16, " bytes"},
+    {"flops_efficiency", offsetof(sc_device, flops_efficiency), 1e-4, 1, ""},
+    {"mem_efficiency", offsetof(sc_device, mem_efficiency), 1e-4, 1, ""},
+    {"launch_s", offsetof(sc_device, launch_s), 0, 1, " s"},
+    {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), 1e-4, 1, ""},
+    {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), 1e-4, 1, ""},
+    {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), 1e3, 1e19, " FLOP/s"},
 };
 
 static const vfield tier_fields[] = {
-    {"bw_Bps", offsetof(sc_tier, bw_Bps), 0},
-    {"latency_s", offsetof(sc_tier, latency_s), 1},
-    {"oversubscription", offsetof(sc_tier, oversubscription), 3},
-    {"efficiency", offsetof(sc_tier, efficiency), 2},
+    {"bw_Bps", offsetof(sc_tier, bw_Bps), 1e3, 1e16, " B/s"},
+    {"latency_s", offsetof(sc_tier, latency_s), 0, 1, " s"},
+    {"oversubscription", offsetof(sc_tier, oversubscription), 1, 1e6, ""},
+    {"efficiency", offsetof(sc_tier, efficiency), 1e-4, 1, ""},
 };
 
 static const vfield *find_field(const vfield *f, size_t n, const char *name, size_t len) {
@@ -178,12 +181,10 @@ static const vfield *field_of(const sc_vary *v) {
   return NULL;
 }
 
-static int check_value(const sc_vary *v, int kind, double x, sc_error *err) {
-  int ok = kind == 0 ? x > 0 : kind == 1 ? x >= 0 : kind == 2 ? (x > 0 && x <= 1) : x >= 1;
-  if (!ok || !isfinite(x))
-    return sc_error_set(err, SC_ESPEC, "--vary %s: %g is out of range (%s)", v->field, x,
-                        kind == 0 ? "must be > 0" : kind == 1 ? "must be >= 0" :
-                        kind == 2 ? "an efficiency in (0, 1]" : "must be >= 1");
+static int check_value(const sc_vary *v, const vfield *f, double x, sc_error *err) {
+  if (!(x >= f->lo && x <= f->hi))
+    return sc_error_set(err, SC_ESPEC, "--vary %s: %g%s is outside [%g, %g]", v->field, x,
+                        f->unit, f->lo, f->hi);
   return SC_OK;
 }
 
@@ -203,7 +204,7 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
         double *p = &dev->peak_flops_per_s[d];
         if (v->dtype < 0 && *p == 0) continue; /* unsupported stays unsupported */
         double nv = mult ? *p * x : x;
-        int rc = check_value(v, f->kind, nv, err);
+        int rc = check_value(v, f, nv, err);
         if (rc != SC_OK) return rc;
         *p = nv;
       }
@@ -215,7 +216,7 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
                v->offset == offsetof(sc_device, attention_bwd_efficiency);
     if (attn && old == 0) old = sc_device_matmul_efficiency(dev, SC_DTYPE_BF16); /* not stated */
     double nv = mult ? old * x : x;
-    int rc = check_value(v, f->kind, nv, err);
+    int rc = check_value(v, f, nv, err);
     if (rc != SC_OK) return rc;
     if (v->offset == offsetof(sc_device, flops_efficiency)) {
       /* The per-dtype matmul and the attention efficiencies follow: a multiplier scales the
@@ -232,7 +233,7 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
           continue;
         }
         double sv = *also[k] * x;
-        if ((rc = check_value(v, f->kind, sv, err)) != SC_OK) return rc;
+        if ((rc = check_value(v, f, sv, err)) != SC_OK) return rc;
         *also[k] = sv;
       }
     }
@@ -247,7 +248,7 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
   double old = *p;
   if (v->offset == offsetof(sc_tier, efficiency) && old == 0) old = 1.0; /* 0 = not stated */
   double nv = mult ? old * x : x;
-  int rc = check_value(v, f->kind, nv, err);
+  int rc = check_value(v, f, nv, err);
   if (rc != SC_OK) return rc;
   *p = nv;
   return sc_comm_check_topology(t, err);
