@@ -119,7 +119,7 @@ typedef struct sc_resid_model {
   /* Hybrid (residual) linear models: the range of the training targets, into which a
    * prediction is clamped (a residual never corrects by more than it was seen to, however far
    * a feature extrapolates). y_lo >= y_hi: no clamp (learned models, whose log time must
-   * extrapolate, and models written before the range was kept). */
+   * extrapolate, and a hybrid one fitted on a single residual value). */
   double y_lo, y_hi;
   /* gbdt: an XGBoost booster handle (NULL for linear) */
   void *booster;
