@@ -998,6 +998,18 @@ START_TEST(validation_reader) {
   snprintf(buf, sizeof buf, "%sa1,s,DGX,t,16,allreduce,ring,1024\n", HEADER);
   ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
   ck_assert_msg(strstr(err.msg, "fields") != NULL, "%s", err.msg);
+  { /* a NUL byte inside a row: refused, not read as a shorter line */
+    static const char row[] = "a1,s,DGX,t,16,allreduce,ring,10\0" "24,3,\n";
+    const char *path = write_tmp(HEADER);
+    FILE *f = fopen(path, "a");
+    sc__vrow *rows = NULL;
+    ck_assert_ptr_nonnull(f);
+    ck_assert(fwrite(row, 1, sizeof row - 1, f) == sizeof row - 1);
+    fclose(f);
+    ck_assert_int_eq(sc__comm_read_validation(path, &rows, &n, &err), SC_EPARSE);
+    ck_assert_msg(strstr(err.msg, ":2: a NUL byte in the line") != NULL, "%s", err.msg);
+    free(rows);
+  }
   snprintf(buf, sizeof buf, "%sa1,\"s,DGX,t,16,allreduce,ring,1024,3,\n", HEADER);
   ck_assert_int_eq(read_text(buf, &err, &n), SC_EPARSE);
   ck_assert_msg(strstr(err.msg, "unterminated") != NULL, "%s", err.msg);

@@ -212,6 +212,7 @@ START_TEST(samples_read_malformed) {
       {"bad_reps.csv", "bad_reps.csv:2:", "column 'reps'", SC_EPARSE},
       {"bad_nan.csv", "bad_nan.csv:2:", "column 'median_s'", SC_EPARSE},
       {"empty.csv", "empty.csv:2:", "no sample rows", SC_EPARSE},
+      {"bad_nul.csv", "bad_nul.csv:2:", "a NUL byte in the line", SC_EPARSE},
       {"absent.csv", "absent.csv", "No such file", SC_EIO},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

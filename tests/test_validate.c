@@ -198,6 +198,12 @@ START_TEST(malformed_strings) {
   ck_assert_ptr_nonnull(strstr(err.msg, "t.csv:2: row has 1 fields, the header has 2"));
   ck_assert_int_eq(parse_str("a,b\n1,\"2\n3\n", &c, &err), SC_EPARSE);
   ck_assert_ptr_nonnull(strstr(err.msg, "t.csv:2: column 'b': unterminated quoted field"));
+  { /* a NUL byte would end a field early: refused with its line */
+    static const char nul[] = "a,b\n1,2\n3,4\0" "5\n";
+    sc_error_clear(&err);
+    ck_assert_int_eq(sc_csv_parse("t.csv", nul, sizeof nul - 1, &c, &err), SC_EPARSE);
+    ck_assert_msg(strstr(err.msg, "t.csv:3: a NUL byte in the line") != NULL, "%s", err.msg);
+  }
   ck_assert_ptr_null(c);
 }
 END_TEST

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm/comm_int.h"
+#include "common/readline.h"
 #include "stepcast/stepcast.h"
 
 #define SC__VCOLS 10
@@ -136,7 +137,7 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   uint32_t line = 0;
   int header = 0, rc = SC_OK;
   sc__vrow *v = NULL;
-  size_t cnt = 0, cap = 0;
+  size_t cnt = 0, cap = 0, got = 0;
   if (path == NULL || rows == NULL || n == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc__comm_read_validation: an argument is NULL");
   }
@@ -146,11 +147,16 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   if (fp == NULL) {
     return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
   }
-  while (fgets(buf, sizeof buf, fp) != NULL) {
+  while (sc__read_line(buf, sizeof buf, fp, &got)) {
     char *f[SC__VCOLS];
     size_t len = strlen(buf);
     int nf;
     line++;
+    if (len != got) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
+                        path, (unsigned)line);
+      break;
+    }
     if (len == sizeof buf - 1 && buf[len - 1] != '\n') {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: line longer than %d characters", path,
                         (unsigned)line, SC__VLINE_MAX - 2);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/readline.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
 
@@ -182,6 +183,7 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   FILE *f;
   char buf[4096];
+  size_t got = 0;
   uint32_t lineno = 0;
   int have_header = 0, rc = SC_OK;
   size_t cap = 0;
@@ -189,9 +191,14 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   memset(out, 0, sizeof *out);
   f = fopen(path, "r");
   if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
-  while (fgets(buf, sizeof buf, f) != NULL) {
+  while (sc__read_line(buf, sizeof buf, f, &got)) {
     char *line;
     lineno++;
+    if (strlen(buf) != got) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
+                        path, lineno);
+      break;
+    }
     if (strchr(buf, '\n') == NULL && !feof(f)) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: line longer than %zu characters", path, lineno,
                         sizeof buf - 2);

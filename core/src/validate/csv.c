@@ -56,6 +56,16 @@ int sc_csv_parse(const char *path, const char *text, size_t len, sc_csv **out, s
   *out = NULL;
   if (c == NULL) return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
   snprintf(c->path, sizeof c->path, "%s", path);
+  { /* a NUL byte would end a field early without a word: a binary or corrupted file */
+    const char *nul = memchr(text, '\0', len);
+    if (nul != NULL) {
+      uint32_t at = 1;
+      for (const char *p = text; p < nul; p++) at += *p == '\n';
+      sc_csv_free(c);
+      return sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
+                          path, at);
+    }
+  }
   if (grow((void **)&c->buf, &bcap, len + 1, 1) != SC_OK) goto nomem;
 
   while (i < len) {
