@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "comm/comm_int.h"
-#include "common/readline.h"
 #include "stepcast/stepcast.h"
 
 #define SC__VCOLS 10
@@ -133,11 +132,13 @@ static int sc__row(const char *path, uint32_t line, char **f, sc__vrow *r, sc_er
 
 int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_error *err) {
   FILE *fp;
-  char buf[SC__VLINE_MAX];
+  char *buf = NULL; /* getline's: it counts the bytes, so a NUL byte inside shows */
+  size_t bufcap = 0;
+  ssize_t got;
   uint32_t line = 0;
   int header = 0, rc = SC_OK;
   sc__vrow *v = NULL;
-  size_t cnt = 0, cap = 0, got = 0;
+  size_t cnt = 0, cap = 0;
   if (path == NULL || rows == NULL || n == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc__comm_read_validation: an argument is NULL");
   }
@@ -147,17 +148,17 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   if (fp == NULL) {
     return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
   }
-  while (sc__read_line(buf, sizeof buf, fp, &got)) {
+  while ((got = getline(&buf, &bufcap, fp)) != -1) {
     char *f[SC__VCOLS];
     size_t len = strlen(buf);
     int nf;
     line++;
-    if (len != got) {
+    if (len != (size_t)got) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
                         path, (unsigned)line);
       break;
     }
-    if (len == sizeof buf - 1 && buf[len - 1] != '\n') {
+    if (len - (buf[len - 1] == '\n') > SC__VLINE_MAX - 2) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: line longer than %d characters", path,
                         (unsigned)line, SC__VLINE_MAX - 2);
       break;
@@ -207,7 +208,9 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
     if (rc != SC_OK) break;
     cnt++;
   }
-  if (rc == SC_OK && ferror(fp)) rc = sc_error_set(err, SC_EIO, "%s: read error", path);
+  if (rc == SC_OK && (ferror(fp) || !feof(fp)))
+    rc = sc_error_set(err, SC_EIO, "%s: read error", path);
+  free(buf);
   fclose(fp);
   if (rc == SC_OK && !header) rc = sc_error_set(err, SC_EPARSE, "%s: no header line", path);
   if (rc == SC_OK && cnt == 0) rc = sc_error_set(err, SC_EPARSE, "%s: no data rows", path);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/readline.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
 
@@ -180,10 +179,13 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
   return SC_OK;
 }
 
+#define SC__SAMPLES_LINE_MAX 4094 /* characters of a line, its newline not counted */
+
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   FILE *f;
-  char buf[4096];
-  size_t got = 0;
+  char *buf = NULL; /* getline's: it counts the bytes, so a NUL byte inside shows */
+  size_t bufcap = 0;
+  ssize_t got;
   uint32_t lineno = 0;
   int have_header = 0, rc = SC_OK;
   size_t cap = 0;
@@ -191,17 +193,17 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   memset(out, 0, sizeof *out);
   f = fopen(path, "r");
   if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
-  while (sc__read_line(buf, sizeof buf, f, &got)) {
+  while ((got = getline(&buf, &bufcap, f)) != -1) {
     char *line;
     lineno++;
-    if (strlen(buf) != got) {
+    if (strlen(buf) != (size_t)got) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
                         path, lineno);
       break;
     }
-    if (strchr(buf, '\n') == NULL && !feof(f)) {
-      rc = sc_error_set(err, SC_EPARSE, "%s:%u: line longer than %zu characters", path, lineno,
-                        sizeof buf - 2);
+    if ((size_t)got - (buf[got - 1] == '\n') > SC__SAMPLES_LINE_MAX) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: line longer than %d characters", path, lineno,
+                        SC__SAMPLES_LINE_MAX);
       break;
     }
     line = trim(buf);
@@ -261,7 +263,9 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
       out->n++;
     }
   }
-  if (rc == SC_OK && ferror(f)) rc = sc_error_set(err, SC_EIO, "%s: read error", path);
+  if (rc == SC_OK && (ferror(f) || !feof(f)))
+    rc = sc_error_set(err, SC_EIO, "%s: read error", path);
+  free(buf);
   fclose(f);
   if (rc == SC_OK && !have_header)
     rc = sc_error_set(err, SC_EPARSE, "%s:%u: no column header line", path, lineno);
