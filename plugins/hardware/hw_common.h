@@ -33,32 +33,8 @@ static inline int sc__hw_check_keys(const sc_host *host, const sc_table *t, cons
   return SC_OK;
 }
 
-/* The range a [hardware] number must lie in, read from its unit in the key's name: FLOP/s
- * (a key or table named *flops_per_s*) 1e3 to 1e19, bytes per second (*_Bps) 1e3 to 1e16,
- * bytes (*_bytes) 1 to 1e16, seconds (*_s) up to 1. Far wider than any device built or
- * planned, and narrow enough that an exponent typo (mem_bw_Bps = 3.35e-12 for 3.35e12) is
- * refused instead of predicted from. 0 when the name gives no unit. */
-static inline int sc__hw_unit_range(const char *prefix, const char *key, double *lo, double *hi,
-                                    const char **unit) {
-  size_t n = strlen(key);
-#define SC__HW_ENDS(suf) (n >= sizeof(suf) - 1 && strcmp(key + n - (sizeof(suf) - 1), suf) == 0)
-  if (strstr(prefix, "flops_per_s") != NULL || strstr(key, "flops_per_s") != NULL) {
-    *lo = 1e3, *hi = 1e19, *unit = "FLOP/s";
-  } else if (SC__HW_ENDS("_Bps")) {
-    *lo = 1e3, *hi = 1e16, *unit = "B/s";
-  } else if (SC__HW_ENDS("_bytes")) {
-    *lo = 1, *hi = 1e16, *unit = "bytes";
-  } else if (SC__HW_ENDS("_s")) {
-    *lo = 0, *hi = 1, *unit = "s";
-  } else {
-    return 0;
-  }
-#undef SC__HW_ENDS
-  return 1;
-}
-
 /* A finite number > 0 (or >= 0 with zero_ok) inside the range of its unit
- * (sc__hw_unit_range); required ones report a missing key, optional ones return
+ * (sc_unit_range, plugin.h); required ones report a missing key, optional ones return
  * SC_ENOTFOUND. */
 static inline int sc__hw_number(const sc_host *host, const sc_table *t, const char *prefix,
                                 const char *key, int required, int zero_ok, double *out,
@@ -84,7 +60,7 @@ static inline int sc__hw_number(const sc_host *host, const sc_table *t, const ch
   {
     double lo, hi;
     const char *unit;
-    if (*out > 0 && sc__hw_unit_range(prefix, key, &lo, &hi, &unit) && !(*out >= lo && *out <= hi))
+    if (*out > 0 && sc_unit_range(prefix, key, &lo, &hi, &unit) && !(*out >= lo && *out <= hi))
       return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': %g %s is outside [%g, %g] (a typo "
                             "in the exponent?)", host->table_where(t, key), prefix, key, *out,
                             unit, lo, hi);
@@ -124,8 +100,9 @@ static inline int sc__hw_opt_fraction(const sc_host *host, const sc_table *t, co
   int rc = sc__hw_number(host, t, prefix, key, 0, 0, &v, err);
   if (rc == SC_ENOTFOUND) return SC_OK;
   if (rc != SC_OK) return rc;
-  if (!(v >= 1e-4 && v <= 1)) { /* below 0.01 % of peak: a typo, not a device */
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be in [1e-4, 1] (is %g)",
+  if (!(v >= SC_RANGE_EFFICIENCY_MIN && v <= 1)) { /* below it: a typo, not a device */
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be in ["
+                          SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN) ", 1] (is %g)",
                           host->table_where(t, key), prefix, key, v);
   }
   *out = v;

@@ -96,6 +96,43 @@ static inline const char *sc_dtype_name(sc_dtype d) {
   return ((unsigned)d < (unsigned)SC_DTYPE_COUNT) ? names[d] : "?";
 }
 
+/* The ranges a number of a hardware or topology file (and a sweep --vary value) must lie
+ * in, by unit: far wider than any device or network built or planned, narrow enough that an
+ * exponent typo (mem_bw_Bps = 3.35e-12 for 3.35e12) is refused instead of predicted from.
+ * The spec loaders, the hardware plugins and sweep --vary all read them from here. */
+#define SC_RANGE_FLOPS_MIN 1e3 /* FLOP/s */
+#define SC_RANGE_FLOPS_MAX 1e19
+#define SC_RANGE_BPS_MIN 1e3 /* bytes per second */
+#define SC_RANGE_BPS_MAX 1e16
+#define SC_RANGE_BYTES_MIN 1 /* bytes */
+#define SC_RANGE_BYTES_MAX 1e16
+#define SC_RANGE_SECONDS_MAX 1 /* seconds (from 0) */
+#define SC_RANGE_EFFICIENCY_MIN 1e-4 /* fractions of a peak (up to 1) */
+#define SC_RANGE_STR_(x) #x
+#define SC_RANGE_STR(x) SC_RANGE_STR_(x) /* "1e3" of SC_RANGE_BPS_MIN, for messages */
+
+/* The range of a number named prefix + key, read from the unit in its name: FLOP/s (a key
+ * or table named *flops_per_s*), bytes per second (*_Bps), bytes (*_bytes), seconds (*_s).
+ * 0 when the name gives no unit (counts, fractions, multiples). */
+static inline int sc_unit_range(const char *prefix, const char *key, double *lo, double *hi,
+                                const char **unit) {
+  size_t n = strlen(key);
+#define SC__ENDS(suf) (n >= sizeof(suf) - 1 && strcmp(key + n - (sizeof(suf) - 1), suf) == 0)
+  if (strstr(prefix, "flops_per_s") != NULL || strstr(key, "flops_per_s") != NULL) {
+    *lo = SC_RANGE_FLOPS_MIN, *hi = SC_RANGE_FLOPS_MAX, *unit = "FLOP/s";
+  } else if (SC__ENDS("_Bps")) {
+    *lo = SC_RANGE_BPS_MIN, *hi = SC_RANGE_BPS_MAX, *unit = "B/s";
+  } else if (SC__ENDS("_bytes")) {
+    *lo = SC_RANGE_BYTES_MIN, *hi = SC_RANGE_BYTES_MAX, *unit = "bytes";
+  } else if (SC__ENDS("_s")) {
+    *lo = 0, *hi = SC_RANGE_SECONDS_MAX, *unit = "s";
+  } else {
+    return 0;
+  }
+#undef SC__ENDS
+  return 1;
+}
+
 /* What limited an estimate. */
 typedef enum {
   SC_BOUND_COMPUTE = 0, /* flops / achievable flops dominated */

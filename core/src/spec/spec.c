@@ -417,16 +417,16 @@ static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error
   tier->scope_gpus = (uint32_t)scope;
   rc = sc__get_num(tt, "", "bw_Bps", 1, what, &tier->bw_Bps, err);
   if (rc != SC_OK) return rc;
-  /* ranges far wider than any network, narrow enough to refuse an exponent typo (the
-   * hardware plugins bound their numbers the same way, hw_common.h) */
-  if (!(tier->bw_Bps >= 1e3 && tier->bw_Bps <= 1e16))
-    return sc__bad(tt, "bw_Bps", err, "%g B/s is outside [1e3, 1e16] (a typo in the "
-                   "exponent?)", tier->bw_Bps);
+  /* the ranges of plugin.h (SC_RANGE_*), as the hardware plugins and sweep --vary */
+  if (!(tier->bw_Bps >= SC_RANGE_BPS_MIN && tier->bw_Bps <= SC_RANGE_BPS_MAX))
+    return sc__bad(tt, "bw_Bps", err, "%g B/s is outside [" SC_RANGE_STR(SC_RANGE_BPS_MIN) ", "
+                   SC_RANGE_STR(SC_RANGE_BPS_MAX) "] (a typo in the exponent?)", tier->bw_Bps);
   tier->latency_s = 0;
   rc = sc__get_num(tt, "", "latency_s", 0, what, &tier->latency_s, err);
   if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
-  if (!(tier->latency_s >= 0 && tier->latency_s <= 1))
-    return sc__bad(tt, "latency_s", err, "must be in [0, 1] s (is %g)", tier->latency_s);
+  if (!(tier->latency_s >= 0 && tier->latency_s <= SC_RANGE_SECONDS_MAX))
+    return sc__bad(tt, "latency_s", err, "must be in [0, " SC_RANGE_STR(SC_RANGE_SECONDS_MAX)
+                   "] s (is %g)", tier->latency_s);
   tier->oversubscription = 1;
   rc = sc__get_num(tt, "", "oversubscription", 0, what, &tier->oversubscription, err);
   if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
@@ -436,8 +436,9 @@ static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error
   tier->efficiency = 0; /* not stated: taken as 1 by the communication model */
   rc = sc__get_num(tt, "", "efficiency", 0, what, &tier->efficiency, err);
   if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
-  if (rc == SC_OK && !(tier->efficiency >= 1e-4 && tier->efficiency <= 1)) {
-    return sc__bad(tt, "efficiency", err, "must be in [1e-4, 1] (is %g)", tier->efficiency);
+  if (rc == SC_OK && !(tier->efficiency >= SC_RANGE_EFFICIENCY_MIN && tier->efficiency <= 1)) {
+    return sc__bad(tt, "efficiency", err, "must be in [" SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN)
+                   ", 1] (is %g)", tier->efficiency);
   }
   tier->nvls = 0; /* not stated: no NVLink SHARP */
   rc = sc__table_bool(tt, "nvls", &tier->nvls, err);

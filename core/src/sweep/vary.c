@@ -12,8 +12,8 @@
 #include "stepcast/stepcast.h"
 #include "stepcast/sweep.h"
 
-/* Each field with the range the spec loaders give it (docs/formats.md): far wider than any
- * device or network, narrow enough that an exponent typo is refused. */
+/* Each field with the range the spec loaders give it (plugin.h's SC_RANGE_*, docs/formats.md):
+ * far wider than any device or network, narrow enough that an exponent typo is refused. */
 typedef struct vfield {
   const char *name;
   size_t offset;
@@ -22,22 +22,22 @@ typedef struct vfield {
 } vfield;
 
 static const vfield hw_fields[] = {
-    {"mem_bytes", offsetof(sc_device, mem_bytes), 1, 1e16, " bytes"},
-    {"mem_bw_Bps", offsetof(sc_device, mem_bw_Bps), 1e3, 1e16, " B/s"},
-    {"l2_bytes", offsetof(sc_device, l2_bytes), 0, 1e16, " bytes"},
-    {"flops_efficiency", offsetof(sc_device, flops_efficiency), 1e-4, 1, ""},
-    {"mem_efficiency", offsetof(sc_device, mem_efficiency), 1e-4, 1, ""},
-    {"launch_s", offsetof(sc_device, launch_s), 0, 1, " s"},
-    {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), 1e-4, 1, ""},
-    {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), 1e-4, 1, ""},
-    {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), 1e3, 1e19, " FLOP/s"},
+    {"mem_bytes", offsetof(sc_device, mem_bytes), SC_RANGE_BYTES_MIN, SC_RANGE_BYTES_MAX, " bytes"},
+    {"mem_bw_Bps", offsetof(sc_device, mem_bw_Bps), SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, " B/s"},
+    {"l2_bytes", offsetof(sc_device, l2_bytes), 0, SC_RANGE_BYTES_MAX, " bytes"},
+    {"flops_efficiency", offsetof(sc_device, flops_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
+    {"mem_efficiency", offsetof(sc_device, mem_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
+    {"launch_s", offsetof(sc_device, launch_s), 0, SC_RANGE_SECONDS_MAX, " s"},
+    {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
+    {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
+    {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), SC_RANGE_FLOPS_MIN, SC_RANGE_FLOPS_MAX, " FLOP/s"},
 };
 
 static const vfield tier_fields[] = {
-    {"bw_Bps", offsetof(sc_tier, bw_Bps), 1e3, 1e16, " B/s"},
-    {"latency_s", offsetof(sc_tier, latency_s), 0, 1, " s"},
+    {"bw_Bps", offsetof(sc_tier, bw_Bps), SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, " B/s"},
+    {"latency_s", offsetof(sc_tier, latency_s), 0, SC_RANGE_SECONDS_MAX, " s"},
     {"oversubscription", offsetof(sc_tier, oversubscription), 1, 1e6, ""},
-    {"efficiency", offsetof(sc_tier, efficiency), 1e-4, 1, ""},
+    {"efficiency", offsetof(sc_tier, efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
 };
 
 static const vfield *find_field(const vfield *f, size_t n, const char *name, size_t len) {
