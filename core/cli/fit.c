@@ -364,14 +364,12 @@ int sc_cli_fit(int argc, char **argv) {
                    fd->family);
       goto fail;
     }
-    fd->p = op->nfeatures + SC_RESID_EXTRA_FEATURES;
-    if (fd->p > SC_MAX_FEATURES) fd->p = SC_MAX_FEATURES;
+    fd->p = sc_resid_nfeatures(op);
     {
       size_t nl = 0;
       for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
-        const char *nm = j < op->nfeatures ? op->feature_names[j]
-                                           : sc_resid_extra_name(j - op->nfeatures);
-        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "", nm);
+        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
+                         sc_resid_feature_name(op, j));
         if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
         nl += (size_t)w;
       }

@@ -98,6 +98,12 @@ uint32_t sc_resid_features(const sc_estimate *e, double *x);
 /* Name of the i-th extra feature ("log10_analytical_s", "hinge_log10_bytes_5", ...). */
 const char *sc_resid_extra_name(uint32_t i);
 
+/* For the estimates of operator plugin op: how many inputs the regressors see
+ * (sc_resid_features' count), and the name of the j-th (the plugin's feature names, then
+ * the extra ones): what stepcast fit writes as a model's features and --estimator checks. */
+uint32_t sc_resid_nfeatures(const sc_op_plugin *op);
+const char *sc_resid_feature_name(const sc_op_plugin *op, uint32_t j);
+
 typedef enum { SC_RESID_LINEAR = 0, SC_RESID_GBDT } sc_resid_kind;
 typedef enum { SC_TARGET_HYBRID = 0, SC_TARGET_LEARNED } sc_resid_target;
 

@@ -27,6 +27,15 @@ const char *sc_resid_extra_name(uint32_t i) {
   return i < SC_RESID_EXTRA_FEATURES ? extra_names[i] : "?";
 }
 
+uint32_t sc_resid_nfeatures(const sc_op_plugin *op) {
+  uint32_t n = op->nfeatures + SC_RESID_EXTRA_FEATURES;
+  return n < SC_MAX_FEATURES ? n : SC_MAX_FEATURES;
+}
+
+const char *sc_resid_feature_name(const sc_op_plugin *op, uint32_t j) {
+  return j < op->nfeatures ? op->feature_names[j] : sc_resid_extra_name(j - op->nfeatures);
+}
+
 uint32_t sc_resid_features(const sc_estimate *e, double *x) {
   uint32_t n = e->nfeatures < SC_MAX_FEATURES ? e->nfeatures : SC_MAX_FEATURES;
   double lb = log10(e->bytes > 1.0 ? e->bytes : 1.0);

@@ -375,8 +375,7 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
     const sc_op_plugin *op = sc_registry_op(reg, m->family);
     uint32_t want;
     if (op == NULL) continue;
-    want = op->nfeatures + SC_RESID_EXTRA_FEATURES;
-    if (want > SC_MAX_FEATURES) want = SC_MAX_FEATURES;
+    want = sc_resid_nfeatures(op);
     if (m->nfeatures != want)
       return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
                           "features, operator plugin '%s' %s gives %u (refit with stepcast "
@@ -384,8 +383,7 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
                           sc_resid_target_name(m->target), m->nfeatures, op->hdr.name,
                           op->hdr.version, want);
     for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
-      const char *name = j < op->nfeatures ? op->feature_names[j]
-                                           : sc_resid_extra_name(j - op->nfeatures);
+      const char *name = sc_resid_feature_name(op, j);
       if (strcmp(m->feature_names[j], name) != 0)
         return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
                             "model is '%s', operator plugin '%s' %s gives '%s' there (refit "
