@@ -88,6 +88,20 @@ static int get_nonneg(const char *file, const sc_toml_value *tab, const char *ke
   return SC_OK;
 }
 
+/* Every key of table tab must be in known[] (NULL-terminated); else "unknown key <what>". */
+static int known_keys(const char *file, const sc_toml_value *tab, const char *const *known,
+                      const char *what, sc_error *err) {
+  for (size_t i = 0; i < tab->u.tab.len; i++) {
+    const sc_toml_kv *kv = &tab->u.tab.items[i];
+    int ok = 0;
+    for (size_t k = 0; known[k] && !ok; k++) ok = strcmp(kv->key, known[k]) == 0;
+    if (!ok)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': unknown key %s", file, kv->line,
+                          kv->col, kv->key, what);
+  }
+  return SC_OK;
+}
+
 static int load_model(const char *dir, const char *file, const sc_toml_value *tab,
                       sc_resid_model *m, sc_error *err) {
   static const char *const known[] = {"family", "target", "kind", "active", "features",
@@ -98,15 +112,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
   int rc;
   memset(m, 0, sizeof *m);
   if (tab->type != SC_TOML_TABLE) return where_fail(err, file, tab, "model", "must be a table");
-  for (size_t i = 0; i < tab->u.tab.len; i++) {
-    int ok = 0;
-    for (size_t k = 0; known[k] && !ok; k++) ok = strcmp(tab->u.tab.items[i].key, known[k]) == 0;
-    if (!ok) {
-      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': unknown key in [[model]]", file,
-                          tab->u.tab.items[i].line, tab->u.tab.items[i].col,
-                          tab->u.tab.items[i].key);
-    }
-  }
+  if ((rc = known_keys(file, tab, known, "in [[model]]", err)) != SC_OK) return rc;
   if ((rc = get_str(file, tab, "family", &s, err)) != SC_OK) return rc;
   if (s[0] == '\0' || strlen(s) >= sizeof m->family)
     return where_fail(err, file, sc__toml_get(tab, "family"), "family", "must have 1 to 31 characters");
@@ -181,6 +187,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
 }
 
 int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
+  static const char *const top_keys[] = {"device", "models", "model", NULL};
   char path[4200];
   sc_toml_doc *doc = NULL;
   sc_residuals *r;
@@ -203,15 +210,9 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
     return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
   }
   snprintf(r->dir, sizeof r->dir, "%s", dir);
-  for (size_t i = 0; i < doc->root->u.tab.len; i++) {
-    const sc_toml_kv *kv = &doc->root->u.tab.items[i];
-    if (strcmp(kv->key, "device") != 0 && strcmp(kv->key, "models") != 0 &&
-        strcmp(kv->key, "model") != 0) {
-      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': unknown key (residuals.toml has "
-                        "device, models and [[model]] tables)", path, kv->line, kv->col, kv->key);
-      goto fail;
-    }
-  }
+  if ((rc = known_keys(path, doc->root, top_keys, "(residuals.toml has device, models and "
+                       "[[model]] tables)", err)) != SC_OK)
+    goto fail;
   dev = sc__toml_get(doc->root, "device");
   if (dev == NULL || dev->type != SC_TOML_STRING || dev->u.str.len == 0 ||
       dev->u.str.len >= sizeof r->device) {
