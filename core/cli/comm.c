@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "comm/comm_int.h"
 #include "stepcast/comm.h"
+#include "stepcast/estimate.h"
 
 static const char *const CMD = "comm";
 
@@ -18,7 +19,7 @@ static void comm_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast comm --topology T --gpus N [--op OP] [--algo A]\n"
           "                     [--minbytes B] [--maxbytes B] [--factor F] [--dtype D]\n"
-          "                     [--json | --csv]\n"
+          "                     [--estimator E [--residuals DIR]] [--json | --csv]\n"
           "       stepcast comm --validate FILE.csv\n\n"
           "Predicts what nccl-tests (<op>_perf) would print for a group of N GPUs placed in\n"
           "order on topology T (a name in topologies/ or a path).\n\n"
@@ -33,6 +34,12 @@ static void comm_usage(FILE *out) {
           "  -e, --maxbytes B largest size (default 8G)\n"
           "  -f, --factor F   size multiplier between rows (default 2)\n"
           "  -d, --dtype D    float (default), half, bfloat16, int8, fp8\n"
+          "  --estimator E    analytical (default), hybrid (analytical x exp(residual)) or\n"
+          "                   learned (a regressor on the collective's features alone), with\n"
+          "                   the models stepcast fit --comm fitted on measured nccl-tests\n"
+          "                   rows; a collective without an active model stays analytical\n"
+          "  --residuals DIR  those models (default: topologies/<name>/residuals beside the\n"
+          "                   topology file)\n"
           "  --json, --csv    machine-readable output instead of the nccl-tests table\n"
           "  --validate FILE  compare with published results (columns id,source,system,\n"
           "                   topology,gpus,op,algo,bytes,busbw_GBps,notes): per row measured,\n"
@@ -205,7 +212,10 @@ static int run_validate(const char *file) {
 /* The sweep                                                                 */
 
 int sc_cli_comm(int argc, char **argv) {
-  const char *topo = NULL, *algo = "auto", *validate = NULL;
+  const char *topo = NULL, *algo = "auto", *validate = NULL, *resid_dir = NULL;
+  sc_estimator mode = SC_ESTIMATOR_ANALYTICAL;
+  int have_mode = 0;
+  sc_residuals *res = NULL;
   const char *op_name = "allreduce";
   const dtype_row *dt = &dtypes[0];
   uint32_t gpus = 0;
@@ -304,13 +314,31 @@ int sc_cli_comm(int argc, char **argv) {
     } else if (strcmp(flag, "--validate") == 0) {
       TAKE();
       validate = val;
+    } else if (strcmp(flag, "--estimator") == 0) {
+      TAKE();
+      if (sc_estimator_parse(val, &mode) != SC_OK) {
+        return sc_cli_usage_error(CMD, "--estimator: '%s' is not analytical, hybrid or learned",
+                                  val);
+      }
+      have_mode = 1;
+    } else if (strcmp(flag, "--residuals") == 0) {
+      TAKE();
+      if (val[0] == '\0') return sc_cli_usage_error(CMD, "--residuals: empty value");
+      resid_dir = val;
     } else {
       return sc_cli_usage_error(CMD, "unknown option '%s'", a);
     }
 #undef TAKE
   }
   if (json && csv) return sc_cli_usage_error(CMD, "--json and --csv exclude each other");
+  if (resid_dir != NULL && mode == SC_ESTIMATOR_ANALYTICAL)
+    return sc_cli_usage_error(CMD, "--residuals needs --estimator hybrid or learned");
   if (validate != NULL) {
+    if (have_mode) {
+      return sc_cli_usage_error(CMD, "--validate compares the analytical estimate with every "
+                                     "row; stepcast fit --comm reports the residuals' "
+                                     "cross-validated and held-out errors on a system's rows");
+    }
     if (topo != NULL || have_gpus) {
       return sc_cli_usage_error(CMD, "--validate takes its topologies and GPU counts from "
                                      "the file");
@@ -327,11 +355,20 @@ int sc_cli_comm(int argc, char **argv) {
   if (rc != SC_OK) return sc_cli_fail(&err);
   rc = open_registry(&reg, &err);
   if (rc != SC_OK) return sc_cli_fail(&err);
+  if (mode != SC_ESTIMATOR_ANALYTICAL) {
+    rc = sc_residuals_for_topology(topo, t.name, resid_dir, mode, &res, &err);
+    if (rc != SC_OK) {
+      sc_registry_free(reg);
+      return sc_cli_fail(&err);
+    }
+  }
 
   if (json) {
     printf("{\"schema_version\":1,\"command\":\"comm\",\"topology\":\"%s\",\"gpus\":%u,"
-           "\"gpus_per_node\":%u,\"op\":\"%s\",\"algo\":\"%s\",\"dtype\":\"%s\",\"rows\":[",
-           t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name);
+           "\"gpus_per_node\":%u,\"op\":\"%s\",\"algo\":\"%s\",\"dtype\":\"%s\","
+           "\"estimator\":\"%s\",\"rows\":[",
+           t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name,
+           sc_estimator_name(mode));
   } else if (csv) {
     printf("bytes,count,type,time_us,algbw_GBps,busbw_GBps,algo,bound,bound_tier\n");
   } else {
@@ -340,10 +377,14 @@ int sc_cli_comm(int argc, char **argv) {
            op == SC_COLL_ALLREDUCE ? "all_reduce" : op == SC_COLL_ALLGATHER ? "all_gather"
            : op == SC_COLL_REDUCESCATTER ? "reduce_scatter" : op_name, t.name);
     printf("# nRanks %u (%u node%s x %u GPU%s) minBytes %.0f maxBytes %.0f step: %g(factor) "
-           "algo: %s\n#\n",
+           "algo: %s\n",
            (unsigned)gpus, (unsigned)nodes, nodes == 1 ? "" : "s",
            (unsigned)(gpus < t.gpus_per_node ? gpus : t.gpus_per_node),
            t.gpus_per_node == 1 ? "" : "s", minb, maxb, factor, algo);
+    if (res != NULL)
+      printf("# estimator: %s (residuals %s; algo and bound are the analytical estimate's)\n",
+             sc_estimator_name(mode), res->dir);
+    printf("#\n");
     printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-6s %s\n", "size", "count", "type",
            "redop", "root", "time", "algbw", "busbw", "algo", "bound");
     printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
@@ -365,8 +406,14 @@ int sc_cli_comm(int argc, char **argv) {
     c.bytes = bytes;
     c.dtype = dt->dt;
     rc = sc_comm_estimate_proto(reg, &t, &c, algo, &e, &chosen, &proto, &err);
+    if (rc == SC_OK && res != NULL) {
+      sc_estimate ce;
+      sc_coll_resid_input(&c, &e, &ce);
+      rc = sc_residuals_apply(res, mode, op_name, &ce, &e.time_s, &err);
+    }
     if (rc != SC_OK) {
       if (json) printf("]}\n");
+      sc_residuals_free(res);
       sc_registry_free(reg);
       return sc_cli_fail(&err);
     }
@@ -407,6 +454,7 @@ int sc_cli_comm(int argc, char **argv) {
   } else if (!csv) {
     printf("# Avg bus bandwidth    : %g \n#\n", nrows ? sum_bus / (double)nrows / 1e9 : 0.0);
   }
+  sc_residuals_free(res);
   sc_registry_free(reg);
   return 0;
 }

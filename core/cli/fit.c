@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "cli.h"
+#include "comm/comm_int.h"
+#include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 
 /* How much worse than the roofline a residual may be and still be used: about the run-to-run
@@ -18,7 +20,8 @@
 
 static void fit_usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast fit --samples FILE --out DIR [options]\n\n"
+          "usage: stepcast fit --samples FILE --out DIR [options]\n"
+          "       stepcast fit --comm FILE --system S --out DIR [options]\n\n"
           "For every operator family of the samples, fits residual models on the operator\n"
           "plugin's features: target hybrid = log(measured / analytical) and target learned =\n"
           "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
@@ -28,8 +31,17 @@ static void fit_usage(FILE *out) {
           "by more than %g%% MAPE cross-validated or held out and is within that margin of it\n"
           "in both (the lower held-out error of two such), and writes DIR/residuals.toml, the\n"
           "gbdt JSON files and DIR/report.md.\n\n"
+          "With --comm, the samples are measured nccl-tests rows (the columns of stepcast comm\n"
+          "--validate) of one system: per collective kind, residuals of the topology's\n"
+          "analytical estimate (what stepcast comm predicts) on the collective's features\n"
+          "(message bytes, ranks, nodes), held out by size; stepcast comm --estimator uses\n"
+          "them. Kinds with fewer than max(8, folds + 2) rows are skipped.\n\n"
           "options:\n"
           "  --samples FILE     samples CSV (stepcast sample)\n"
+          "  --comm FILE        measured collectives CSV (id,source,system,topology,gpus,op,\n"
+          "                     algo,bytes,busbw_GBps,notes), instead of --samples\n"
+          "  --system S         with --comm: the rows of this system (its 'system' column);\n"
+          "                     they must name one topology\n"
           "  --out DIR          output folder (must exist), e.g. hardware/host-cpu/residuals\n"
           "  --hardware H       device description for the analytical estimate (default: the\n"
           "                     hardware file beside the samples' folder, X/<name>.toml for\n"
@@ -41,7 +53,9 @@ static void fit_usage(FILE *out) {
           "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
           "  --rows FILE        also write every sample's analytical estimate beside its\n"
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
-          "                     bound, analytical_s, measured_s, measured/analytical)\n\n"
+          "                     bound, analytical_s, measured_s, measured/analytical; with\n"
+          "                     --comm: family, line, id, gpus, bytes, algorithm, bound,\n"
+          "                     analytical_s, measured_s, measured/analytical)\n\n"
           "Exit status: 0 ok, 1 failure, 2 usage error.\n", 100.0 * FIT_MARGIN);
 }
 
@@ -223,7 +237,9 @@ done:
   return rc;
 }
 
-static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout) {
+/* an: what the analytical estimate is called ("roofline" for operators). */
+static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout,
+                         const char *an) {
   fprintf(out, "## %u-fold cross-validated MAPE (%%)\n\n", folds);
   fprintf(out, "| family | n | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
   fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
@@ -241,21 +257,143 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
     for (int e = 0; e <= NEST; e++) fprintf(out, " | %.1f", 100.0 * fds[i].ho[e]);
     for (int t = 0; t < 2; t++)
       fprintf(out, " | %.1f (%s)", 100.0 * fds[i].sel_ho[t],
-              fds[i].sel[t] < 0 ? "roofline" : sc_resid_kind_name(est_kind[fds[i].sel[t]]));
+              fds[i].sel[t] < 0 ? an : sc_resid_kind_name(est_kind[fds[i].sel[t]]));
     fprintf(out, " |\n");
   }
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, those that beat the roofline by more than a MAPE margin of %g%% cross-validated "
+          "kinds, those that beat the %s by more than a MAPE margin of %g%% cross-validated "
           "or held out and are within that margin of it in both, the one with the lower held-out "
-          "error; none (the roofline) when neither qualifies. Selected: that rule applied to the training rows "
+          "error; none (the %s) when neither qualifies. Selected: that rule applied to the training rows "
           "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
           "rows: what --estimator would have reached on shapes it never saw. The active models "
           "below follow the rule on every row and are fitted on every row.\n",
-          100.0 * FIT_MARGIN, 100.0 * heldout);
+          an, 100.0 * FIT_MARGIN, an, 100.0 * heldout);
+}
+
+/* --comm: the rows of system in file become one fam_data per collective kind with enough
+ * rows (the others are listed in skipped), each with the analytical estimate of what
+ * stepcast comm --validate predicts for it and the measured time bytes / algbw. *topo gets
+ * the topology the rows name (one only), *used the number of rows fitted. */
+static int comm_families(sc_registry *reg, const char *file, const char *system,
+                         uint32_t folds, fam_data *fds, size_t *nf, size_t *used,
+                         sc_topology *topo, FILE *rows, char *skipped, size_t skcap,
+                         sc_error *err) {
+  sc__vrow *vr = NULL;
+  size_t n = 0, first = (size_t)-1, count[SC_COLL_COUNT] = {0};
+  size_t need = (size_t)folds + 2 > 8 ? (size_t)folds + 2 : 8, sl = 0;
+  int rc = sc__comm_read_validation(file, &vr, &n, err);
+  if (rc != SC_OK) return rc;
+  *nf = *used = 0;
+  skipped[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(vr[i].system, system) != 0) continue;
+    if (first == (size_t)-1) first = i;
+    else if (strcmp(vr[i].topology, vr[first].topology) != 0) {
+      rc = sc_error_set(err, SC_EINVAL, "%s:%u: column 'topology': system '%s' has rows on "
+                        "'%s' (line %u) and '%s'; fit one topology at a time", file,
+                        (unsigned)vr[i].line, system, vr[first].topology,
+                        (unsigned)vr[first].line, vr[i].topology);
+      goto done;
+    }
+    count[vr[i].op]++;
+  }
+  if (first == (size_t)-1) {
+    rc = sc_error_set(err, SC_ENOTFOUND, "%s: no row of system '%s' (column 'system', e.g. "
+                      "'%s')", file, system, vr[0].system);
+    goto done;
+  }
+  if ((rc = sc_topology_load(vr[first].topology, topo, err)) != SC_OK ||
+      (rc = sc_comm_check_topology(topo, err)) != SC_OK)
+    goto done;
+  for (int k = 0; k < SC_COLL_COUNT; k++) {
+    fam_data *fd;
+    if (count[k] == 0) continue;
+    if (count[k] < need) {
+      int w = snprintf(skipped + sl, skcap - sl, "%s%s (%zu rows)", sl ? ", " : "",
+                       sc_comm_kind_name((sc_coll_kind)k), count[k]);
+      if (w > 0 && (size_t)w < skcap - sl) sl += (size_t)w;
+      continue;
+    }
+    fd = &fds[(*nf)++];
+    fd->family = sc_comm_kind_name((sc_coll_kind)k);
+    fd->p = sc_coll_resid_nfeatures();
+    {
+      size_t nl = 0;
+      for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
+        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
+                         sc_coll_resid_feature_name(j));
+        if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
+        nl += (size_t)w;
+      }
+    }
+    fd->X = malloc(count[k] * fd->p * sizeof *fd->X);
+    fd->an = malloc(count[k] * sizeof *fd->an);
+    fd->meas = malloc(count[k] * sizeof *fd->meas);
+    fd->order = malloc(count[k] * sizeof *fd->order);
+    if (!fd->X || !fd->an || !fd->meas || !fd->order) {
+      rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+      goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+      const sc__vrow *r = &vr[i];
+      sc_coll_desc c;
+      sc_estimate e, ce;
+      sc_error e2;
+      const sc_coll_plugin *chosen = NULL;
+      double x[SC_MAX_FEATURES];
+      if (strcmp(r->system, system) != 0 || (int)r->op != k) continue;
+      memset(&c, 0, sizeof c);
+      if (sc_comm_check_gpus(topo, r->gpus, &e2) != SC_OK ||
+          sc_comm_group_flat(topo, r->gpus, &c, &e2) != SC_OK) {
+        rc = sc_error_set(err, e2.code, "%s:%u (row '%s'): %s", file, (unsigned)r->line, r->id,
+                          e2.msg);
+        goto done;
+      }
+      c.kind = r->op;
+      c.bytes = r->bytes;
+      c.dtype = SC_DTYPE_FP32;
+      if (sc_comm_estimate_proto(reg, topo, &c, r->algo, &e, &chosen, NULL, &e2) != SC_OK ||
+          !(e.time_s > 0)) {
+        rc = sc_error_set(err, e2.code ? e2.code : SC_EINVAL, "%s:%u (row '%s'): %s", file,
+                          (unsigned)r->line, r->id,
+                          e2.code ? e2.msg : "the analytical time is not > 0");
+        goto done;
+      }
+      sc_coll_resid_input(&c, &e, &ce);
+      if (sc_resid_features(&ce, x) != fd->p) {
+        rc = sc_error_set(err, SC_EINVAL, "fit: collective features: count mismatch");
+        goto done;
+      }
+      memcpy(&fd->X[fd->n * fd->p], x, fd->p * sizeof(double));
+      fd->an[fd->n] = e.time_s;
+      /* nccl-tests: algbw = bytes / time, busbw = algbw * bus factor */
+      fd->meas[fd->n] = r->bytes * sc_comm_bus_factor(r->op, r->gpus) / r->busbw_Bps;
+      if (rows != NULL)
+        fprintf(rows, "%s,%u,%s,%u,%.0f,%s,%s,%.6g,%.6g,%.4f\n", fd->family,
+                (unsigned)r->line, r->id, (unsigned)r->gpus, r->bytes,
+                chosen ? chosen->algorithm : "?", sc_cli_bound_name(e.bound), e.time_s,
+                fd->meas[fd->n], fd->meas[fd->n] / e.time_s);
+      fd->order[fd->n] = fd->n;
+      fd->n++;
+      (*used)++;
+    }
+    sort_ctx = fd;
+    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+  }
+  if (*nf == 0)
+    rc = sc_error_set(err, SC_EINVAL, "%s: system '%s' has no collective kind with %zu rows "
+                      "or more to fit (%s)", file, system, need, skipped);
+done:
+  free(vr);
+  return rc;
 }
 
 int sc_cli_fit(int argc, char **argv) {
-  const char *samples = NULL, *outdir = NULL, *hardware = NULL;
+  const char *samples = NULL, *outdir = NULL, *hardware = NULL, *comm = NULL, *system = NULL;
+  const char *source, *basis, *target_name;
+  char skipped[512] = "";
+  size_t nrows = 0;
+  sc_topology topo;
   char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
@@ -286,12 +424,15 @@ int sc_cli_fit(int argc, char **argv) {
     }
     if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
-        strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0)
+        strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
+        strcmp(a, "--system") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
     errno = 0;
     if (strcmp(a, "--samples") == 0) samples = v;
+    else if (strcmp(a, "--comm") == 0) comm = v;
+    else if (strcmp(a, "--system") == 0) system = v;
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
@@ -318,9 +459,18 @@ int sc_cli_fit(int argc, char **argv) {
       }
     }
   }
-  if (samples == NULL) return sc_cli_usage_error("fit", "--samples is required");
+  if (comm != NULL && samples != NULL)
+    return sc_cli_usage_error("fit", "--samples and --comm exclude each other");
+  if (comm != NULL && hardware != NULL)
+    return sc_cli_usage_error("fit", "--hardware is for --samples; --comm takes the topology "
+                              "from its rows");
+  if (comm != NULL && system == NULL)
+    return sc_cli_usage_error("fit", "--comm needs --system (the rows of one system)");
+  if (comm == NULL && system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
+  if (samples == NULL && comm == NULL)
+    return sc_cli_usage_error("fit", "--samples is required (or --comm)");
   if (outdir == NULL) return sc_cli_usage_error("fit", "--out is required");
-  if (hardware == NULL) { /* X/<name>/samples.csv -> X/<name>.toml */
+  if (comm == NULL && hardware == NULL) { /* X/<name>/samples.csv -> X/<name>.toml */
     const char *s = strrchr(samples, '/');
     size_t dl = s ? (size_t)(s - samples) : 0;
     if (s == NULL || dl == 0)
@@ -330,97 +480,114 @@ int sc_cli_fit(int argc, char **argv) {
     hardware = hwbuf;
   }
 
-  if (sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
+  if (comm == NULL && sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
-  if (sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
+  if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
   if (rows_path != NULL) {
     rows = fopen(rows_path, "w");
     if (rows == NULL) {
       sc_error_set(&err, SC_EIO, "%s: %s", rows_path, strerror(errno));
       goto fail;
     }
-    fprintf(rows, "family,line,variant,d0,d1,d2,d3,d4,d5,d6,d7,flops,bytes,bound,analytical_s,"
-                  "measured_s,measured_over_analytical\n");
+    if (comm != NULL)
+      fprintf(rows, "family,line,id,gpus,bytes,algorithm,bound,analytical_s,measured_s,"
+                    "measured_over_analytical\n");
+    else
+      fprintf(rows, "family,line,variant,d0,d1,d2,d3,d4,d5,d6,d7,flops,bytes,bound,analytical_s,"
+                    "measured_s,measured_over_analytical\n");
   }
-  /* group rows by family (family pointers are interned by the reader) */
-  for (size_t i = 0; i < set.n; i++) {
-    size_t f;
-    for (f = 0; f < nf && fds[f].family != set.rows[i].op.family; f++) {}
-    if (f == nf) {
-      if (nf == sizeof fds / sizeof fds[0]) {
-        sc_error_set(&err, SC_ELIMIT, "%s: more than 32 families", samples);
-        goto fail;
-      }
-      fds[nf++].family = set.rows[i].op.family;
-    }
-    fds[f].n++;
-  }
-  for (size_t f = 0; f < nf; f++) {
-    fam_data *fd = &fds[f];
-    const sc_op_plugin *op = sc_registry_op(reg, fd->family);
-    size_t k = 0;
-    if (op == NULL) {
-      sc_error_set(&err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
-                   fd->family);
+  if (comm != NULL) {
+    if (comm_families(reg, comm, system, folds, fds, &nf, &nrows, &topo, rows, skipped,
+                      sizeof skipped, &err) != SC_OK)
       goto fail;
-    }
-    fd->p = sc_resid_nfeatures(op);
-    {
-      size_t nl = 0;
-      for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
-        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
-                         sc_resid_feature_name(op, j));
-        if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
-        nl += (size_t)w;
-      }
-    }
-    if (fd->n < (size_t)folds + 2 || fd->n < 8) {
-      sc_error_set(&err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at least "
-                   "max(8, folds + 2)", samples, fd->family, fd->n);
-      goto fail;
-    }
-    fd->X = malloc(fd->n * (fd->p ? fd->p : 1) * sizeof *fd->X);
-    fd->an = malloc(fd->n * sizeof *fd->an);
-    fd->meas = malloc(fd->n * sizeof *fd->meas);
-    fd->order = malloc(fd->n * sizeof *fd->order);
-    if (!fd->X || !fd->an || !fd->meas || !fd->order) {
-      sc_error_set(&err, SC_ENOMEM, "fit: out of memory");
-      goto fail;
-    }
+    source = comm;
+    basis = topo.path;
+    target_name = topo.name;
+  } else {
+    source = samples;
+    basis = hardware;
+    target_name = dev.name;
+    nrows = set.n;
+    /* group rows by family (family pointers are interned by the reader) */
     for (size_t i = 0; i < set.n; i++) {
-      sc_estimate e;
-      sc_error e2;
-      if (set.rows[i].op.family != fd->family) continue;
-      if (sc_registry_estimate_op(reg, &dev, &set.rows[i].op, &e, &e2) != SC_OK) {
-        sc_error_set(&err, e2.code, "%s:%u: %s", samples, set.rows[i].line, e2.msg);
-        goto fail;
-      }
-      {
-        double x[SC_MAX_FEATURES];
-        uint32_t nx = sc_resid_features(&e, x);
-        if (nx != fd->p || !(e.time_s > 0)) {
-          sc_error_set(&err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares %u) "
-                       "or a time <= 0", samples, set.rows[i].line, fd->family, e.nfeatures,
-                       op->nfeatures);
+      size_t f;
+      for (f = 0; f < nf && fds[f].family != set.rows[i].op.family; f++) {}
+      if (f == nf) {
+        if (nf == sizeof fds / sizeof fds[0]) {
+          sc_error_set(&err, SC_ELIMIT, "%s: more than 32 families", samples);
           goto fail;
         }
-        memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
+        fds[nf++].family = set.rows[i].op.family;
       }
-      fd->an[k] = e.time_s;
-      fd->meas[k] = set.rows[i].m.median_s;
-      if (rows != NULL) {
-        const sc_op_desc *d = &set.rows[i].op;
-        fprintf(rows, "%s,%u,%u", fd->family, set.rows[i].line, d->variant);
-        for (uint32_t j = 0; j < 8; j++)
-          fprintf(rows, ",%lld", j < d->ndims ? (long long)d->dims[j] : 0LL);
-        fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
-                sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
-      }
-      fd->order[k] = k;
-      k++;
+      fds[f].n++;
     }
-    sort_ctx = fd;
-    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+    for (size_t f = 0; f < nf; f++) {
+      fam_data *fd = &fds[f];
+      const sc_op_plugin *op = sc_registry_op(reg, fd->family);
+      size_t k = 0;
+      if (op == NULL) {
+        sc_error_set(&err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
+                     fd->family);
+        goto fail;
+      }
+      fd->p = sc_resid_nfeatures(op);
+      {
+        size_t nl = 0;
+        for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
+          int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
+                           sc_resid_feature_name(op, j));
+          if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
+          nl += (size_t)w;
+        }
+      }
+      if (fd->n < (size_t)folds + 2 || fd->n < 8) {
+        sc_error_set(&err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at least "
+                     "max(8, folds + 2)", samples, fd->family, fd->n);
+        goto fail;
+      }
+      fd->X = malloc(fd->n * (fd->p ? fd->p : 1) * sizeof *fd->X);
+      fd->an = malloc(fd->n * sizeof *fd->an);
+      fd->meas = malloc(fd->n * sizeof *fd->meas);
+      fd->order = malloc(fd->n * sizeof *fd->order);
+      if (!fd->X || !fd->an || !fd->meas || !fd->order) {
+        sc_error_set(&err, SC_ENOMEM, "fit: out of memory");
+        goto fail;
+      }
+      for (size_t i = 0; i < set.n; i++) {
+        sc_estimate e;
+        sc_error e2;
+        if (set.rows[i].op.family != fd->family) continue;
+        if (sc_registry_estimate_op(reg, &dev, &set.rows[i].op, &e, &e2) != SC_OK) {
+          sc_error_set(&err, e2.code, "%s:%u: %s", samples, set.rows[i].line, e2.msg);
+          goto fail;
+        }
+        {
+          double x[SC_MAX_FEATURES];
+          uint32_t nx = sc_resid_features(&e, x);
+          if (nx != fd->p || !(e.time_s > 0)) {
+            sc_error_set(&err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares %u) "
+                         "or a time <= 0", samples, set.rows[i].line, fd->family, e.nfeatures,
+                         op->nfeatures);
+            goto fail;
+          }
+          memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
+        }
+        fd->an[k] = e.time_s;
+        fd->meas[k] = set.rows[i].m.median_s;
+        if (rows != NULL) {
+          const sc_op_desc *d = &set.rows[i].op;
+          fprintf(rows, "%s,%u,%u", fd->family, set.rows[i].line, d->variant);
+          for (uint32_t j = 0; j < 8; j++)
+            fprintf(rows, ",%lld", j < d->ndims ? (long long)d->dims[j] : 0LL);
+          fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
+                  sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
+        }
+        fd->order[k] = k;
+        k++;
+      }
+      sort_ctx = fd;
+      qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+    }
   }
   models = calloc(nf * NEST, sizeof *models);
   names = calloc(nf * NEST, sizeof *names);
@@ -440,8 +607,8 @@ int sc_cli_fit(int argc, char **argv) {
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
     /* A header longer than the buffer is cut; it is a comment block, nothing parses it. */
     int hn = snprintf(header, sizeof header,
-             "Residual models of device '%s', written by stepcast fit (docs/learned.md).\n"
-             "command: %s\ndate: %s\nsamples: %s (%zu rows); hardware: %s\n"
+             "%s '%s', written by stepcast fit (docs/learned.md).\n"
+             "command: %s\ndate: %s\nsamples: %s (%zu rows%s%s); %s: %s\n"
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
              "active: the kind the estimator uses: of those better than the analytical estimate "
@@ -449,7 +616,10 @@ int sc_cli_fit(int argc, char **argv) {
              "margin of it in both, the one "
              "with the lower held-out error (none: the family stays analytical); inactive gbdt "
              "models are not kept (report.md has their errors).",
-             dev.name, cmd, stamp, samples, set.n, hardware, folds, 100.0 * (1.0 - heldout),
+             comm ? "Collective residual models of topology" : "Residual models of device",
+             target_name, cmd, stamp, source, nrows, comm ? " of system " : "",
+             comm ? system : "", comm ? "topology" : "hardware", basis, folds,
+             100.0 * (1.0 - heldout),
              100.0 * FIT_MARGIN);
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
@@ -459,11 +629,15 @@ int sc_cli_fit(int argc, char **argv) {
     sc_error_set(&err, SC_EIO, "%s: %s", path, strerror(errno));
     goto fail;
   }
-  fprintf(rep, "# Residual fit of %s\n\nCommand: `%s`\n\nSamples: `%s` (%zu rows), hardware: "
-          "`%s`. MAPE of the analytical roofline, hybrid (analytical x exp(residual)) and "
+  fprintf(rep, "# Residual fit of %s\n\nCommand: `%s`\n\nSamples: `%s` (%zu rows%s%s), %s: "
+          "`%s`. MAPE of the analytical %s, hybrid (analytical x exp(residual)) and "
           "learned (exp(regressor on features alone)) estimators.\n\n",
-          dev.name, cmd, samples, set.n, hardware);
-  print_tables(rep, fds, nf, folds, heldout);
+          target_name, cmd, source, nrows, comm ? " of system " : "", comm ? system : "",
+          comm ? "topology" : "hardware", basis,
+          comm ? "estimate (stepcast comm)" : "roofline");
+  if (skipped[0] != '\0')
+    fprintf(rep, "Skipped (fewer than max(8, folds + 2) rows): %s.\n\n", skipped);
+  print_tables(rep, fds, nf, folds, heldout, comm ? "analytical" : "roofline");
   fprintf(rep, "\nActive models (used by --estimator hybrid / learned; a family with none "
                "stays analytical: no model met the rule above):\n\n");
   for (size_t f = 0; f < nf; f++) {
@@ -516,10 +690,15 @@ int sc_cli_fit(int argc, char **argv) {
       }
       nk++;
     }
-    if (sc_residuals_save(outdir, dev.name, models, nk, names, header, &err) != SC_OK) goto fail;
+    if (sc_residuals_save(outdir, target_name, models, nk, names, header, &err) != SC_OK)
+      goto fail;
   }
-  printf("device %s, %zu samples from %s\n\n", dev.name, set.n, samples);
-  print_tables(stdout, fds, nf, folds, heldout);
+  if (comm != NULL)
+    printf("topology %s, %zu rows of system '%s' from %s%s%s\n\n", target_name, nrows, system,
+           source, skipped[0] ? "; skipped (too few rows): " : "", skipped);
+  else
+    printf("device %s, %zu samples from %s\n\n", target_name, nrows, source);
+  print_tables(stdout, fds, nf, folds, heldout, comm ? "analytical" : "roofline");
   printf("\nwrote %s/residuals.toml and %s\n", outdir, path);
   rc = 0;
   goto done;

@@ -137,6 +137,7 @@ typedef struct sc_resid_model {
    * for a model built in code: sc_residuals_check then compares the count only. */
   char feature_names[SC_MAX_FEATURES][SC_RESID_NAME_MAX];
   uint32_t features_line, features_col;
+  uint32_t family_line, family_col; /* of 'family' (0: built in code) */
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
@@ -225,6 +226,35 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
  * for another plugin version). r may be NULL (then analytical). */
 int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
                        const sc_estimate *e, double *time_s, sc_error *err);
+
+/* ---- collective residuals (stepcast fit --comm, stepcast comm --estimator) ----------- */
+
+/* A collective's regressor inputs: its own three (log10 of the message bytes, log2 of the
+ * group's ranks, log2 of the nodes it spans), then the extra ones of sc_resid_features
+ * (log10 of the analytical time, hinges on log10 bytes, compute_bound: always 0). The
+ * residuals of a topology are fitted on measured nccl-tests rows of one system, one model
+ * per collective kind (family = sc_comm_kind_name), device = the topology's name. */
+#define SC_COLL_RESID_OWN_FEATURES 3
+uint32_t sc_coll_resid_nfeatures(void);
+const char *sc_coll_resid_feature_name(uint32_t j);
+
+/* The estimate the residual models see for collective c (a span as sc_comm_group fills it,
+ * kind and bytes set) whose analytical estimate is an: *an with its features replaced by
+ * the collective's own three and bytes by the message bytes. */
+void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estimate *out);
+
+/* Check collective residuals: fitted for topology (its name), every model's family a
+ * collective kind, and its features sc_coll_resid_feature_name's, in order. SC_ESPEC
+ * "DIR/residuals.toml:line:col: key 'device'|'family'|'features': ...". */
+int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_error *err);
+
+/* For the CLI: the collective residuals of a topology. dir: a residuals folder, or NULL for
+ * the topology's own, <folder of the topology file>/<name>/residuals (topology a name or
+ * path, resolved as sc_spec_resolve does). Checked by sc_residuals_check_coll against name.
+ * SC_ENOTFOUND reads "estimator 'mode': no fitted collective residuals for topology 'n'
+ * (no DIR/residuals.toml; fit measured nccl-tests rows with stepcast fit --comm)". */
+int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
+                              sc_estimator mode, sc_residuals **out, sc_error *err);
 
 #ifdef __cplusplus
 }

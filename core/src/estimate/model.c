@@ -36,6 +36,31 @@ const char *sc_resid_feature_name(const sc_op_plugin *op, uint32_t j) {
   return j < op->nfeatures ? op->feature_names[j] : sc_resid_extra_name(j - op->nfeatures);
 }
 
+static const char *const coll_names[SC_COLL_RESID_OWN_FEATURES] = {"log10_bytes", "log2_ranks",
+                                                                   "log2_nodes"};
+
+uint32_t sc_coll_resid_nfeatures(void) {
+  uint32_t n = SC_COLL_RESID_OWN_FEATURES + SC_RESID_EXTRA_FEATURES;
+  return n < SC_MAX_FEATURES ? n : SC_MAX_FEATURES;
+}
+
+const char *sc_coll_resid_feature_name(uint32_t j) {
+  return j < SC_COLL_RESID_OWN_FEATURES ? coll_names[j]
+                                        : sc_resid_extra_name(j - SC_COLL_RESID_OWN_FEATURES);
+}
+
+void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estimate *out) {
+  /* members per node: tier 0's fan-out (a group inside one node spans one node) */
+  double ranks = c->nranks > 0 ? (double)c->nranks : 1.0;
+  double per_node = c->ntiers > 0 && c->tiers[0].ranks > 0 ? (double)c->tiers[0].ranks : ranks;
+  *out = *an;
+  out->bytes = c->bytes;
+  out->nfeatures = SC_COLL_RESID_OWN_FEATURES;
+  out->features[0] = log10(c->bytes > 1.0 ? c->bytes : 1.0);
+  out->features[1] = log2(ranks);
+  out->features[2] = log2(ranks / per_node > 1.0 ? ranks / per_node : 1.0);
+}
+
 uint32_t sc_resid_features(const sc_estimate *e, double *x) {
   uint32_t n = e->nfeatures < SC_MAX_FEATURES ? e->nfeatures : SC_MAX_FEATURES;
   double lb = log10(e->bytes > 1.0 ? e->bytes : 1.0);

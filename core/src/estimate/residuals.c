@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 #include "stepcast/registry.h"
 #include "stepcast/spec.h"
@@ -117,6 +118,8 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
   if (s[0] == '\0' || strlen(s) >= sizeof m->family)
     return where_fail(err, file, sc__toml_get(tab, "family"), "family", "must have 1 to 31 characters");
   snprintf(m->family, sizeof m->family, "%s", s);
+  m->family_line = sc__toml_get(tab, "family")->line;
+  m->family_col = sc__toml_get(tab, "family")->col;
   if ((rc = get_str(file, tab, "target", &s, err)) != SC_OK) return rc;
   if (strcmp(s, "hybrid") == 0) m->target = SC_TARGET_HYBRID;
   else if (strcmp(s, "learned") == 0) m->target = SC_TARGET_LEARNED;
@@ -394,6 +397,67 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
     }
   }
   return SC_OK;
+}
+
+int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_error *err) {
+  char path[4200];
+  uint32_t want = sc_coll_resid_nfeatures();
+  if (r == NULL || topology == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  snprintf(path, sizeof path, "%s/%s", r->dir, MANIFEST);
+  if (strcmp(r->device, topology) != 0)
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'device': the models were fitted for "
+                        "'%s', not topology '%s' (fit its nccl-tests rows with stepcast fit "
+                        "--comm)", path, r->device_line, r->device_col, r->device, topology);
+  for (size_t i = 0; i < r->n; i++) {
+    const sc_resid_model *m = &r->models[i];
+    sc_coll_kind kind;
+    if (sc_comm_kind_parse(m->family, &kind) != SC_OK)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'family': '%s' is not a collective "
+                          "(allreduce, allgather, reducescatter, alltoall, broadcast, "
+                          "sendrecv): these are not collective residuals", path,
+                          m->family_line, m->family_col, m->family);
+    if (m->nfeatures != want)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
+                          "features, collective residuals have %u (refit with stepcast fit "
+                          "--comm)", path, m->features_line, m->features_col, m->family,
+                          sc_resid_target_name(m->target), m->nfeatures, want);
+    for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
+      const char *name = sc_coll_resid_feature_name(j);
+      if (strcmp(m->feature_names[j], name) != 0)
+        return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
+                            "model is '%s', collective residuals have '%s' there (refit with "
+                            "stepcast fit --comm)", path, m->features_line, m->features_col,
+                            j + 1, m->family, sc_resid_target_name(m->target),
+                            m->feature_names[j], name);
+    }
+  }
+  return SC_OK;
+}
+
+int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
+                              sc_estimator mode, sc_residuals **out, sc_error *err) {
+  char path[SC_PATH_MAX], own[4096];
+  int rc;
+  if (topology == NULL || name == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *out = NULL;
+  if (dir == NULL) {
+    if ((rc = sc_spec_resolve(SC_SPEC_TOPOLOGY, topology, path, sizeof path, err)) != SC_OK)
+      return rc;
+    if ((rc = sc_residuals_dir(path, name, own, sizeof own, err)) != SC_OK) return rc;
+    dir = own;
+  }
+  rc = sc_residuals_load(dir, out, err);
+  if (rc == SC_ENOTFOUND) {
+    return sc_error_set(err, SC_ENOTFOUND, "estimator '%s': no fitted collective residuals "
+                        "for topology '%s' (no %s/%s; fit measured nccl-tests rows with "
+                        "stepcast fit --comm)", sc_estimator_name(mode), name, dir, MANIFEST);
+  }
+  if (rc == SC_OK && (rc = sc_residuals_check_coll(*out, name, err)) != SC_OK) {
+    sc_residuals_free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 int sc_residuals_for_hardware(const char *hardware, const char *device, const sc_registry *reg,
