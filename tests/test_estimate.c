@@ -489,6 +489,43 @@ static double term(const sc_result *res, const char *key) {
   return -1.0;
 }
 
+/* A collective's regressor inputs: log10 bytes, log2 ranks, log2 nodes (ranks over the
+ * members per node, tier 0's fan-out; 1 node inside a node), then the extra ones; the
+ * names are what stepcast fit --comm writes and comm --estimator checks. */
+START_TEST(collective_features) {
+  sc_coll_desc c;
+  sc_estimate an, in;
+  double x[SC_MAX_FEATURES];
+  memset(&c, 0, sizeof c);
+  memset(&an, 0, sizeof an);
+  c.kind = SC_COLL_ALLREDUCE;
+  c.bytes = 1048576.0;
+  c.nranks = 32;
+  c.ntiers = 2;
+  c.tiers[0].ranks = 8;
+  c.tiers[1].ranks = 4;
+  an.time_s = 1e-4;
+  an.bytes = 3.0 * 1048576.0; /* the plugin's traffic: replaced by the message */
+  an.nfeatures = 2;
+  sc_coll_resid_input(&c, &an, &in);
+  ck_assert_uint_eq(sc_resid_features(&in, x), sc_coll_resid_nfeatures());
+  ck_assert_uint_eq(sc_coll_resid_nfeatures(), 9);
+  ck_assert_double_eq_tol(x[0], log10(1048576.0), 1e-12);
+  ck_assert_double_eq_tol(x[1], 5.0, 1e-12);
+  ck_assert_double_eq_tol(x[2], 2.0, 1e-12);
+  ck_assert_double_eq_tol(x[3], -4.0, 1e-12); /* log10 of the analytical time */
+  ck_assert_double_eq_tol(x[4], log10(1048576.0) - 5.0, 1e-12);
+  ck_assert_str_eq(sc_coll_resid_feature_name(2), "log2_nodes");
+  ck_assert_str_eq(sc_coll_resid_feature_name(3), "log10_analytical_s");
+  c.nranks = 4; /* inside one node */
+  c.tiers[0].ranks = 4;
+  c.tiers[1].ranks = 1;
+  sc_coll_resid_input(&c, &an, &in);
+  ck_assert_double_eq_tol(in.features[2], 0.0, 1e-12);
+  ck_assert_double_eq(in.time_s, 1e-4);
+}
+END_TEST
+
 START_TEST(predict_hybrid_factor) {
   sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
@@ -611,6 +648,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, residuals_malformed);
   tcase_add_test(tc, residuals_check_against_plugins);
   tcase_add_test(tc, residuals_dir_and_save);
+  tcase_add_test(tc, collective_features);
   tcase_add_test(tc, predict_hybrid_factor);
   tcase_add_test(tc, predict_learned_constant);
   suite_add_tcase(s, tc);
