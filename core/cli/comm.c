@@ -356,7 +356,7 @@ int sc_cli_comm(int argc, char **argv) {
   rc = open_registry(&reg, &err);
   if (rc != SC_OK) return sc_cli_fail(&err);
   if (mode != SC_ESTIMATOR_ANALYTICAL) {
-    rc = sc_residuals_for_topology(topo, t.name, resid_dir, mode, &res, &err);
+    rc = sc_residuals_for_topology(topo, t.name, resid_dir, 1, mode, &res, &err);
     if (rc != SC_OK) {
       sc_registry_free(reg);
       return sc_cli_fail(&err);

@@ -54,7 +54,7 @@ int sc_cli_predict(int argc, char **argv) {
   sc_error err;
   sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
-  sc_residuals *resid = NULL;
+  sc_residuals *resid = NULL, *cresid = NULL;
   sc_model model;
   sc_topology topo;
   sc_device dev;
@@ -114,6 +114,11 @@ int sc_cli_predict(int argc, char **argv) {
                                   job.opts.estimator, &resid, &err) != SC_OK)
       goto fail;
     job.opts.residuals = resid;
+    /* topologies/<name>/residuals/, when fitted (stepcast fit --comm) */
+    if (sc_residuals_for_topology(topo.path, topo.name, NULL, 0, job.opts.estimator, &cresid,
+                                  &err) != SC_OK)
+      goto fail;
+    job.opts.coll_residuals = cresid;
   }
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);
@@ -132,6 +137,7 @@ fail:
 done:
   sc_predictor_free(pr);
   sc_residuals_free(resid);
+  sc_residuals_free(cresid);
   sc_registry_free(reg);
   return rc;
 }

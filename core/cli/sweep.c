@@ -806,7 +806,7 @@ int sc_cli_sweep(int argc, char **argv) {
   emit_ctx *emit = NULL;
   double *best_s = NULL;
   sc_sweep_result *vres = NULL;
-  sc_residuals *resid = NULL;
+  sc_residuals *resid = NULL, *cresid = NULL;
   uint32_t nvar = 1;
 
   if (a == NULL) return 1;
@@ -840,6 +840,10 @@ int sc_cli_sweep(int argc, char **argv) {
                                   &err) != SC_OK)
       failed = 1;
     a->job.opts.residuals = resid;
+    if (!failed && sc_residuals_for_topology(topo0.path, topo0.name, NULL, 0,
+                                             a->job.opts.estimator, &cresid, &err) != SC_OK)
+      failed = 1;
+    a->job.opts.coll_residuals = cresid;
   }
   for (uint32_t j = 0; j < a->nvary; j++) nvar *= a->vary[j].nvalues;
   /* Check every variant applies before the first search. */
@@ -1048,6 +1052,7 @@ done:
   free(best_s);
   for (uint32_t i = 0; i < MAX_THREADS; i++) sc_registry_free(regs[i]);
   sc_residuals_free(resid);
+  sc_residuals_free(cresid);
   mpi_stop(&mpi);
   free(a);
   return rc;

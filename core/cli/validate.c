@@ -69,6 +69,7 @@ typedef struct vtopo {
   /* Fitted residuals of the device, loaded at the first row that needs them (estimator
    * hybrid or learned); resid_err holds why they could not be. */
   sc_residuals *resid;
+  sc_residuals *cresid; /* the topology's collective residuals, when fitted */
   int resid_tried;
   char resid_err[SC_ERROR_MSG_MAX];
 } vtopo;
@@ -309,8 +310,11 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
     if (!t->resid_tried) {
       t->resid_tried = 1;
       if (sc_residuals_for_hardware(t->topo.hardware, t->dev.name, reg, r->job.opts.estimator,
-                                    &t->resid, &e) != SC_OK) {
+                                    &t->resid, &e) != SC_OK ||
+          sc_residuals_for_topology(t->topo.path, t->topo.name, NULL, 0, r->job.opts.estimator,
+                                    &t->cresid, &e) != SC_OK) {
         snprintf(t->resid_err, sizeof t->resid_err, "%s", e.msg);
+        sc_residuals_free(t->resid);
         t->resid = NULL;
       }
       sc_error_clear(&e);
@@ -321,6 +325,7 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
       return;
     }
     r->job.opts.residuals = t->resid;
+    r->job.opts.coll_residuals = t->cresid;
   }
   /* Settings the source leaves empty that decide whether the run fits: the cheapest
    * combination that fits, tried in order (no distributed optimizer before one; no
@@ -553,7 +558,10 @@ fail:
 done:
   free(groups);
   free(rows);
-  for (size_t i = 0; i < ntopos; i++) sc_residuals_free(topos[i].resid);
+  for (size_t i = 0; i < ntopos; i++) {
+    sc_residuals_free(topos[i].resid);
+    sc_residuals_free(topos[i].cresid);
+  }
   free(topos);
   sc_predictor_free(pr);
   sc_registry_free(reg);

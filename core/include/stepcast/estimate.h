@@ -251,10 +251,13 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
 /* For the CLI: the collective residuals of a topology. dir: a residuals folder, or NULL for
  * the topology's own, <folder of the topology file>/<name>/residuals (topology a name or
  * path, resolved as sc_spec_resolve does). Checked by sc_residuals_check_coll against name.
- * SC_ENOTFOUND reads "estimator 'mode': no fitted collective residuals for topology 'n'
- * (no DIR/residuals.toml; fit measured nccl-tests rows with stepcast fit --comm)". */
+ * A folder without residuals.toml: with required, SC_ENOTFOUND reading "estimator 'mode':
+ * no fitted collective residuals for topology 'n' (no DIR/residuals.toml; fit measured
+ * nccl-tests rows with stepcast fit --comm)"; without, SC_OK and *out = NULL (the
+ * collectives stay analytical). */
 int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
-                              sc_estimator mode, sc_residuals **out, sc_error *err);
+                              int required, sc_estimator mode, sc_residuals **out,
+                              sc_error *err);
 
 #ifdef __cplusplus
 }

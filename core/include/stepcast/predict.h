@@ -50,6 +50,10 @@ typedef struct sc_predict_opts {
   /* Fitted residual models of the device (stepcast/estimate.h, borrowed) for the hybrid and
    * learned estimators; NULL = none (then only 'analytical' is accepted). */
   const struct sc_residuals *residuals;
+  /* Fitted collective residual models of the topology (stepcast fit --comm, borrowed),
+   * applied to every collective under the hybrid and learned estimators; NULL = the
+   * collectives stay analytical under every estimator. */
+  const struct sc_residuals *coll_residuals;
 } sc_predict_opts;
 
 void sc_predict_opts_defaults(sc_predict_opts *o);

@@ -435,7 +435,8 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
 }
 
 int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
-                              sc_estimator mode, sc_residuals **out, sc_error *err) {
+                              int required, sc_estimator mode, sc_residuals **out,
+                              sc_error *err) {
   char path[SC_PATH_MAX], own[4096];
   int rc;
   if (topology == NULL || name == NULL || out == NULL)
@@ -448,6 +449,10 @@ int sc_residuals_for_topology(const char *topology, const char *name, const char
     dir = own;
   }
   rc = sc_residuals_load(dir, out, err);
+  if (rc == SC_ENOTFOUND && !required) {
+    sc_error_clear(err);
+    return SC_OK;
+  }
   if (rc == SC_ENOTFOUND) {
     return sc_error_set(err, SC_ENOTFOUND, "estimator '%s': no fitted collective residuals "
                         "for topology '%s' (no %s/%s; fit measured nccl-tests rows with "

@@ -13,6 +13,7 @@
 
 #include "stepcast/parallel.h"
 #include "stepcast/plugin.h"
+#include "stepcast/predict.h"
 #include "stepcast/registry.h"
 #include "stepcast/report.h"
 #include "stepcast/schedule.h"
@@ -101,6 +102,8 @@ typedef struct sc__coll_ctx {
   const sc__spans *sp;
   const char *algo;
   sc__collmemo *cm;
+  sc_estimator estimator;             /* with cres: hybrid or learned collectives */
+  const struct sc_residuals *cres;    /* collective residuals (NULL: analytical) */
 } sc__coll_ctx;
 
 /* An sc__coll_time_fn (ctx: an sc__coll_ctx): one instance of wc over its group's span, the

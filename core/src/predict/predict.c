@@ -196,7 +196,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   cx.pr = pr;
   cx.dev = dev;
   sc__collmemo_clear(&pr->cmemo); /* this call's spans */
-  sc__coll_ctx cc = {pr->reg, t, &sp, algo, &pr->cmemo};
+  sc__coll_ctx cc = {pr->reg, t, &sp, algo, &pr->cmemo, o->estimator, o->coll_residuals};
 
   nchunks = p->pp * p->virtual_stages;
   rc = reserve(pr, nchunks, err);

@@ -97,7 +97,7 @@ int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_top
                           sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                           sc_error *err) {
   ectx c = {reg, dev, om};
-  sc__coll_ctx cc = {reg, t, sp, algo, cm};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL};
   int rc = sc__chunk_micro(w, op_time, &c, &cc, &out->ch, out->fam, err);
   if (rc != SC_OK) return rc;
   out->flops[0] = w->flops[SC_PHASE_FWD];
@@ -111,7 +111,7 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err) {
   ectx c = {reg, dev, om};
-  sc__coll_ctx cc = {reg, t, sp, algo, cm};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL};
   return sc__chunk_iter(w, op_time, &c, &cc, &out->ch, &out->t_opt, err);
 }
 
