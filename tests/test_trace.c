@@ -12,6 +12,7 @@
 #include "sc_config.h"
 #include "stepcast/comm.h"
 #include "stepcast/stepcast.h"
+#include "stepcast/estimate.h"
 #include "stepcast/trace.h"
 
 static char data_path[1024];
@@ -436,6 +437,35 @@ START_TEST(whatif_dp) {
   ck_assert_msg(fabs(got - want) < 1e-9 * want + 1e-12, "got %.9g want %.9g", got, want);
   ck_assert_msg(p[1] > p[0], "a larger group costs more: %.9g %.9g", p[0], p[1]);
   sc_trace_result_free(r);
+  /* --estimator hybrid: both predictions through the topology's collective residuals; a
+   * linear model 0.1 * log2_ranks multiplies the 8-rank time by e^0.3 and the 16-rank one
+   * by e^0.4, so the ratio grows by e^0.1 */
+  {
+    sc_resid_model m;
+    sc_residuals res;
+    memset(&m, 0, sizeof m);
+    memset(&res, 0, sizeof res);
+    snprintf(m.family, sizeof m.family, "allreduce");
+    m.kind = SC_RESID_LINEAR;
+    m.target = SC_TARGET_HYBRID;
+    m.active = 1;
+    m.nfeatures = sc_coll_resid_nfeatures();
+    for (uint32_t k = 0; k < m.nfeatures; k++) m.scale[k] = 1.0;
+    m.coef[1] = 0.1; /* log2_ranks */
+    snprintf(res.device, sizeof res.device, "dgx-a100-superpod");
+    res.n = 1;
+    res.models = &m;
+    ed.estimator = SC_ESTIMATOR_HYBRID;
+    ed.coll_residuals = &res;
+    r = replay(&t, 1, &ed);
+    want = 2000e-6 + 1000e-6 * (p[1] / p[0] * exp(0.1) - 1);
+    got = iter(r, "ProfilerStep#1", 0)->replayed_s;
+    ck_assert_msg(fabs(got - want) < 1e-9 * want + 1e-12, "hybrid: got %.9g want %.9g", got,
+                  want);
+    sc_trace_result_free(r);
+    ed.coll_residuals = NULL;
+    ed.estimator = SC_ESTIMATOR_ANALYTICAL;
+  }
   /* missing topology: a clear error */
   ed.topology = NULL;
   r = NULL;

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "stepcast/comm.h"
+#include "stepcast/estimate.h"
 #include "stepcast/trace.h"
 
 static const char *const CMD = "trace";
@@ -18,6 +19,7 @@ static void trace_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast trace replay FILE... [--timeline OUT.json] [--quiet]\n"
           "       stepcast trace whatif FILE... --set KEY=VALUE... [--topology T]\n"
+          "                                     [--estimator E [--residuals DIR]]\n"
           "                                     [--timeline OUT.json] [--quiet]\n\n"
           "FILE is a PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, one per\n"
           "rank of one job. replay rebuilds the dependency graph (CPU threads, launches,\n"
@@ -36,6 +38,10 @@ static void trace_usage(FILE *out) {
           "  --set layers=N        N layers: repeating per-layer units of every iteration\n"
           "                        (found from the operator structure) removed or copied\n"
           "  --topology T          topology of the dp edit (topologies/ name or file)\n"
+          "  --estimator E         the dp edit's collective estimator: analytical (default),\n"
+          "                        hybrid or learned with the topology's collective residuals\n"
+          "                        (stepcast fit --comm): --residuals DIR, else\n"
+          "                        <name>/residuals beside the topology file\n"
           "  --timeline OUT.json   write the replayed timeline as a Chrome trace\n"
           "  --quiet               no per-file summary\n"
           "Rules and limits of every edit: docs/trace.md.\n");
@@ -112,6 +118,8 @@ int sc_cli_trace(int argc, char **argv) {
   sc_trace **tr = calloc((size_t)argc, sizeof *tr);
   size_t nf = 0;
   const char *timeline = NULL, *topo_name = NULL, *hw_name = NULL, *hw_from_name = NULL;
+  const char *resid_dir = NULL, *est_name = NULL;
+  sc_residuals *cres = NULL;
   int quiet = 0, rc = 0, nset = 0;
   uint32_t layers_to = 0;
   sc_trace **etr = NULL; /* the traces after the layers edit */
@@ -136,13 +144,22 @@ int sc_cli_trace(int argc, char **argv) {
       trace_usage(stdout);
       goto out;
     } else if (strcmp(a, "--timeline") == 0 || strcmp(a, "--topology") == 0 ||
-               strcmp(a, "--set") == 0) {
+               strcmp(a, "--set") == 0 || strcmp(a, "--estimator") == 0 ||
+               strcmp(a, "--residuals") == 0) {
       if (i + 1 >= argc) {
         rc = sc_cli_usage_error(CMD, "%s needs a value", a);
         goto out;
       }
       const char *v = argv[++i];
-      if (a[2] == 't' && a[3] == 'i') timeline = v;
+      if (strcmp(a, "--estimator") == 0) {
+        if (sc_estimator_parse(v, &ed.estimator) != SC_OK) {
+          rc = sc_cli_usage_error(CMD, "--estimator: '%s' is not analytical, hybrid or learned",
+                                  v);
+          goto out;
+        }
+        est_name = v;
+      } else if (strcmp(a, "--residuals") == 0) resid_dir = v;
+      else if (a[2] == 't' && a[3] == 'i') timeline = v;
       else if (a[2] == 't') topo_name = v;
       else {
         const char *eq = strchr(v, '=');
@@ -223,6 +240,15 @@ int sc_cli_trace(int argc, char **argv) {
     rc = sc_cli_usage_error(CMD, "--set dp needs --topology");
     goto out;
   }
+  if (est_name != NULL && (!whatif || ed.dp_to == 0)) {
+    rc = sc_cli_usage_error(CMD, "--estimator applies to the collectives of 'trace whatif "
+                                 "--set dp=N'");
+    goto out;
+  }
+  if (resid_dir != NULL && ed.estimator == SC_ESTIMATOR_ANALYTICAL) {
+    rc = sc_cli_usage_error(CMD, "--residuals needs --estimator hybrid or learned");
+    goto out;
+  }
   if (whatif && (hw_name != NULL) != (hw_from_name != NULL)) {
     rc = sc_cli_usage_error(CMD, "--set hardware and --set hardware_from go together");
     goto out;
@@ -248,6 +274,14 @@ int sc_cli_trace(int argc, char **argv) {
       goto out;
     }
     ed.topology = &topo;
+    if (ed.estimator != SC_ESTIMATOR_ANALYTICAL) {
+      if (sc_residuals_for_topology(topo_name, topo.name, resid_dir, 1, ed.estimator, &cres,
+                                    &err) != SC_OK) {
+        rc = sc_cli_fail(&err);
+        goto out;
+      }
+      ed.coll_residuals = cres;
+    }
   }
   if (hw_name != NULL) {
     if (sc_hardware_load(reg, hw_from_name, &hw_from, &err) != SC_OK ||
@@ -353,6 +387,7 @@ out:
   free(etr);
   free(tr);
   free(files);
+  sc_residuals_free(cres);
   sc_registry_free(reg);
   return rc;
 }

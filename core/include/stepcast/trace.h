@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "stepcast/plugin.h"
+#include "stepcast/predict.h"
 #include "stepcast/registry.h"
 #include "stepcast/spec.h"
 
@@ -102,6 +103,11 @@ typedef struct sc_trace_edits {
   uint32_t dp_from, dp_to;
   const sc_topology *topology;
   sc_registry *reg;
+  /* With coll_residuals (stepcast/estimate.h, borrowed; NULL = analytical), both
+   * predictions of the dp edit are the estimator's (hybrid or learned): the topology's
+   * collective residuals applied to sc_comm_estimate's time. */
+  sc_estimator estimator;
+  const struct sc_residuals *coll_residuals;
   /* Hardware: GPU kernels are rescaled by family, compute-bound ones by the ratio of
    * achievable peak FLOP/s (peak * flops_efficiency) of hw_from to hw_to at the kernel's
    * dtype (from its name, else default_dtype), memory-bound ones by the ratio of

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "stepcast/comm.h"
+#include "stepcast/estimate.h"
 #include "stepcast/report.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/trace.h"
@@ -222,11 +223,25 @@ static size_t first_launched(const rank_g *g, size_t lo, size_t hi, int64_t t) {
   return a == hi ? SIZE_MAX : a;
 }
 
+/* The dp edit's prediction of collective c: sc_comm_estimate's time, through the
+ * topology's collective residuals when the edit carries them. */
+static int coll_time(const sc_trace_edits *ed, const sc_coll_desc *c, double *time_s,
+                     sc_error *err) {
+  sc_estimate e, ce;
+  int rc = sc_comm_estimate(ed->reg, ed->topology, c, "auto", &e, NULL, err);
+  if (rc != SC_OK) return rc;
+  *time_s = e.time_s;
+  if (ed->coll_residuals == NULL) return SC_OK;
+  sc_coll_resid_input(c, &e, &ce);
+  return sc_residuals_apply(ed->coll_residuals, ed->estimator, sc_comm_kind_name(c->kind), &ce,
+                            time_s, err);
+}
+
 /* Collective re-timing for the dp edit: measured * predicted(new) / predicted(old). */
 static int dp_scale(const sc_trace_edits *ed, uint32_t from, int kind, double bytes,
                     double measured_s, double *scale, sc_error *err) {
   sc_coll_desc a, b;
-  sc_estimate ea, eb;
+  double ta, tb;
   int rc;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
@@ -241,18 +256,15 @@ static int dp_scale(const sc_trace_edits *ed, uint32_t from, int kind, double by
     for (int it = 0; it < 48; it++) {
       double mid = 0.5 * (lo + hi);
       a.bytes = exp2(mid);
-      if ((rc = sc_comm_estimate(ed->reg, ed->topology, &a, "auto", &ea, NULL, err)) != SC_OK)
-        return rc;
-      if (ea.time_s < measured_s) lo = mid; else hi = mid;
+      if ((rc = coll_time(ed, &a, &ta, err)) != SC_OK) return rc;
+      if (ta < measured_s) lo = mid; else hi = mid;
     }
     bytes = exp2(0.5 * (lo + hi));
   }
   a.bytes = b.bytes = bytes;
-  if ((rc = sc_comm_estimate(ed->reg, ed->topology, &a, "auto", &ea, NULL, err)) != SC_OK)
-    return rc;
-  if ((rc = sc_comm_estimate(ed->reg, ed->topology, &b, "auto", &eb, NULL, err)) != SC_OK)
-    return rc;
-  *scale = ea.time_s > 0 ? eb.time_s / ea.time_s : 1.0;
+  if ((rc = coll_time(ed, &a, &ta, err)) != SC_OK) return rc;
+  if ((rc = coll_time(ed, &b, &tb, err)) != SC_OK) return rc;
+  *scale = ta > 0 ? tb / ta : 1.0;
   return SC_OK;
 }
 
