@@ -52,6 +52,19 @@ static int load_residuals(const char *path, sc_error *err) {
   return rc;
 }
 
+/* Collective residuals: loaded, then checked as comm --estimator checks them. */
+static int load_coll_residuals(const char *path, sc_error *err) {
+  char dir[SC_PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  sc_residuals *r = NULL;
+  int rc;
+  snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  rc = sc_residuals_load(dir, &r, err);
+  if (rc == SC_OK) rc = sc_residuals_check_coll(r, "dgx-h100-superpod", err);
+  sc_residuals_free(r);
+  return rc;
+}
+
 static int load_samples(const char *path, sc_error *err) {
   sc_sample_set s;
   int rc = sc_samples_read(path, &s, err);
@@ -320,6 +333,28 @@ END_TEST
 
 /* The residuals of the two GPUs (three models each, one gbdt) line by line; the host CPU's
  * (19 models) cut short only. The gbdt files are copied beside each mutant. */
+/* Collective residuals (stepcast fit --comm, the Dell XE9680 fixture) line by line. */
+START_TEST(mutated_coll_residuals) {
+  char path[SC_PATH_MAX + 64], tmp[64], mutant[SC_PATH_MAX + 320];
+  run_ctx x;
+  snprintf(path, sizeof path, "%s/tests/data/comm/coll_dell/residuals.toml", SC_SOURCE_DIR);
+  tmpdir(tmp, sizeof tmp);
+  snprintf(mutant, sizeof mutant, "%s/residuals.toml", tmp);
+  sc_error e0 = {0};
+  ck_assert_msg(load_coll_residuals(path, &e0) == SC_OK, "the fixture must load: %s", e0.msg);
+  memset(&x, 0, sizeof x);
+  x.load = load_coll_residuals;
+  x.orig = path;
+  x.mutant = mutant;
+  x.toml = 1;
+  mutate_toml(&x, 0);
+  printf("mutate collective residuals: %zu mutants, %zu refused\n", x.runs, x.refused);
+  ck_assert_uint_gt(x.refused, 0);
+  remove(mutant);
+  rmdir(tmp);
+}
+END_TEST
+
 START_TEST(mutated_residuals) {
   static const struct { const char *device; int lines; } fitted[] = {
       {"a100-sxm4-80gb", 0}, {"h100-sxm5-80gb", 0}, {"host-cpu", -1}};
@@ -403,6 +438,7 @@ static Suite *mutate_suite(void) {
   tcase_add_test(tc, mutated_topologies);
   tcase_add_test(tc, mutated_hardware);
   tcase_add_test(tc, mutated_residuals);
+  tcase_add_test(tc, mutated_coll_residuals);
   tcase_add_test(tc, mutated_samples);
   tcase_add_test(tc, mutated_comm_validation);
   suite_add_tcase(s, tc);
