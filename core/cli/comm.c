@@ -20,7 +20,9 @@ static void comm_usage(FILE *out) {
           "usage: stepcast comm --topology T --gpus N [--op OP] [--algo A]\n"
           "                     [--minbytes B] [--maxbytes B] [--factor F] [--dtype D]\n"
           "                     [--estimator E [--residuals DIR]] [--json | --csv]\n"
-          "       stepcast comm --validate FILE.csv\n\n"
+          "       stepcast comm --validate FILE.csv\n"
+          "       stepcast comm --import LOG --system S --topology T [--gpus N] [--op OP]\n"
+          "                     [--algo A] [--id PREFIX] [--source TEXT]\n\n"
           "Predicts what nccl-tests (<op>_perf) would print for a group of N GPUs placed in\n"
           "order on topology T (a name in topologies/ or a path).\n\n"
           "  --topology T     topology (required unless --validate)\n"
@@ -43,7 +45,13 @@ static void comm_usage(FILE *out) {
           "  --json, --csv    machine-readable output instead of the nccl-tests table\n"
           "  --validate FILE  compare with published results (columns id,source,system,\n"
           "                   topology,gpus,op,algo,bytes,busbw_GBps,notes): per row measured,\n"
-          "                   predicted and signed error; MAPE overall, for >= 64 MiB, per system\n");
+          "                   predicted and signed error; MAPE overall, for >= 64 MiB, per system\n"
+          "  --import LOG     print an nccl-tests run's output (LOG) as rows of that CSV, one\n"
+          "                   per size: busbw from the out-of-place time; the collective and\n"
+          "                   the ranks from the log where it states them (else --op, --gpus);\n"
+          "                   --system names the cluster, --id prefixes the row ids (default\n"
+          "                   the log's file name), --source the rows' source (default the\n"
+          "                   log's path). For stepcast fit --comm and comm --validate.\n");
 }
 
 /* nccl-tests' parsesize: an integer with an optional K, M or G suffix (1024-based). */
@@ -209,10 +217,103 @@ static int run_validate(const char *file) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* --import                                                                  */
+
+/* A CSV field, quoted (quotes doubled). */
+static void put_quoted(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"') putchar('"');
+    putchar(*s);
+  }
+  putchar('"');
+}
+
+static int run_import(const char *log, const char *system, const char *topo_name,
+                      uint32_t gpus, int op_flag, const char *algo, const char *id_prefix,
+                      const char *source) {
+  sc_error err = {0};
+  sc__nccl_log lg;
+  sc_topology t;
+  sc_coll_kind kind;
+  char prefix[40], src[600];
+  int rc = sc__comm_read_nccl_log(log, &lg, &err);
+  if (rc != SC_OK) return sc_cli_fail(&err);
+  if (lg.have_kind && op_flag >= 0 && (sc_coll_kind)op_flag != lg.kind) {
+    fprintf(stderr, "stepcast: %s: the log ran %s, not --op %s\n", log,
+            sc_comm_kind_name(lg.kind), sc_comm_kind_name((sc_coll_kind)op_flag));
+    sc__comm_nccl_log_free(&lg);
+    return 1;
+  }
+  if (!lg.have_kind && op_flag < 0) {
+    sc__comm_nccl_log_free(&lg);
+    return sc_cli_usage_error(CMD, "%s does not say which collective it ran (no '# Collective "
+                                   "test starting' line): pass --op", log);
+  }
+  kind = lg.have_kind ? lg.kind : (sc_coll_kind)op_flag;
+  if (lg.ranks > 0 && gpus > 0 && lg.ranks != gpus) {
+    fprintf(stderr, "stepcast: %s: the log lists %u ranks, not --gpus %u\n", log,
+            (unsigned)lg.ranks, (unsigned)gpus);
+    sc__comm_nccl_log_free(&lg);
+    return 1;
+  }
+  if (lg.ranks == 0 && gpus == 0) {
+    sc__comm_nccl_log_free(&lg);
+    return sc_cli_usage_error(CMD, "%s lists no ranks ('#  Rank  N Group ...' lines): pass "
+                                   "--gpus", log);
+  }
+  if (gpus == 0) gpus = lg.ranks;
+  if ((rc = sc_topology_load(topo_name, &t, &err)) != SC_OK ||
+      (rc = sc_comm_check_topology(&t, &err)) != SC_OK ||
+      (rc = sc_comm_check_gpus(&t, gpus, &err)) != SC_OK) {
+    sc__comm_nccl_log_free(&lg);
+    return sc_cli_fail(&err);
+  }
+  if (id_prefix == NULL) { /* the log's file name without its extension */
+    const char *b = strrchr(log, '/');
+    const char *dot;
+    b = b ? b + 1 : log;
+    dot = strrchr(b, '.');
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(dot && dot != b ? dot - b : (long)strlen(b)),
+             b);
+  } else {
+    snprintf(prefix, sizeof prefix, "%s", id_prefix);
+  }
+  if (strchr(prefix, ',') != NULL || strchr(prefix, '"') != NULL || prefix[0] == '\0') {
+    sc__comm_nccl_log_free(&lg);
+    return sc_cli_usage_error(CMD, "--id: '%s' must be a non-empty name without commas or "
+                                   "quotes", prefix);
+  }
+  snprintf(src, sizeof src, "%s", source ? source : log);
+  printf("id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n");
+  for (size_t i = 0; i < lg.n; i++) {
+    const sc__nccl_log_row *r = &lg.rows[i];
+    double busbw = r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
+    char note[160];
+    printf("%s-%.0f,", prefix, r->bytes);
+    put_quoted(src);
+    putchar(',');
+    put_quoted(system);
+    putchar(',');
+    put_quoted(topo_name);
+    printf(",%u,%s,%s,%.0f,%.6g,", (unsigned)gpus, sc_comm_kind_name(kind), algo, r->bytes,
+           busbw);
+    snprintf(note, sizeof note, "imported by stepcast comm --import from line %u: out-of-place "
+             "time %.6g us", (unsigned)r->line, r->time_s * 1e6);
+    put_quoted(note);
+    putchar('\n');
+  }
+  sc__comm_nccl_log_free(&lg);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* The sweep                                                                 */
 
 int sc_cli_comm(int argc, char **argv) {
   const char *topo = NULL, *algo = "auto", *validate = NULL, *resid_dir = NULL;
+  const char *import = NULL, *system = NULL, *id_prefix = NULL, *source = NULL;
+  int have_op = 0, have_algo = 0;
   sc_estimator mode = SC_ESTIMATOR_ANALYTICAL;
   int have_mode = 0;
   sc_residuals *res = NULL;
@@ -276,10 +377,22 @@ int sc_cli_comm(int argc, char **argv) {
                                   val);
       }
       op_name = sc_comm_kind_name(op);
+      have_op = 1;
     } else if (strcmp(flag, "--algo") == 0) {
       TAKE();
       if (val[0] == '\0') return sc_cli_usage_error(CMD, "--algo: empty value");
       algo = val;
+      have_algo = 1;
+    } else if (strcmp(flag, "--import") == 0) {
+      TAKE();
+      import = val;
+    } else if (strcmp(flag, "--system") == 0 || strcmp(flag, "--id") == 0 ||
+               strcmp(flag, "--source") == 0) {
+      TAKE();
+      if (val[0] == '\0') return sc_cli_usage_error(CMD, "%s: empty value", flag);
+      if (flag[2] == 's' && flag[3] == 'y') system = val;
+      else if (flag[2] == 'i') id_prefix = val;
+      else source = val;
     } else if (strcmp(flag, "--minbytes") == 0 || strcmp(flag, "-b") == 0) {
       TAKE();
       if (parse_size(val, &minb) != 0) {
@@ -331,6 +444,17 @@ int sc_cli_comm(int argc, char **argv) {
 #undef TAKE
   }
   if (json && csv) return sc_cli_usage_error(CMD, "--json and --csv exclude each other");
+  if (import == NULL && (system != NULL || id_prefix != NULL || source != NULL))
+    return sc_cli_usage_error(CMD, "--system, --id and --source are for --import");
+  if (import != NULL) {
+    if (validate != NULL || have_mode || json || csv)
+      return sc_cli_usage_error(CMD, "--import prints CSV rows; it takes no --validate, "
+                                     "--estimator, --json or --csv");
+    if (system == NULL) return sc_cli_usage_error(CMD, "--import needs --system (the cluster)");
+    if (topo == NULL) return sc_cli_usage_error(CMD, "--import needs --topology");
+    return run_import(import, system, topo, have_gpus ? gpus : 0, have_op ? (int)op : -1,
+                      have_algo ? algo : "", id_prefix, source);
+  }
   if (resid_dir != NULL && mode == SC_ESTIMATOR_ANALYTICAL)
     return sc_cli_usage_error(CMD, "--residuals needs --estimator hybrid or learned");
   if (validate != NULL) {

@@ -38,6 +38,28 @@ typedef struct sc__vrow {
  * is SC_EPARSE too. */
 int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_error *err);
 
+/* An nccl-tests run's standard output (ncclog.c): the out-of-place time of each size of
+ * its results table (the '#' header line naming size, time and busbw gives the columns),
+ * the collective (from "# Collective test starting: <name>_perf", when printed) and the
+ * ranks ("#  Rank  N Group ..." lines, 0 when none). Other lines (NCCL INFO, warnings) are
+ * skipped. Errors name path:line: a NUL byte, a row short of the time column, a size or
+ * time that is not a positive number, a size twice or a second table (one run per log),
+ * no table, no rows, an unknown collective. */
+typedef struct sc__nccl_log_row {
+  uint32_t line;
+  double bytes;    /* the size column */
+  double time_s;   /* out-of-place time */
+} sc__nccl_log_row;
+typedef struct sc__nccl_log {
+  sc__nccl_log_row *rows;
+  size_t n;
+  int have_kind;
+  sc_coll_kind kind;
+  uint32_t ranks;
+} sc__nccl_log;
+int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err);
+void sc__comm_nccl_log_free(sc__nccl_log *log);
+
 /* NCCL 2.20's chunk size in bytes for an NVLS all-reduce of `bytes` bytes with `heads`
  * GPUs of the node in the group (16 NVLS channels; src/enqueue.cc computeCollChunkInfo):
  * 128 KiB, 64 KiB below 64 * 16 * heads * 128 KiB, 32 KiB below 8 * 16 * heads * 64 KiB,

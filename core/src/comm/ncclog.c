@@ -1,0 +1,172 @@
+/*
+ * Reader of an nccl-tests run's standard output (all_reduce_perf and the others), for
+ * `stepcast comm --import`: the out-of-place time of every size of its results table, the
+ * collective it ran and its ranks where the log says them. docs/comm.md, "Importing an
+ * nccl-tests log".
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_int.h"
+#include "stepcast/stepcast.h"
+
+#define SC__LOG_TOKENS 32
+
+/* Split s in place on blanks into at most cap tokens; returns how many. */
+static int sc__tokens(char *s, char **tok, int cap) {
+  int n = 0;
+  char *p = s;
+  while (*p != '\0' && n < cap) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '\0') break;
+    tok[n++] = p;
+    while (*p != '\0' && *p != ' ' && *p != '\t') p++;
+    if (*p != '\0') *p++ = '\0';
+  }
+  return n;
+}
+
+static int sc__all_digits(const char *s) {
+  if (*s == '\0') return 0;
+  for (; *s; s++)
+    if (!isdigit((unsigned char)*s)) return 0;
+  return 1;
+}
+
+void sc__comm_nccl_log_free(sc__nccl_log *log) {
+  if (log == NULL) return;
+  free(log->rows);
+  memset(log, 0, sizeof *log);
+}
+
+int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
+  FILE *fp;
+  char *buf = NULL;
+  size_t bufcap = 0, cap = 0;
+  ssize_t got;
+  uint32_t line = 0, header_line = 0;
+  int isize = -1, itime = -1, rc = SC_OK;
+  if (path == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "sc__comm_read_nccl_log: an argument is NULL");
+  memset(out, 0, sizeof *out);
+  fp = fopen(path, "r");
+  if (fp == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  while ((got = getline(&buf, &bufcap, fp)) != -1) {
+    char *tok[SC__LOG_TOKENS];
+    size_t len = strlen(buf);
+    int nt;
+    line++;
+    if (len != (size_t)got) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: a NUL byte in the line (not a text file?)",
+                        path, (unsigned)line);
+      break;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = '\0';
+    if (buf[0] == '#') {
+      unsigned rank;
+      char stem[64];
+      if (sscanf(buf, "# Rank %u Group", &rank) == 1) { /* "#  Rank  3 Group  0 Pid ..." */
+        out->ranks++;
+        continue;
+      }
+      if (sscanf(buf, "# Collective test starting: %63s", stem) == 1) {
+        size_t sl = strlen(stem);
+        if (sl > 5 && strcmp(stem + sl - 5, "_perf") == 0) stem[sl - 5] = '\0';
+        if (sc_comm_kind_parse(stem, &out->kind) != SC_OK) {
+          rc = sc_error_set(err, SC_EPARSE, "%s:%u: collective '%s' is none of all_reduce, "
+                            "all_gather, reduce_scatter, alltoall, broadcast, sendrecv", path,
+                            (unsigned)line, stem);
+          break;
+        }
+        out->have_kind = 1;
+        continue;
+      }
+      nt = sc__tokens(buf + 1, tok, SC__LOG_TOKENS);
+      {
+        int s = -1, t = -1, b = -1;
+        for (int i = 0; i < nt; i++) {
+          if (s < 0 && strcmp(tok[i], "size") == 0) s = i;
+          if (t < 0 && strcmp(tok[i], "time") == 0) t = i;
+          if (b < 0 && strcmp(tok[i], "busbw") == 0) b = i;
+        }
+        if (s < 0 || t < 0 || b < 0) continue; /* another comment */
+        if (header_line != 0) {
+          rc = sc_error_set(err, SC_EPARSE, "%s:%u: a second results table (the first at line "
+                            "%u): import one run per log", path, (unsigned)line,
+                            (unsigned)header_line);
+          break;
+        }
+        header_line = line;
+        isize = s;
+        itime = t; /* the first time column: out-of-place */
+      }
+      continue;
+    }
+    nt = sc__tokens(buf, tok, SC__LOG_TOKENS);
+    /* a results row starts with the size; anything else (NCCL INFO lines, warnings) is not
+     * nccl-tests' own output */
+    if (header_line == 0 || nt == 0 || !sc__all_digits(tok[0])) continue;
+    if (nt <= itime || nt <= isize) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: a results row with %d columns, the header "
+                        "(line %u) puts 'time' in column %d", path, (unsigned)line, nt,
+                        (unsigned)header_line, itime + 1);
+      break;
+    }
+    {
+      char *end;
+      double bytes, us;
+      errno = 0;
+      bytes = strtod(tok[isize], &end);
+      if (*end != '\0' || errno != 0 || !(bytes >= 1.0) || bytes > 1125899906842624.0) {
+        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'size': '%s' is not a size in "
+                          "[1, 2^50] bytes", path, (unsigned)line, tok[isize]);
+        break;
+      }
+      errno = 0;
+      us = strtod(tok[itime], &end);
+      if (*end != '\0' || errno != 0 || !(us > 0.0) || !isfinite(us) || us > 1e12) {
+        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'time': '%s' is not a time in "
+                          "microseconds > 0", path, (unsigned)line, tok[itime]);
+        break;
+      }
+      for (size_t i = 0; i < out->n; i++) {
+        if (out->rows[i].bytes == bytes) {
+          rc = sc_error_set(err, SC_EPARSE, "%s:%u: size %.0f again (line %u): import one run "
+                            "per log", path, (unsigned)line, bytes,
+                            (unsigned)out->rows[i].line);
+          break;
+        }
+      }
+      if (rc != SC_OK) break;
+      if (out->n == cap) {
+        size_t nc = cap ? 2 * cap : 32;
+        sc__nccl_log_row *nr = realloc(out->rows, nc * sizeof *nr);
+        if (nr == NULL) {
+          rc = sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
+          break;
+        }
+        out->rows = nr;
+        cap = nc;
+      }
+      out->rows[out->n].line = line;
+      out->rows[out->n].bytes = bytes;
+      out->rows[out->n].time_s = us * 1e-6;
+      out->n++;
+    }
+  }
+  if (rc == SC_OK && ferror(fp)) rc = sc_error_set(err, SC_EIO, "%s: read error", path);
+  free(buf);
+  fclose(fp);
+  if (rc == SC_OK && header_line == 0)
+    rc = sc_error_set(err, SC_EPARSE, "%s: no results table (a '#  size  count  type ... "
+                      "time  algbw  busbw' header line, as nccl-tests prints)", path);
+  if (rc == SC_OK && out->n == 0)
+    rc = sc_error_set(err, SC_EPARSE, "%s: the results table (line %u) has no rows", path,
+                      (unsigned)header_line);
+  if (rc != SC_OK) sc__comm_nccl_log_free(out);
+  return rc;
+}
