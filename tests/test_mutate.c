@@ -65,6 +65,13 @@ static int load_coll_residuals(const char *path, sc_error *err) {
   return rc;
 }
 
+static int load_nccl_log(const char *path, sc_error *err) {
+  sc__nccl_log lg;
+  int rc = sc__comm_read_nccl_log(path, &lg, err);
+  if (rc == SC_OK) sc__comm_nccl_log_free(&lg);
+  return rc;
+}
+
 static int load_samples(const char *path, sc_error *err) {
   sc_sample_set s;
   int rc = sc_samples_read(path, &s, err);
@@ -430,6 +437,13 @@ START_TEST(mutated_comm_validation) {
 }
 END_TEST
 
+/* An nccl-tests log (comm --import): each results line replaced by the hostile values, the
+ * file cut short. */
+START_TEST(mutated_nccl_log) {
+  mutate_one_csv("tests/data/comm/dell_allreduce.log", load_nccl_log, 12);
+}
+END_TEST
+
 static Suite *mutate_suite(void) {
   Suite *s = suite_create("mutate");
   TCase *tc = tcase_create("core");
@@ -439,6 +453,7 @@ static Suite *mutate_suite(void) {
   tcase_add_test(tc, mutated_hardware);
   tcase_add_test(tc, mutated_residuals);
   tcase_add_test(tc, mutated_coll_residuals);
+  tcase_add_test(tc, mutated_nccl_log);
   tcase_add_test(tc, mutated_samples);
   tcase_add_test(tc, mutated_comm_validation);
   suite_add_tcase(s, tc);
