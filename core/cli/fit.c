@@ -80,7 +80,7 @@ typedef struct fam_data {
    * (-1 = the roofline, else an index of est_kind) and its held-out error */
   int sel[2];
   double sel_ho[2];
-  char names[SC_MAX_FEATURES * 40];
+  char names[SC_MAX_FEATURES * (SC_RESID_NAME_MAX + 4)]; /* "a", "b", ... */
 } fam_data;
 
 static double target_of(sc_resid_target t, double an, double meas) {
@@ -270,6 +270,13 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
           an, 100.0 * FIT_MARGIN, an, 100.0 * heldout);
 }
 
+/* Append feature j's name, quoted, to fd->names (the list residuals.toml writes). */
+static void add_name(fam_data *fd, uint32_t j, const char *name) {
+  size_t nl = strlen(fd->names);
+  int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "", name);
+  if (w < 0 || (size_t)w >= sizeof fd->names - nl) fd->names[nl] = '\0'; /* too long: cut */
+}
+
 /* --comm: the rows of system in file become one fam_data per collective kind with enough
  * rows (the others are listed in skipped), each with the analytical estimate of what
  * stepcast comm --validate predicts for it and the measured time bytes / algbw. *topo gets
@@ -317,15 +324,7 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
     fd = &fds[(*nf)++];
     fd->family = sc_comm_kind_name((sc_coll_kind)k);
     fd->p = sc_coll_resid_nfeatures();
-    {
-      size_t nl = 0;
-      for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
-        int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
-                         sc_coll_resid_feature_name(j));
-        if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
-        nl += (size_t)w;
-      }
-    }
+    for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_coll_resid_feature_name(j));
     fd->X = malloc(count[k] * fd->p * sizeof *fd->X);
     fd->an = malloc(count[k] * sizeof *fd->an);
     fd->meas = malloc(count[k] * sizeof *fd->meas);
@@ -531,15 +530,7 @@ int sc_cli_fit(int argc, char **argv) {
         goto fail;
       }
       fd->p = sc_resid_nfeatures(op);
-      {
-        size_t nl = 0;
-        for (uint32_t j = 0; j < fd->p && nl < sizeof fd->names; j++) {
-          int w = snprintf(fd->names + nl, sizeof fd->names - nl, "%s\"%s\"", j ? ", " : "",
-                           sc_resid_feature_name(op, j));
-          if (w < 0 || (size_t)w >= sizeof fd->names - nl) break;
-          nl += (size_t)w;
-        }
-      }
+      for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_resid_feature_name(op, j));
       if (fd->n < (size_t)folds + 2 || fd->n < 8) {
         sc_error_set(&err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at least "
                      "max(8, folds + 2)", samples, fd->family, fd->n);
