@@ -44,6 +44,8 @@ typedef struct sc_result {
   char topology[SC_NAME_MAX];
   char hardware[SC_NAME_MAX];
   char estimator[32];           /* "analytical", "hybrid", "learned" */
+  int coll_residuals;           /* 1: the collectives went through the topology's fitted
+                                   residuals too (estimate.h, stepcast fit --comm) */
   uint32_t gpus;                /* tp * pp * dp * cp */
   sc_parallel parallel;
   /* primary */

@@ -253,6 +253,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   snprintf(res->topology, sizeof res->topology, "%s", t->name);
   snprintf(res->hardware, sizeof res->hardware, "%s", dev->name);
   snprintf(res->estimator, sizeof res->estimator, "%s", sc_estimator_name(o->estimator));
+  res->coll_residuals = o->estimator != SC_ESTIMATOR_ANALYTICAL && o->coll_residuals != NULL;
   res->gpus = gpus;
   res->parallel = *p;
   res->iteration_s = sr.iteration_s;

@@ -134,7 +134,9 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   fprintf(out, "stepcast %s prediction\n", sc_version());
   fprintf(out, "  %-26s %s\n", "model", r->model);
   fprintf(out, "  %-26s %s (%s)\n", "hardware / topology", r->hardware, r->topology);
-  fprintf(out, "  %-26s %s\n", "estimator", r->estimator);
+  fprintf(out, "  %-26s %s%s\n", "estimator", r->estimator,
+          r->coll_residuals ? " (operators, and collectives with the topology's residuals)"
+                            : "");
   fprintf(out, "  %-26s %u GPUs = TP %u x PP %u x DP %u x CP %u\n", "parallelism", r->gpus, p->tp,
           p->pp, p->dp, p->cp);
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",
@@ -251,6 +253,7 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jstr(out, "topology", r->topology, &f);
   jstr(out, "hardware", r->hardware, &f);
   jstr(out, "estimator", r->estimator, &f);
+  jbool(out, "collective_residuals", r->coll_residuals, &f);
   jint(out, "gpus", r->gpus, &f);
   jint(out, "tp", p->tp, &f);
   jint(out, "pp", p->pp, &f);
