@@ -285,6 +285,17 @@ static int run_import(const char *log, const char *system, const char *topo_name
                                    "quotes", prefix);
   }
   snprintf(src, sizeof src, "%s", source ? source : log);
+  for (size_t i = 0; i < lg.n; i++) { /* the bounds comm --validate reads rows with */
+    const sc__nccl_log_row *r = &lg.rows[i];
+    double busbw = r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
+    if (!(busbw > 0.0) || busbw > 1e6) {
+      fprintf(stderr, "stepcast: %s:%u: column 'time': %.0f bytes in %g us is a bus bandwidth "
+              "of %g GB/s, outside (0, 1e6]: not a measurement\n", log, (unsigned)r->line,
+              r->bytes, r->time_s * 1e6, busbw);
+      sc__comm_nccl_log_free(&lg);
+      return 1;
+    }
+  }
   printf("id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n");
   for (size_t i = 0; i < lg.n; i++) {
     const sc__nccl_log_row *r = &lg.rows[i];

@@ -16,15 +16,19 @@
 
 #define SC__LOG_TOKENS 32
 
-/* Split s in place on blanks into at most cap tokens; returns how many. */
+/* A separator: blanks and every other control character (so no token, nor an error message
+ * quoting one, holds a control character). */
+static int sc__sep(char c) { return (unsigned char)c <= ' ' || c == 0x7f; }
+
+/* Split s in place on separators into at most cap tokens; returns how many. */
 static int sc__tokens(char *s, char **tok, int cap) {
   int n = 0;
   char *p = s;
   while (*p != '\0' && n < cap) {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p != '\0' && sc__sep(*p)) p++;
     if (*p == '\0') break;
     tok[n++] = p;
-    while (*p != '\0' && *p != ' ' && *p != '\t') p++;
+    while (*p != '\0' && !sc__sep(*p)) p++;
     if (*p != '\0') *p++ = '\0';
   }
   return n;
@@ -75,6 +79,8 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
       }
       if (sscanf(buf, "# Collective test starting: %63s", stem) == 1) {
         size_t sl = strlen(stem);
+        for (size_t k = 0; k < sl; k++)
+          if (sc__sep(stem[k])) stem[k] = '?'; /* quoted below: no control characters */
         if (sl > 5 && strcmp(stem + sl - 5, "_perf") == 0) stem[sl - 5] = '\0';
         if (sc_comm_kind_parse(stem, &out->kind) != SC_OK) {
           rc = sc_error_set(err, SC_EPARSE, "%s:%u: collective '%s' is none of all_reduce, "
