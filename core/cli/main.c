@@ -1,5 +1,6 @@
 /* stepcast: the program. Dispatches to one subcommand per file in core/cli/. */
 #include <stdarg.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +58,36 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...) {
   return 2;
 }
 
+/* 1 when the shell reads s as one word unquoted. */
+static int shell_plain(const char *s) {
+  if (*s == '\0') return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && strchr("_./=:,+@%-", *s) == NULL) return 0;
+  return 1;
+}
+
 void sc_cli_command_line(int argc, char **argv, char *buf, size_t cap) {
   size_t n = (size_t)snprintf(buf, cap, "stepcast");
   for (int i = 0; i < argc && n + 2 < cap; i++) {
-    int w = snprintf(buf + n, cap - n, " %s", argv[i]);
-    if (w < 0) break;
-    n += (size_t)w;
+    const char *a = argv[i];
+    if (shell_plain(a)) {
+      int w = snprintf(buf + n, cap - n, " %s", a);
+      if (w < 0) break;
+      n += (size_t)w;
+    } else { /* single-quoted, a quote inside as '\'' : the line can be pasted back */
+      buf[n++] = ' ';
+      if (n + 1 < cap) buf[n++] = '\'';
+      for (; *a && n + 5 < cap; a++) {
+        if (*a == '\'') {
+          memcpy(buf + n, "'\\''", 4);
+          n += 4;
+        } else {
+          buf[n++] = *a;
+        }
+      }
+      if (n + 1 < cap) buf[n++] = '\'';
+      buf[n] = '\0';
+    }
     if (n >= cap) n = cap - 1;
   }
 }
