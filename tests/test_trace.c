@@ -452,6 +452,11 @@ START_TEST(whatif_dp) {
     m.nfeatures = sc_coll_resid_nfeatures();
     for (uint32_t k = 0; k < m.nfeatures; k++) m.scale[k] = 1.0;
     m.coef[1] = 0.1; /* log2_ranks */
+    m.ngroups = 2; /* fitted on both group shapes (8 ranks in one node, 16 over two) */
+    m.group_ranks[0] = 8;
+    m.group_nodes[0] = 1;
+    m.group_ranks[1] = 16;
+    m.group_nodes[1] = 2;
     snprintf(res.device, sizeof res.device, "dgx-a100-superpod");
     res.n = 1;
     res.models = &m;

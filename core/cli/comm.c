@@ -516,9 +516,28 @@ int sc_cli_comm(int argc, char **argv) {
            (unsigned)gpus, (unsigned)nodes, nodes == 1 ? "" : "s",
            (unsigned)(gpus < t.gpus_per_node ? gpus : t.gpus_per_node),
            t.gpus_per_node == 1 ? "" : "s", minb, maxb, factor, algo);
-    if (res != NULL)
-      printf("# estimator: %s (residuals %s; algo and bound are the analytical estimate's)\n",
-             sc_estimator_name(mode), res->dir);
+    if (res != NULL) {
+      sc_estimate probe;
+      double tp;
+      int applied = 0;
+      memset(&probe, 0, sizeof probe);
+      probe.time_s = 1.0;
+      c.kind = op;
+      c.bytes = 1.0;
+      if (sc_residuals_apply_coll(res, mode, &c, &probe, &tp, &applied, &err) != SC_OK) {
+        sc_residuals_free(res);
+        sc_registry_free(reg);
+        return sc_cli_fail(&err);
+      }
+      if (applied)
+        printf("# estimator: %s (residuals %s; algo and bound are the analytical estimate's)\n",
+               sc_estimator_name(mode), res->dir);
+      else
+        printf("# estimator: %s, but %s has no active %s model of %s over %u ranks on %u "
+               "node%s: analytical\n", sc_estimator_name(mode), res->dir,
+               sc_estimator_name(mode), op_name, (unsigned)c.nranks,
+               (unsigned)sc_coll_resid_nodes(&c), sc_coll_resid_nodes(&c) == 1 ? "" : "s");
+    }
     printf("#\n");
     printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-6s %s\n", "size", "count", "type",
            "redop", "root", "time", "algbw", "busbw", "algo", "bound");
@@ -541,11 +560,8 @@ int sc_cli_comm(int argc, char **argv) {
     c.bytes = bytes;
     c.dtype = dt->dt;
     rc = sc_comm_estimate_proto(reg, &t, &c, algo, &e, &chosen, &proto, &err);
-    if (rc == SC_OK && res != NULL) {
-      sc_estimate ce;
-      sc_coll_resid_input(&c, &e, &ce);
-      rc = sc_residuals_apply(res, mode, op_name, &ce, &e.time_s, &err);
-    }
+    if (rc == SC_OK && res != NULL)
+      rc = sc_residuals_apply_coll(res, mode, &c, &e, &e.time_s, NULL, &err);
     if (rc != SC_OK) {
       if (json) printf("]}\n");
       sc_residuals_free(res);

@@ -81,6 +81,8 @@ typedef struct fam_data {
   int sel[2];
   double sel_ho[2];
   char names[SC_MAX_FEATURES * (SC_RESID_NAME_MAX + 4)]; /* "a", "b", ... */
+  /* --comm: the group shapes (ranks, nodes) of the rows; 0 for operator families */
+  uint32_t ngroups, group_ranks[SC_RESID_MAX_GROUPS], group_nodes[SC_RESID_MAX_GROUPS];
 } fam_data;
 
 static double target_of(sc_resid_target t, double an, double meas) {
@@ -222,6 +224,9 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     m->kind = est_kind[e];
     m->target = est_target[e];
     m->nfeatures = fd->p;
+    m->ngroups = fd->ngroups;
+    memcpy(m->group_ranks, fd->group_ranks, sizeof m->group_ranks);
+    memcpy(m->group_nodes, fd->group_nodes, sizeof m->group_nodes);
     m->cv_mape = fd->cv[1 + e];
     m->heldout_mape = fd->ho[1 + e];
     rc = sc_resid_fit(m, fd->X, y, n, o, err);
@@ -357,6 +362,22 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
                           (unsigned)r->line, r->id,
                           e2.code ? e2.msg : "the analytical time is not > 0");
         goto done;
+      }
+      {
+        uint32_t nodes = sc_coll_resid_nodes(&c), g;
+        for (g = 0; g < fd->ngroups; g++)
+          if (fd->group_ranks[g] == c.nranks && fd->group_nodes[g] == nodes) break;
+        if (g == fd->ngroups) {
+          if (g == SC_RESID_MAX_GROUPS) {
+            rc = sc_error_set(err, SC_ELIMIT, "%s:%u (row '%s'): more than %d group shapes "
+                              "(GPU counts) for %s", file, (unsigned)r->line, r->id,
+                              SC_RESID_MAX_GROUPS, fd->family);
+            goto done;
+          }
+          fd->group_ranks[g] = c.nranks;
+          fd->group_nodes[g] = nodes;
+          fd->ngroups++;
+        }
       }
       sc_coll_resid_input(&c, &e, &ce);
       if (sc_resid_features(&ce, x) != fd->p) {

@@ -113,6 +113,8 @@ const char *sc_resid_target_name(sc_resid_target t);
 
 /* Longest feature name a residual model keeps, with its NUL. */
 #define SC_RESID_NAME_MAX 48
+/* Most group shapes a collective residual model lists. */
+#define SC_RESID_MAX_GROUPS 16
 
 typedef struct sc_resid_model {
   char family[32];
@@ -138,6 +140,12 @@ typedef struct sc_resid_model {
   char feature_names[SC_MAX_FEATURES][SC_RESID_NAME_MAX];
   uint32_t features_line, features_col;
   uint32_t family_line, family_col; /* of 'family' (0: built in code) */
+  /* Collective models: the group shapes of the rows they were fitted on (ranks, and the
+   * nodes those ranks span), residuals.toml's group_ranks / group_nodes; a collective over
+   * another shape keeps its analytical time. ngroups 0: operator models. */
+  uint32_t ngroups;
+  uint32_t group_ranks[SC_RESID_MAX_GROUPS], group_nodes[SC_RESID_MAX_GROUPS];
+  uint32_t groups_line, groups_col;
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
@@ -243,9 +251,22 @@ const char *sc_coll_resid_feature_name(uint32_t j);
  * the collective's own three and bytes by the message bytes. */
 void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estimate *out);
 
+/* The nodes a collective's group spans: ranks over tier 0's members per node (1 inside a
+ * node), as the log2_nodes feature counts them. */
+uint32_t sc_coll_resid_nodes(const sc_coll_desc *c);
+
+/* The estimator's time for collective c (a span, kind and bytes set) whose analytical
+ * estimate is an: an->time_s unchanged when r is NULL, mode is analytical, r has no active
+ * model for c's kind, or that model was fitted on other group shapes (ranks and nodes);
+ * else as sc_residuals_apply on sc_coll_resid_input. *applied (may be NULL) tells which. */
+int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_coll_desc *c,
+                            const sc_estimate *an, double *time_s, int *applied,
+                            sc_error *err);
+
 /* Check collective residuals: fitted for topology (its name), every model's family a
- * collective kind, and its features sc_coll_resid_feature_name's, in order. SC_ESPEC
- * "DIR/residuals.toml:line:col: key 'device'|'family'|'features': ...". */
+ * collective kind, its features sc_coll_resid_feature_name's, in order, and its group
+ * shapes stated. SC_ESPEC "DIR/residuals.toml:line:col: key 'device'|'family'|'features'|
+ * 'group_ranks': ...". */
 int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_error *err);
 
 /* For the CLI: the collective residuals of a topology. dir: a residuals folder, or NULL for

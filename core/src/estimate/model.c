@@ -49,16 +49,21 @@ const char *sc_coll_resid_feature_name(uint32_t j) {
                                         : sc_resid_extra_name(j - SC_COLL_RESID_OWN_FEATURES);
 }
 
-void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estimate *out) {
+uint32_t sc_coll_resid_nodes(const sc_coll_desc *c) {
   /* members per node: tier 0's fan-out (a group inside one node spans one node) */
+  uint32_t ranks = c->nranks > 0 ? c->nranks : 1;
+  uint32_t per_node = c->ntiers > 0 && c->tiers[0].ranks > 0 ? c->tiers[0].ranks : ranks;
+  return ranks / per_node > 1 ? ranks / per_node : 1;
+}
+
+void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estimate *out) {
   double ranks = c->nranks > 0 ? (double)c->nranks : 1.0;
-  double per_node = c->ntiers > 0 && c->tiers[0].ranks > 0 ? (double)c->tiers[0].ranks : ranks;
   *out = *an;
   out->bytes = c->bytes;
   out->nfeatures = SC_COLL_RESID_OWN_FEATURES;
   out->features[0] = log10(c->bytes > 1.0 ? c->bytes : 1.0);
   out->features[1] = log2(ranks);
-  out->features[2] = log2(ranks / per_node > 1.0 ? ranks / per_node : 1.0);
+  out->features[2] = log2((double)sc_coll_resid_nodes(c));
 }
 
 uint32_t sc_resid_features(const sc_estimate *e, double *x) {

@@ -107,7 +107,8 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
                       sc_resid_model *m, sc_error *err) {
   static const char *const known[] = {"family", "target", "kind", "active", "features",
                                       "mean", "scale", "coef", "intercept", "lambda", "target_range", "file",
-                                      "cv_mape", "heldout_mape", NULL};
+                                      "cv_mape", "heldout_mape", "group_ranks", "group_nodes",
+                                      NULL};
   const char *s = NULL;
   const sc_toml_value *v;
   int rc;
@@ -146,6 +147,32 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
       return where_fail(err, file, nm, "features", "every entry must be a feature name (a "
                         "string of 1 to 47 characters)");
     memcpy(m->feature_names[j], nm->u.str.ptr, nm->u.str.len + 1);
+  }
+  { /* collective models: group_ranks and group_nodes, both or neither, same length */
+    const sc_toml_value *gr = sc__toml_get(tab, "group_ranks"), *gn = sc__toml_get(tab, "group_nodes");
+    if ((gr == NULL) != (gn == NULL))
+      return where_fail(err, file, gr ? gr : gn, gr ? "group_ranks" : "group_nodes",
+                        "group_ranks and group_nodes go together");
+    if (gr != NULL) {
+      if (gr->type != SC_TOML_ARRAY || gn->type != SC_TOML_ARRAY || gr->u.arr.len == 0 ||
+          gr->u.arr.len > SC_RESID_MAX_GROUPS || gn->u.arr.len != gr->u.arr.len)
+        return where_fail(err, file, gr, "group_ranks", "must be 1 to 16 integers, as many as "
+                          "group_nodes");
+      m->ngroups = (uint32_t)gr->u.arr.len;
+      m->groups_line = gr->line;
+      m->groups_col = gr->col;
+      for (uint32_t j = 0; j < m->ngroups; j++) {
+        const sc_toml_value *a = gr->u.arr.items[j], *b = gn->u.arr.items[j];
+        if (a->type != SC_TOML_INTEGER || a->u.integer < 1 || a->u.integer > 1000000000)
+          return where_fail(err, file, a, "group_ranks", "every entry must be an integer in "
+                            "[1, 1e9]");
+        if (b->type != SC_TOML_INTEGER || b->u.integer < 1 || b->u.integer > a->u.integer)
+          return where_fail(err, file, b, "group_nodes", "every entry must be an integer in "
+                            "[1, its group_ranks]");
+        m->group_ranks[j] = (uint32_t)a->u.integer;
+        m->group_nodes[j] = (uint32_t)b->u.integer;
+      }
+    }
   }
   if ((rc = get_nonneg(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
   if ((rc = get_nonneg(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
@@ -312,6 +339,13 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
             m->family, sc_resid_target_name(m->target), sc_resid_kind_name(m->kind),
             m->active ? "true" : "false");
     fprintf(f, "features = [%s]\n", names ? names : "");
+    if (m->ngroups > 0) {
+      fprintf(f, "group_ranks = [");
+      for (uint32_t j = 0; j < m->ngroups; j++) fprintf(f, "%s%u", j ? ", " : "", m->group_ranks[j]);
+      fprintf(f, "]  # the group shapes fitted on; other groups stay analytical\ngroup_nodes = [");
+      for (uint32_t j = 0; j < m->ngroups; j++) fprintf(f, "%s%u", j ? ", " : "", m->group_nodes[j]);
+      fprintf(f, "]\n");
+    }
     fprintf(f, "cv_mape = %.6g\nheldout_mape = %.6g\n", m->cv_mape, m->heldout_mape);
     if (m->kind == SC_RESID_LINEAR) {
       write_vec(f, "mean", m->mean, m->nfeatures);
@@ -421,6 +455,11 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
                           "features, collective residuals have %u (refit with stepcast fit "
                           "--comm)", path, m->features_line, m->features_col, m->family,
                           sc_resid_target_name(m->target), m->nfeatures, want);
+    if (m->ngroups == 0)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'group_ranks': the %s %s model does "
+                          "not say which group shapes it was fitted on (refit with stepcast "
+                          "fit --comm)", path, m->family_line, m->family_col, m->family,
+                          sc_resid_target_name(m->target));
     for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
       const char *name = sc_coll_resid_feature_name(j);
       if (strcmp(m->feature_names[j], name) != 0)
@@ -432,6 +471,29 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
     }
   }
   return SC_OK;
+}
+
+int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_coll_desc *c,
+                            const sc_estimate *an, double *time_s, int *applied,
+                            sc_error *err) {
+  const sc_resid_model *m;
+  sc_estimate in;
+  uint32_t nodes, j;
+  if (c == NULL || an == NULL || time_s == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *time_s = an->time_s;
+  if (applied != NULL) *applied = 0;
+  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
+  m = sc_residuals_find(r, sc_comm_kind_name(c->kind),
+                        mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED);
+  if (m == NULL) return SC_OK;
+  nodes = sc_coll_resid_nodes(c);
+  for (j = 0; j < m->ngroups; j++)
+    if (m->group_ranks[j] == c->nranks && m->group_nodes[j] == nodes) break;
+  if (j == m->ngroups) return SC_OK; /* a group shape the model never saw */
+  sc_coll_resid_input(c, an, &in);
+  if (applied != NULL) *applied = 1;
+  return sc_residuals_apply(r, mode, m->family, &in, time_s, err);
 }
 
 int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,

@@ -135,8 +135,8 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   fprintf(out, "  %-26s %s\n", "model", r->model);
   fprintf(out, "  %-26s %s (%s)\n", "hardware / topology", r->hardware, r->topology);
   fprintf(out, "  %-26s %s%s\n", "estimator", r->estimator,
-          r->coll_residuals ? " (operators, and collectives with the topology's residuals)"
-                            : "");
+          r->coll_residuals ? " (and the topology's collective residuals, for the group "
+                              "shapes they were fitted on)" : "");
   fprintf(out, "  %-26s %u GPUs = TP %u x PP %u x DP %u x CP %u\n", "parallelism", r->gpus, p->tp,
           p->pp, p->dp, p->cp);
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",

@@ -227,14 +227,10 @@ static size_t first_launched(const rank_g *g, size_t lo, size_t hi, int64_t t) {
  * topology's collective residuals when the edit carries them. */
 static int coll_time(const sc_trace_edits *ed, const sc_coll_desc *c, double *time_s,
                      sc_error *err) {
-  sc_estimate e, ce;
+  sc_estimate e;
   int rc = sc_comm_estimate(ed->reg, ed->topology, c, "auto", &e, NULL, err);
   if (rc != SC_OK) return rc;
-  *time_s = e.time_s;
-  if (ed->coll_residuals == NULL) return SC_OK;
-  sc_coll_resid_input(c, &e, &ce);
-  return sc_residuals_apply(ed->coll_residuals, ed->estimator, sc_comm_kind_name(c->kind), &ce,
-                            time_s, err);
+  return sc_residuals_apply_coll(ed->coll_residuals, ed->estimator, c, &e, time_s, NULL, err);
 }
 
 /* Collective re-timing for the dp edit: measured * predicted(new) / predicted(old). */
