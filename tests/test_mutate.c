@@ -41,28 +41,26 @@ static int load_hardware(const char *path, sc_error *err) {
   return sc_hardware_load(g_reg, path, &d, err);
 }
 
-static int load_residuals(const char *path, sc_error *err) {
+/* residuals.toml at path, loaded; with topology, checked as comm --estimator checks it. */
+static int load_residuals_at(const char *path, const char *topology, sc_error *err) {
   char dir[SC_PATH_MAX];
   const char *slash = strrchr(path, '/');
   sc_residuals *r = NULL;
   int rc;
   snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
   rc = sc_residuals_load(dir, &r, err);
+  if (rc == SC_OK && topology != NULL) rc = sc_residuals_check_coll(r, topology, err);
   sc_residuals_free(r);
   return rc;
 }
 
-/* Collective residuals: loaded, then checked as comm --estimator checks them. */
+static int load_residuals(const char *path, sc_error *err) {
+  return load_residuals_at(path, NULL, err);
+}
+
+/* Collective residuals (the Dell fixture's topology). */
 static int load_coll_residuals(const char *path, sc_error *err) {
-  char dir[SC_PATH_MAX];
-  const char *slash = strrchr(path, '/');
-  sc_residuals *r = NULL;
-  int rc;
-  snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  rc = sc_residuals_load(dir, &r, err);
-  if (rc == SC_OK) rc = sc_residuals_check_coll(r, "dgx-h100-superpod", err);
-  sc_residuals_free(r);
-  return rc;
+  return load_residuals_at(path, "dgx-h100-superpod", err);
 }
 
 static int load_nccl_log(const char *path, sc_error *err) {
@@ -338,8 +336,6 @@ START_TEST(mutated_hardware) {
 }
 END_TEST
 
-/* The residuals of the two GPUs (three models each, one gbdt) line by line; the host CPU's
- * (19 models) cut short only. The gbdt files are copied beside each mutant. */
 /* Collective residuals (stepcast fit --comm, the Dell XE9680 fixture) line by line. */
 START_TEST(mutated_coll_residuals) {
   char path[SC_PATH_MAX + 64], tmp[64], mutant[SC_PATH_MAX + 320];
@@ -361,6 +357,9 @@ START_TEST(mutated_coll_residuals) {
   rmdir(tmp);
 }
 END_TEST
+
+/* The residuals of the two GPUs (three models each, one gbdt) line by line; the host CPU's
+ * (19 models) cut short only. The gbdt files are copied beside each mutant. */
 
 START_TEST(mutated_residuals) {
   static const struct { const char *device; int lines; } fitted[] = {
