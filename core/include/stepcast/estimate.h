@@ -145,7 +145,6 @@ typedef struct sc_resid_model {
    * another shape keeps its analytical time. ngroups 0: operator models. */
   uint32_t ngroups;
   uint32_t group_ranks[SC_RESID_MAX_GROUPS], group_nodes[SC_RESID_MAX_GROUPS];
-  uint32_t groups_line, groups_col;
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */

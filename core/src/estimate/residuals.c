@@ -159,8 +159,6 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
         return where_fail(err, file, gr, "group_ranks", "must be 1 to 16 integers, as many as "
                           "group_nodes");
       m->ngroups = (uint32_t)gr->u.arr.len;
-      m->groups_line = gr->line;
-      m->groups_col = gr->col;
       for (uint32_t j = 0; j < m->ngroups; j++) {
         const sc_toml_value *a = gr->u.arr.items[j], *b = gn->u.arr.items[j];
         if (a->type != SC_TOML_INTEGER || a->u.integer < 1 || a->u.integer > 1000000000)
@@ -376,27 +374,66 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
   return NULL;
 }
 
-int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
+/* The estimator's time for e through model m of r (found for e's family and mode's target). */
+static int apply_model(const sc_residuals *r, const sc_resid_model *m, sc_estimator mode,
                        const sc_estimate *e, double *time_s, sc_error *err) {
-  const sc_resid_model *m;
   double y = 0.0, x[SC_MAX_FEATURES];
-  uint32_t nx;
+  uint32_t nx = sc_resid_features(e, x);
   int rc;
-  if (e == NULL || time_s == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
-  *time_s = e->time_s;
-  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
-  m = sc_residuals_find(r, family, mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID
-                                                               : SC_TARGET_LEARNED);
-  if (m == NULL) return SC_OK; /* no samples of this family: it stays analytical */
-  nx = sc_resid_features(e, x);
   if (m->nfeatures != nx)
     return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
-                        "plugin's estimate gives %u (refit with stepcast fit)", family,
+                        "plugin's estimate gives %u (refit with stepcast fit)", m->family,
                         r->device, m->nfeatures, nx);
   rc = sc_resid_predict(m, x, &y, err);
   if (rc != SC_OK) return rc;
   *time_s = (mode == SC_ESTIMATOR_HYBRID) ? e->time_s * exp(y) : exp(y);
   return SC_OK;
+}
+
+static sc_resid_target target_of_mode(sc_estimator mode) {
+  return mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED;
+}
+
+int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
+                       const sc_estimate *e, double *time_s, sc_error *err) {
+  const sc_resid_model *m;
+  if (e == NULL || time_s == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  *time_s = e->time_s;
+  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
+  m = sc_residuals_find(r, family, target_of_mode(mode));
+  if (m == NULL) return SC_OK; /* no samples of this family: it stays analytical */
+  return apply_model(r, m, mode, e, time_s, err);
+}
+
+/* Model m of path must list want features named name(ctx, j): else SC_ESPEC at its
+ * 'features' key, "... <whose> <count or name> ... (refit with <refit>)". */
+static int check_features(const char *path, const sc_resid_model *m, uint32_t want,
+                          const char *(*name)(const void *ctx, uint32_t j), const void *ctx,
+                          const char *whose, const char *refit, sc_error *err) {
+  if (m->nfeatures != want)
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
+                        "features, %s %u (refit with %s)", path, m->features_line,
+                        m->features_col, m->family, sc_resid_target_name(m->target),
+                        m->nfeatures, whose, want, refit);
+  for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
+    const char *n = name(ctx, j);
+    if (strcmp(m->feature_names[j], n) != 0)
+      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
+                          "model is '%s', %s '%s' there (refit with %s)", path,
+                          m->features_line, m->features_col, j + 1, m->family,
+                          sc_resid_target_name(m->target), m->feature_names[j], whose, n,
+                          refit);
+  }
+  return SC_OK;
+}
+
+static const char *op_feature(const void *op, uint32_t j) {
+  return sc_resid_feature_name((const sc_op_plugin *)op, j);
+}
+
+static const char *coll_feature(const void *ctx, uint32_t j) {
+  (void)ctx;
+  return sc_coll_resid_feature_name(j);
 }
 
 int sc_residuals_check(const sc_residuals *r, const char *device, const sc_registry *reg,
@@ -411,31 +448,20 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
   for (size_t i = 0; reg != NULL && i < r->n; i++) {
     const sc_resid_model *m = &r->models[i];
     const sc_op_plugin *op = sc_registry_op(reg, m->family);
-    uint32_t want;
+    char whose[160];
+    int rc;
     if (op == NULL) continue;
-    want = sc_resid_nfeatures(op);
-    if (m->nfeatures != want)
-      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
-                          "features, operator plugin '%s' %s gives %u (refit with stepcast "
-                          "fit)", path, m->features_line, m->features_col, m->family,
-                          sc_resid_target_name(m->target), m->nfeatures, op->hdr.name,
-                          op->hdr.version, want);
-    for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
-      const char *name = sc_resid_feature_name(op, j);
-      if (strcmp(m->feature_names[j], name) != 0)
-        return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
-                            "model is '%s', operator plugin '%s' %s gives '%s' there (refit "
-                            "with stepcast fit)", path, m->features_line, m->features_col,
-                            j + 1, m->family, sc_resid_target_name(m->target),
-                            m->feature_names[j], op->hdr.name, op->hdr.version, name);
-    }
+    snprintf(whose, sizeof whose, "operator plugin '%s' %s gives", op->hdr.name,
+             op->hdr.version);
+    rc = check_features(path, m, sc_resid_nfeatures(op), op_feature, op, whose, "stepcast fit",
+                        err);
+    if (rc != SC_OK) return rc;
   }
   return SC_OK;
 }
 
 int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_error *err) {
   char path[4200];
-  uint32_t want = sc_coll_resid_nfeatures();
   if (r == NULL || topology == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
   snprintf(path, sizeof path, "%s/%s", r->dir, MANIFEST);
   if (strcmp(r->device, topology) != 0)
@@ -445,30 +471,20 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
   for (size_t i = 0; i < r->n; i++) {
     const sc_resid_model *m = &r->models[i];
     sc_coll_kind kind;
+    int rc;
     if (sc_comm_kind_parse(m->family, &kind) != SC_OK)
       return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'family': '%s' is not a collective "
                           "(allreduce, allgather, reducescatter, alltoall, broadcast, "
                           "sendrecv): these are not collective residuals", path,
                           m->family_line, m->family_col, m->family);
-    if (m->nfeatures != want)
-      return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': the %s %s model has %u "
-                          "features, collective residuals have %u (refit with stepcast fit "
-                          "--comm)", path, m->features_line, m->features_col, m->family,
-                          sc_resid_target_name(m->target), m->nfeatures, want);
+    rc = check_features(path, m, sc_coll_resid_nfeatures(), coll_feature, NULL,
+                        "collective residuals have", "stepcast fit --comm", err);
+    if (rc != SC_OK) return rc;
     if (m->ngroups == 0)
       return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'group_ranks': the %s %s model does "
                           "not say which group shapes it was fitted on (refit with stepcast "
                           "fit --comm)", path, m->family_line, m->family_col, m->family,
                           sc_resid_target_name(m->target));
-    for (uint32_t j = 0; j < m->nfeatures && m->features_line > 0; j++) {
-      const char *name = sc_coll_resid_feature_name(j);
-      if (strcmp(m->feature_names[j], name) != 0)
-        return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'features': feature %u of the %s %s "
-                            "model is '%s', collective residuals have '%s' there (refit with "
-                            "stepcast fit --comm)", path, m->features_line, m->features_col,
-                            j + 1, m->family, sc_resid_target_name(m->target),
-                            m->feature_names[j], name);
-    }
   }
   return SC_OK;
 }
@@ -484,8 +500,7 @@ int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_c
   *time_s = an->time_s;
   if (applied != NULL) *applied = 0;
   if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
-  m = sc_residuals_find(r, sc_comm_kind_name(c->kind),
-                        mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED);
+  m = sc_residuals_find(r, sc_comm_kind_name(c->kind), target_of_mode(mode));
   if (m == NULL) return SC_OK;
   nodes = sc_coll_resid_nodes(c);
   for (j = 0; j < m->ngroups; j++)
@@ -493,7 +508,7 @@ int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_c
   if (j == m->ngroups) return SC_OK; /* a group shape the model never saw */
   sc_coll_resid_input(c, an, &in);
   if (applied != NULL) *applied = 1;
-  return sc_residuals_apply(r, mode, m->family, &in, time_s, err);
+  return apply_model(r, m, mode, &in, time_s, err);
 }
 
 int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
