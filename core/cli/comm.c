@@ -229,6 +229,11 @@ static void put_quoted(const char *s) {
   putchar('"');
 }
 
+/* nccl-tests' busbw of a row, GB/s: size / time x the bus factor. */
+static double row_busbw(const sc__nccl_log_row *r, sc_coll_kind kind, uint32_t gpus) {
+  return r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
+}
+
 static int run_import(const char *log, const char *system, const char *topo_name,
                       uint32_t gpus, int op_flag, const char *algo, const char *id_prefix,
                       const char *source) {
@@ -287,7 +292,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
   snprintf(src, sizeof src, "%s", source ? source : log);
   for (size_t i = 0; i < lg.n; i++) { /* the bounds comm --validate reads rows with */
     const sc__nccl_log_row *r = &lg.rows[i];
-    double busbw = r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
+    double busbw = row_busbw(r, kind, gpus);
     if (!(busbw > 0.0) || busbw > 1e6) {
       fprintf(stderr, "stepcast: %s:%u: column 'time': %.0f bytes in %g us is a bus bandwidth "
               "of %g GB/s, outside (0, 1e6]: not a measurement\n", log, (unsigned)r->line,
@@ -299,7 +304,6 @@ static int run_import(const char *log, const char *system, const char *topo_name
   printf("id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n");
   for (size_t i = 0; i < lg.n; i++) {
     const sc__nccl_log_row *r = &lg.rows[i];
-    double busbw = r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
     char note[160];
     printf("%s-%.0f,", prefix, r->bytes);
     put_quoted(src);
@@ -308,7 +312,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
     putchar(',');
     put_quoted(topo_name);
     printf(",%u,%s,%s,%.0f,%.6g,", (unsigned)gpus, sc_comm_kind_name(kind), algo, r->bytes,
-           busbw);
+           row_busbw(r, kind, gpus));
     snprintf(note, sizeof note, "imported by stepcast comm --import from line %u: out-of-place "
              "time %.6g us", (unsigned)r->line, r->time_s * 1e6);
     put_quoted(note);
@@ -401,8 +405,8 @@ int sc_cli_comm(int argc, char **argv) {
                strcmp(flag, "--source") == 0) {
       TAKE();
       if (val[0] == '\0') return sc_cli_usage_error(CMD, "%s: empty value", flag);
-      if (flag[2] == 's' && flag[3] == 'y') system = val;
-      else if (flag[2] == 'i') id_prefix = val;
+      if (strcmp(flag, "--system") == 0) system = val;
+      else if (strcmp(flag, "--id") == 0) id_prefix = val;
       else source = val;
     } else if (strcmp(flag, "--minbytes") == 0 || strcmp(flag, "-b") == 0) {
       TAKE();
@@ -517,19 +521,8 @@ int sc_cli_comm(int argc, char **argv) {
            (unsigned)(gpus < t.gpus_per_node ? gpus : t.gpus_per_node),
            t.gpus_per_node == 1 ? "" : "s", minb, maxb, factor, algo);
     if (res != NULL) {
-      sc_estimate probe;
-      double tp;
-      int applied = 0;
-      memset(&probe, 0, sizeof probe);
-      probe.time_s = 1.0;
       c.kind = op;
-      c.bytes = 1.0;
-      if (sc_residuals_apply_coll(res, mode, &c, &probe, &tp, &applied, &err) != SC_OK) {
-        sc_residuals_free(res);
-        sc_registry_free(reg);
-        return sc_cli_fail(&err);
-      }
-      if (applied)
+      if (sc_residuals_find_coll(res, mode, &c) != NULL)
         printf("# estimator: %s (residuals %s; algo and bound are the analytical estimate's)\n",
                sc_estimator_name(mode), res->dir);
       else
@@ -561,7 +554,7 @@ int sc_cli_comm(int argc, char **argv) {
     c.dtype = dt->dt;
     rc = sc_comm_estimate_proto(reg, &t, &c, algo, &e, &chosen, &proto, &err);
     if (rc == SC_OK && res != NULL)
-      rc = sc_residuals_apply_coll(res, mode, &c, &e, &e.time_s, NULL, &err);
+      rc = sc_residuals_apply_coll(res, mode, &c, &e, &e.time_s, &err);
     if (rc != SC_OK) {
       if (json) printf("]}\n");
       sc_residuals_free(res);

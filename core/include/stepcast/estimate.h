@@ -254,13 +254,17 @@ void sc_coll_resid_input(const sc_coll_desc *c, const sc_estimate *an, sc_estima
  * node), as the log2_nodes feature counts them. */
 uint32_t sc_coll_resid_nodes(const sc_coll_desc *c);
 
+/* The model the estimator applies to collective c (a span, kind set): r's active model for
+ * c's kind and mode's target when it was fitted on c's group shape (ranks and nodes); NULL
+ * when r is NULL, mode is analytical, or there is none (c keeps its analytical time). */
+const sc_resid_model *sc_residuals_find_coll(const sc_residuals *r, sc_estimator mode,
+                                             const sc_coll_desc *c);
+
 /* The estimator's time for collective c (a span, kind and bytes set) whose analytical
- * estimate is an: an->time_s unchanged when r is NULL, mode is analytical, r has no active
- * model for c's kind, or that model was fitted on other group shapes (ranks and nodes);
- * else as sc_residuals_apply on sc_coll_resid_input. *applied (may be NULL) tells which. */
+ * estimate is an: through sc_residuals_find_coll's model on sc_coll_resid_input, else
+ * an->time_s unchanged. */
 int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_coll_desc *c,
-                            const sc_estimate *an, double *time_s, int *applied,
-                            sc_error *err);
+                            const sc_estimate *an, double *time_s, sc_error *err);
 
 /* Check collective residuals: fitted for topology (its name), every model's family a
  * collective kind, its features sc_coll_resid_feature_name's, in order, and its group

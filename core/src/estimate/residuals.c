@@ -489,25 +489,28 @@ int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_erro
   return SC_OK;
 }
 
+const sc_resid_model *sc_residuals_find_coll(const sc_residuals *r, sc_estimator mode,
+                                             const sc_coll_desc *c) {
+  const sc_resid_model *m;
+  uint32_t nodes;
+  if (r == NULL || c == NULL || mode == SC_ESTIMATOR_ANALYTICAL) return NULL;
+  m = sc_residuals_find(r, sc_comm_kind_name(c->kind), target_of_mode(mode));
+  if (m == NULL) return NULL;
+  nodes = sc_coll_resid_nodes(c);
+  for (uint32_t j = 0; j < m->ngroups; j++)
+    if (m->group_ranks[j] == c->nranks && m->group_nodes[j] == nodes) return m;
+  return NULL; /* a group shape the model never saw */
+}
+
 int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_coll_desc *c,
-                            const sc_estimate *an, double *time_s, int *applied,
-                            sc_error *err) {
+                            const sc_estimate *an, double *time_s, sc_error *err) {
   const sc_resid_model *m;
   sc_estimate in;
-  uint32_t nodes, j;
   if (c == NULL || an == NULL || time_s == NULL)
     return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
   *time_s = an->time_s;
-  if (applied != NULL) *applied = 0;
-  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
-  m = sc_residuals_find(r, sc_comm_kind_name(c->kind), target_of_mode(mode));
-  if (m == NULL) return SC_OK;
-  nodes = sc_coll_resid_nodes(c);
-  for (j = 0; j < m->ngroups; j++)
-    if (m->group_ranks[j] == c->nranks && m->group_nodes[j] == nodes) break;
-  if (j == m->ngroups) return SC_OK; /* a group shape the model never saw */
+  if ((m = sc_residuals_find_coll(r, mode, c)) == NULL) return SC_OK;
   sc_coll_resid_input(c, an, &in);
-  if (applied != NULL) *applied = 1;
   return apply_model(r, m, mode, &in, time_s, err);
 }
 

@@ -206,7 +206,7 @@ int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *e
   int rc = sc__coll_desc(c->sp, wc, &d, err);
   if (rc == SC_OK) rc = sc_comm_estimate(c->reg, c->t, &d, algo, &e, NULL, err);
   if (rc == SC_OK && c->cres != NULL)
-    rc = sc_residuals_apply_coll(c->cres, c->estimator, &d, &e, &e.time_s, NULL, err);
+    rc = sc_residuals_apply_coll(c->cres, c->estimator, &d, &e, &e.time_s, err);
   if (rc != SC_OK) return rc;
   if (c->cm != NULL) sc__collmemo_put(c->cm, wc, algo, slot, e.time_s);
   *time_s = e.time_s;

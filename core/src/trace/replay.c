@@ -230,7 +230,7 @@ static int coll_time(const sc_trace_edits *ed, const sc_coll_desc *c, double *ti
   sc_estimate e;
   int rc = sc_comm_estimate(ed->reg, ed->topology, c, "auto", &e, NULL, err);
   if (rc != SC_OK) return rc;
-  return sc_residuals_apply_coll(ed->coll_residuals, ed->estimator, c, &e, time_s, NULL, err);
+  return sc_residuals_apply_coll(ed->coll_residuals, ed->estimator, c, &e, time_s, err);
 }
 
 /* Collective re-timing for the dp edit: measured * predicted(new) / predicted(old). */
