@@ -282,6 +282,78 @@ static void add_name(fam_data *fd, uint32_t j, const char *name) {
   if (w < 0 || (size_t)w >= sizeof fd->names - nl) fd->names[nl] = '\0'; /* too long: cut */
 }
 
+/* fd's arrays for n rows of fd->p features. */
+static int fam_alloc(fam_data *fd, size_t n, sc_error *err) {
+  fd->X = malloc(n * (fd->p ? fd->p : 1) * sizeof *fd->X);
+  fd->an = malloc(n * sizeof *fd->an);
+  fd->meas = malloc(n * sizeof *fd->meas);
+  fd->order = malloc(n * sizeof *fd->order);
+  if (!fd->X || !fd->an || !fd->meas || !fd->order)
+    return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+  return SC_OK;
+}
+
+/* --samples: the rows of set become one fam_data per operator family (at most maxf), each
+ * with its plugin's analytical estimate on dev and the measured median. */
+static int sample_families(sc_registry *reg, const sc_device *dev, const char *samples,
+                           const sc_sample_set *set, uint32_t folds, fam_data *fds,
+                           size_t maxf, size_t *nf, FILE *rows, sc_error *err) {
+  int rc;
+  *nf = 0;
+  /* group rows by family (family pointers are interned by the reader) */
+  for (size_t i = 0; i < set->n; i++) {
+    size_t f;
+    for (f = 0; f < *nf && fds[f].family != set->rows[i].op.family; f++) {}
+    if (f == *nf) {
+      if (*nf == maxf) return sc_error_set(err, SC_ELIMIT, "%s: more than 32 families", samples);
+      fds[(*nf)++].family = set->rows[i].op.family;
+    }
+    fds[f].n++;
+  }
+  for (size_t f = 0; f < *nf; f++) {
+    fam_data *fd = &fds[f];
+    const sc_op_plugin *op = sc_registry_op(reg, fd->family);
+    size_t k = 0;
+    if (op == NULL)
+      return sc_error_set(err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
+                          fd->family);
+    fd->p = sc_resid_nfeatures(op);
+    for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_resid_feature_name(op, j));
+    if (fd->n < (size_t)folds + 2 || fd->n < 8)
+      return sc_error_set(err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at "
+                          "least max(8, folds + 2)", samples, fd->family, fd->n);
+    if ((rc = fam_alloc(fd, fd->n, err)) != SC_OK) return rc;
+    for (size_t i = 0; i < set->n; i++) {
+      const sc_sample *s = &set->rows[i];
+      double x[SC_MAX_FEATURES];
+      sc_estimate e;
+      sc_error e2;
+      if (s->op.family != fd->family) continue;
+      if (sc_registry_estimate_op(reg, dev, &s->op, &e, &e2) != SC_OK)
+        return sc_error_set(err, e2.code, "%s:%u: %s", samples, s->line, e2.msg);
+      if (sc_resid_features(&e, x) != fd->p || !(e.time_s > 0))
+        return sc_error_set(err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares "
+                            "%u) or a time <= 0", samples, s->line, fd->family, e.nfeatures,
+                            op->nfeatures);
+      memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
+      fd->an[k] = e.time_s;
+      fd->meas[k] = s->m.median_s;
+      if (rows != NULL) {
+        fprintf(rows, "%s,%u,%u", fd->family, s->line, s->op.variant);
+        for (uint32_t j = 0; j < 8; j++)
+          fprintf(rows, ",%lld", j < s->op.ndims ? (long long)s->op.dims[j] : 0LL);
+        fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
+                sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
+      }
+      fd->order[k] = k;
+      k++;
+    }
+    sort_ctx = fd;
+    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+  }
+  return SC_OK;
+}
+
 /* --comm: the rows of system in file become one fam_data per collective kind with enough
  * rows (the others are listed in skipped), each with the analytical estimate of what
  * stepcast comm --validate predicts for it and the measured time bytes / algbw. *topo gets
@@ -330,14 +402,7 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
     fd->family = sc_comm_kind_name((sc_coll_kind)k);
     fd->p = sc_coll_resid_nfeatures();
     for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_coll_resid_feature_name(j));
-    fd->X = malloc(count[k] * fd->p * sizeof *fd->X);
-    fd->an = malloc(count[k] * sizeof *fd->an);
-    fd->meas = malloc(count[k] * sizeof *fd->meas);
-    fd->order = malloc(count[k] * sizeof *fd->order);
-    if (!fd->X || !fd->an || !fd->meas || !fd->order) {
-      rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
-      goto done;
-    }
+    if ((rc = fam_alloc(fd, count[k], err)) != SC_OK) goto done;
     for (size_t i = 0; i < n; i++) {
       const sc__vrow *r = &vr[i];
       sc_coll_desc c;
@@ -528,78 +593,9 @@ int sc_cli_fit(int argc, char **argv) {
     basis = hardware;
     target_name = dev.name;
     nrows = set.n;
-    /* group rows by family (family pointers are interned by the reader) */
-    for (size_t i = 0; i < set.n; i++) {
-      size_t f;
-      for (f = 0; f < nf && fds[f].family != set.rows[i].op.family; f++) {}
-      if (f == nf) {
-        if (nf == sizeof fds / sizeof fds[0]) {
-          sc_error_set(&err, SC_ELIMIT, "%s: more than 32 families", samples);
-          goto fail;
-        }
-        fds[nf++].family = set.rows[i].op.family;
-      }
-      fds[f].n++;
-    }
-    for (size_t f = 0; f < nf; f++) {
-      fam_data *fd = &fds[f];
-      const sc_op_plugin *op = sc_registry_op(reg, fd->family);
-      size_t k = 0;
-      if (op == NULL) {
-        sc_error_set(&err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
-                     fd->family);
-        goto fail;
-      }
-      fd->p = sc_resid_nfeatures(op);
-      for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_resid_feature_name(op, j));
-      if (fd->n < (size_t)folds + 2 || fd->n < 8) {
-        sc_error_set(&err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at least "
-                     "max(8, folds + 2)", samples, fd->family, fd->n);
-        goto fail;
-      }
-      fd->X = malloc(fd->n * (fd->p ? fd->p : 1) * sizeof *fd->X);
-      fd->an = malloc(fd->n * sizeof *fd->an);
-      fd->meas = malloc(fd->n * sizeof *fd->meas);
-      fd->order = malloc(fd->n * sizeof *fd->order);
-      if (!fd->X || !fd->an || !fd->meas || !fd->order) {
-        sc_error_set(&err, SC_ENOMEM, "fit: out of memory");
-        goto fail;
-      }
-      for (size_t i = 0; i < set.n; i++) {
-        sc_estimate e;
-        sc_error e2;
-        if (set.rows[i].op.family != fd->family) continue;
-        if (sc_registry_estimate_op(reg, &dev, &set.rows[i].op, &e, &e2) != SC_OK) {
-          sc_error_set(&err, e2.code, "%s:%u: %s", samples, set.rows[i].line, e2.msg);
-          goto fail;
-        }
-        {
-          double x[SC_MAX_FEATURES];
-          uint32_t nx = sc_resid_features(&e, x);
-          if (nx != fd->p || !(e.time_s > 0)) {
-            sc_error_set(&err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares %u) "
-                         "or a time <= 0", samples, set.rows[i].line, fd->family, e.nfeatures,
-                         op->nfeatures);
-            goto fail;
-          }
-          memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
-        }
-        fd->an[k] = e.time_s;
-        fd->meas[k] = set.rows[i].m.median_s;
-        if (rows != NULL) {
-          const sc_op_desc *d = &set.rows[i].op;
-          fprintf(rows, "%s,%u,%u", fd->family, set.rows[i].line, d->variant);
-          for (uint32_t j = 0; j < 8; j++)
-            fprintf(rows, ",%lld", j < d->ndims ? (long long)d->dims[j] : 0LL);
-          fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
-                  sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
-        }
-        fd->order[k] = k;
-        k++;
-      }
-      sort_ctx = fd;
-      qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
-    }
+    if (sample_families(reg, &dev, samples, &set, folds, fds, sizeof fds / sizeof fds[0],
+                        &nf, rows, &err) != SC_OK)
+      goto fail;
   }
   models = calloc(nf * NEST, sizeof *models);
   names = calloc(nf * NEST, sizeof *names);
