@@ -477,6 +477,43 @@ START_TEST(test_row_exposure) {
 }
 END_TEST
 
+/* A CPU GEMM's exposed operand traffic: a device with gemm_exposed_bw_Bps X and
+ * gemm_exposed_knee_bytes K adds, per product, g ws / X with ws = e (mk + kn + mn) and
+ * g = ws / (ws + K) to the roofline's max; without either key (every GPU file) nothing. */
+START_TEST(test_gemm_exposed) {
+  sc_device dev = a100();
+  dev.peak_flops_per_s[SC_DTYPE_FP32] = 1e11;
+  dev.matmul_efficiency[SC_DTYPE_FP32] = 0;
+  dev.flops_efficiency = 1.0;
+  dev.tile_m = dev.tile_n = dev.tile_k = 0;
+  dev.compute_units = 0;
+  dev.launch_s = 0;
+  const double F = 2.0 * 16 * 4096 * 4096, ws = 4.0 * (16 * 4096 * 2 + 4096.0 * 4096);
+  sc_estimate base = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP32, 1, 16, 4096, 4096));
+  REL(base.time_s, F / 1e11);
+  ck_assert(sc_device_gemm_exposed_s(&dev, 1, ws) == 0.0);
+  dev.gemm_exposed_bw_Bps = 8e9;
+  ck_assert(sc_device_gemm_exposed_s(&dev, 1, ws) == 0.0); /* no knee: not stated */
+  dev.gemm_exposed_knee_bytes = 4e6;
+  /* skinny, past the knee: most of its 67 MB exposed, 8.0 ms on 5.4 ms of arithmetic */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP32, 1, 16, 4096, 4096));
+  REL(e.time_s, F / 1e11 + ws / (ws + 4e6) * ws / 8e9);
+  ck_assert_int_eq(e.bound, SC_BOUND_COMPUTE);
+  /* at the knee, half: a 4 MB working set; batched, per product */
+  ck_assert(fabs(sc_device_gemm_exposed_s(&dev, 1, 4e6) - 0.5 * 4e6 / 8e9) < 1e-15);
+  ck_assert(fabs(sc_device_gemm_exposed_s(&dev, 3, 4e6) - 1.5 * 4e6 / 8e9) < 1e-15);
+  const double ws2 = 4.0 * (64 * 64 * 3);
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP32, 5, 64, 64, 64));
+  REL(e.time_s, 5 * 2.0 * 64 * 64 * 64 / 1e11 + 5 * ws2 / (ws2 + 4e6) * ws2 / 8e9);
+  /* a square 2048^3 GEMM: 2.9 % of its time (its traffic per FLOP is 1/512 of the skinny) */
+  const double ws3 = 4.0 * 3 * 2048.0 * 2048;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_FP32, 1, 2048, 2048, 2048));
+  REL(e.time_s, 2.0 * 2048.0 * 2048 * 2048 / 1e11 + ws3 / (ws3 + 4e6) * ws3 / 8e9);
+  /* features unchanged by the term */
+  ck_assert_int_eq(e.nfeatures, base.nfeatures);
+}
+END_TEST
+
 /* fp32 logits are not cast: cross-entropy moves 24 (forward) and 8 (backward) bytes per
  * logit; bf16 logits add the cast to fp32 and back (e + 4 each way). */
 START_TEST(test_cross_entropy_fp32_no_cast) {
@@ -650,6 +687,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention_softmax_rate);
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_row_exposure);
+  tcase_add_test(tc, test_gemm_exposed);
   tcase_add_test(tc, test_row_rate);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);

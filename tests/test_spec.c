@@ -297,6 +297,9 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_bad_row_width.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'row_rate.norm.2.100'", "row width of 64 x 2^i"},
   {"hw_cpu_bad_row_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'row_rate.norm.2.128'", "must be > 0"},
   {"hw_cpu_row_rate_flat.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'row_rate.norm.2'", "table of <columns>"},
+  {"hw_cpu_gemm_exposed_no_knee.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_bw_Bps'", "needs gemm_exposed_knee_bytes"},
+  {"hw_cpu_gemm_knee_no_bw.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_knee_bytes'", "needs gemm_exposed_bw_Bps"},
+  {"hw_cpu_gemm_exposed_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_bw_Bps'", "outside [1000, 1e+16]"},
 };
 
 START_TEST(malformed_is_named) {

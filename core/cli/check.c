@@ -85,6 +85,9 @@ static void print_device(const sc_device *d, const char *path) {
   printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);
   if (d->write_allocate) printf("  write allocate   yes\n");
   if (d->l1_bytes > 0) printf("  l1               %.1f KB\n", d->l1_bytes / 1e3);
+  if (d->gemm_exposed_bw_Bps > 0)
+    printf("  gemm exposed     %.2f GB/s, half at %.2f MB\n", d->gemm_exposed_bw_Bps / 1e9,
+           d->gemm_exposed_knee_bytes / 1e6);
   print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,
                      sizeof d->kernel_rates[0], "kernel rate", 1e-9, " GFLOP/s");
   print_kernel_table(d->row_exposure[0].family, d->row_exposure[0].multiple,

@@ -41,7 +41,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "vector_flops_per_s", "attention_fwd_efficiency",
                                        "attention_bwd_efficiency", "cache_bw_Bps",
                                        "kernel_flops_per_s", "write_allocate", "l1_bytes",
-                                       "row_exposure", "row_rate", NULL};
+                                       "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
+                                       "gemm_exposed_knee_bytes", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -100,6 +101,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_row_exposure(host, t, dev, err)) != SC_OK) return rc;
   /* The row kernels' rate by row width, of their stated rate (docs/operators.md). */
   if ((rc = sc__hw_row_rate(host, t, dev, err)) != SC_OK) return rc;
+  /* The GEMM's operand traffic that the BLAS does not overlap (docs/operators.md). */
+  if ((rc = sc__hw_gemm_exposure(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

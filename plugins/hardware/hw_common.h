@@ -294,6 +294,26 @@ static inline int sc__hw_row_exposure(const sc_host *host, const sc_table *t, sc
   return SC_OK;
 }
 
+/* The optional gemm_exposed_bw_Bps and gemm_exposed_knee_bytes of a CPU
+ * (sc_device_gemm_exposed_s): each needs the other. */
+static inline int sc__hw_gemm_exposure(const sc_host *host, const sc_table *t, sc_device *dev,
+                                       sc_error *err) {
+  int rc = sc__hw_opt_number(host, t, "gemm_exposed_bw_Bps", 0, &dev->gemm_exposed_bw_Bps, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__hw_opt_number(host, t, "gemm_exposed_knee_bytes", 0, &dev->gemm_exposed_knee_bytes,
+                         err);
+  if (rc != SC_OK) return rc;
+  if ((dev->gemm_exposed_bw_Bps > 0) != (dev->gemm_exposed_knee_bytes > 0)) {
+    const int bw = dev->gemm_exposed_bw_Bps > 0;
+    const char *has = bw ? "gemm_exposed_bw_Bps" : "gemm_exposed_knee_bytes";
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': needs %s too (the exposed rate and the "
+                          "working set at which half the traffic is exposed)",
+                          host->table_where(t, has), has,
+                          bw ? "gemm_exposed_knee_bytes" : "gemm_exposed_bw_Bps");
+  }
+  return SC_OK;
+}
+
 /* The optional [hardware.row_rate.<family>.<variant>] <columns> = multiple (> 0) of the
  * kernel's stated rate at that row width (sc_device_row_rate). */
 static inline int sc__hw_row_rate(const sc_host *host, const sc_table *t, sc_device *dev,

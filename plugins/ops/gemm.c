@@ -19,6 +19,9 @@
  * e.g. a measured maximum achievable matmul rate over the peak; else flops_efficiency).
  * A device with tile_m/n/k = 0 has no tile quantisation (tile_eff = 1, tiles counted as if
  * each dimension were one tile) and compute_units = 0 disables wave quantisation.
+ * A CPU that states gemm_exposed_bw_Bps adds the share of its BLAS's operand traffic that
+ * packing does not overlap with the arithmetic (sc_device_gemm_exposed_s): skinny GEMMs,
+ * whose traffic per FLOP is largest, run well below the 2048^3 rate (docs/operators.md).
  */
 #include "op_common.h"
 
@@ -59,6 +62,9 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype],
                       sc_device_matmul_efficiency(dev, op->dtype), tile_eff * wave_eff, flops,
                       bytes, out);
+  /* A CPU BLAS's packing and C traffic past the core's caches, not overlapped (0 on a device
+   * that does not state it: every GPU file) */
+  out->time_s += sc_device_gemm_exposed_s(dev, batch, e * (m * k + k * n + m * n));
   double f[NFEATURES] = {sc__op_log10(flops), sc__op_log10(bytes),
                          sc__op_log10(sc__op_intensity(flops, bytes)), tile_eff, wave_eff,
                          sc__op_log2(batch), sc__op_log2(m), sc__op_log2(n), sc__op_log2(k),

@@ -266,7 +266,31 @@ typedef struct sc_device {
     char family[32];
     double multiple[SC_KERNEL_RATE_VARIANTS][SC_ROW_RATE_WIDTHS]; /* [variant][log2(cols/64)] */
   } row_rate[SC_KERNEL_RATE_FAMILIES];
+  /* Appended at ABI 1.0 (0 = not stated: a GEMM's operand traffic overlaps its arithmetic,
+   * the roofline's max). A CPU BLAS copies (packs) its operands into blocked buffers and
+   * reads and writes C between the arithmetic of its blocks; the part of that traffic that
+   * misses the core's caches is not hidden behind the arithmetic. A GEMM then adds, per
+   * product, g * ws / gemm_exposed_bw_Bps seconds, with ws = e * (m*k + k*n + m*n) its
+   * operand bytes and g = ws / (ws + gemm_exposed_knee_bytes) the share exposed (half at the
+   * knee). Both are measured by `stepcast sample` on GEMMs with one dimension of 16 at
+   * working sets from below the level-2 cache to past the last-level one, and the fp32 peak
+   * then excludes the 2048^3 GEMM's own exposed traffic (docs/operators.md). Both must be
+   * stated for the term to apply. */
+  double gemm_exposed_bw_Bps;
+  double gemm_exposed_knee_bytes;
 } sc_device;
+
+/* The time a GEMM of batch products, each of ws_bytes operand bytes (e * (m*k + k*n + m*n)),
+ * adds on dev past the roofline's max (see gemm_exposed_bw_Bps above), in seconds; 0 when
+ * the device does not state gemm_exposed_bw_Bps and gemm_exposed_knee_bytes. */
+static inline double sc_device_gemm_exposed_s(const sc_device *dev, double batch,
+                                              double ws_bytes) {
+  if (!(dev->gemm_exposed_bw_Bps > 0.0) || !(dev->gemm_exposed_knee_bytes > 0.0) ||
+      !(ws_bytes > 0.0) || !(batch > 0.0))
+    return 0.0;
+  double g = ws_bytes / (ws_bytes + dev->gemm_exposed_knee_bytes);
+  return batch * g * ws_bytes / dev->gemm_exposed_bw_Bps;
+}
 
 /* The stated rate of (family, variant) on dev, or 0 when none is stated. */
 static inline double sc_device_kernel_rate(const sc_device *dev, const char *family,
