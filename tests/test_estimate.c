@@ -264,6 +264,48 @@ END_TEST
 
 /* ---- residual files -------------------------------------------------------------- */
 
+/* The GEMM exposure solver recovers P, X and K from times its own model makes (the
+ * sampler's shapes: 2048^3 and one dimension of 16 with two of 512 .. 4096), refuses times
+ * without exposure and malformed input. */
+static double expo_time(double F, double ws, double P, double X, double K) {
+  return F / P + ws / (ws + K) * ws / X;
+}
+START_TEST(gemm_exposure_solve) {
+  const double P = 1.05e11, X = 8.6e9, K = 2.5e6;
+  const double fb = 2.0 * 2048.0 * 2048 * 2048, wb = 4.0 * 3 * 2048.0 * 2048;
+  double f[4], ws[4], t[4], p = 0, x = 0, k = 0;
+  for (int j = 0; j < 4; j++) {
+    double n = 512.0 * (1 << j);
+    f[j] = 2.0 * 16 * n * n;
+    ws[j] = 4.0 * (2.0 * 16 * n + n * n);
+    t[j] = expo_time(f[j], ws[j], P, X, K);
+  }
+  const double tb = expo_time(fb, wb, P, X, K);
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, tb, f, ws, t, 4, &p, &x, &k), SC_OK);
+  ck_assert_msg(fabs(p / P - 1) < 1e-6 && fabs(x / X - 1) < 1e-6 && fabs(k / K - 1) < 1e-6,
+                "P %g X %g K %g", p, x, k);
+  /* the raw square rate is below P: its own exposed traffic, 2.9 % here */
+  ck_assert(fb / tb < 0.98 * P);
+  /* no exposure: every GEMM at one rate */
+  double t0[4];
+  for (int j = 0; j < 4; j++) t0[j] = f[j] / P;
+  p = x = k = -1;
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, fb / P, f, ws, t0, 4, &p, &x, &k),
+                   SC_ENOTFOUND);
+  ck_assert(p == -1 && x == -1 && k == -1);
+  /* the smaller GEMMs all slower than all their traffic exposed: no knee */
+  double t1[4];
+  for (int j = 0; j < 4; j++) t1[j] = j < 3 ? 10.0 * t[j] : t[j];
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, tb, f, ws, t1, 4, &p, &x, &k), SC_ENOTFOUND);
+  /* malformed */
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, tb, f, ws, t, 1, &p, &x, &k), SC_EINVAL);
+  t1[0] = NAN;
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, tb, f, ws, t1, 4, &p, &x, &k), SC_EINVAL);
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, -1, tb, f, ws, t, 4, &p, &x, &k), SC_EINVAL);
+  ck_assert_int_eq(sc_gemm_exposure_solve(fb, wb, tb, f, ws, t, 4, NULL, &x, &k), SC_EINVAL);
+}
+END_TEST
+
 START_TEST(residuals_apply_linear) {
   sc_residuals *r = NULL;
   sc_estimate e;
@@ -644,6 +686,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, samples_read_good);
   tcase_add_test(tc, samples_read_malformed);
   tcase_add_test(tc, samples_write_read);
+  tcase_add_test(tc, gemm_exposure_solve);
   tcase_add_test(tc, residuals_apply_linear);
   tcase_add_test(tc, residuals_malformed);
   tcase_add_test(tc, residuals_check_against_plugins);

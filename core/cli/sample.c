@@ -30,9 +30,10 @@ static void sample_usage(FILE *out) {
           "describe the device for the analytical estimate: a 2048^3 sgemm (achievable\n"
           "FLOP/s), STREAM Add over 3 x 64 MiB (memory bandwidth) and 3 x 16 KiB (cache\n"
           "bandwidth), a one-element kernel call (launch overhead) and, on the CPU, each\n"
-          "vector kernel's rate on a cache-resident shape and attention's matmul and\n"
-          "softmax parts (head dims 32 and 128); it prints them as [hardware] lines to\n"
-          "copy. Each row holds repetitions, median and spread.\n\n"
+          "vector kernel's rate on a cache-resident shape, attention's matmul and\n"
+          "softmax parts (head dims 32 and 128) and the operand traffic sgemm does not\n"
+          "overlap (GEMMs with one dimension of 16); it prints them as [hardware] lines\n"
+          "to copy. Each row holds repetitions, median and spread.\n\n"
           "options:\n"
           "  --device KIND      hardware plugin that measures (cpu; cuda where the cuda\n"
           "                     plugin is built: bf16, GEMMs and sequences up to 8192, a\n"
@@ -548,6 +549,7 @@ static host_caps read_host_caps(void) {
 }
 
 #define SAMPLE_MAX_BW_RUNS 12
+#define GEMM_EXPO_SIZES 4 /* the skinny GEMMs' sizes: 512, 1024, 2048, past the LLC */
 
 /* The microbenchmarks of a run: what they timed and the rates they give. */
 typedef struct micro_run {
@@ -563,6 +565,13 @@ typedef struct micro_run {
   double rrate[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS]; /* row rate by width (the row kernels) */
   sc_measurement rrmeas[NKERNEL_MICROS][SC_ROW_RATE_WIDTHS];
   double gemm_rate, cache_bw, vector_rate, attn_eff[2], attn_sm[2];
+  /* CPU: GEMMs with one dimension of 16 (in each of the three places) and two of gsn[j],
+   * from below the level-2 cache to past the last-level one (measure_gemm_exposure); the
+   * exposed rate and knee they give (0 = none measurable) and the 2048^3 sgemm's raw rate
+   * (gemm_rate then excludes its own exposed traffic) */
+  int64_t gsn[GEMM_EXPO_SIZES];
+  sc_measurement mgs[GEMM_EXPO_SIZES][3];
+  double gemm_exposed_bw, gemm_exposed_knee, gemm_raw_rate;
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
   double mem_bw; /* the median of bw_runs once the plan is done */
@@ -597,11 +606,21 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   if (hc->l1d > 0)
     fprintf(o, "l1_bytes = %.0f  # the level-1 data cache of one core, "
                "/sys/devices/system/cpu/cpu0/cache\n", hc->l1d);
+
   fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
              "element, the median of %d runs before, through and after the plan "
              "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->nbw);
   fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
              "(micro.stream_add_cache_bw_Bps)\n", r->cache_bw);
+  if (r->gemm_exposed_bw > 0) {
+    fprintf(o, "gemm_exposed_bw_Bps = %.4g  # MEASURED: the rate of the operand traffic sgemm "
+               "does not overlap, from GEMMs with one dimension of 16 and two of %lld against "
+               "the 2048^3 one (micro.gemm_exposed_bw_Bps)\n", r->gemm_exposed_bw,
+            (long long)r->gsn[GEMM_EXPO_SIZES - 1]);
+    fprintf(o, "gemm_exposed_knee_bytes = %.4g  # MEASURED: the operand working set at which "
+               "half of it is exposed, from the same GEMMs with two dimensions of 512 to 2048 "
+               "(micro.gemm_exposed_knee_bytes)\n", r->gemm_exposed_knee);
+  }
   fprintf(o, "launch_s = %.4g  # MEASURED: a one-element add kernel call (micro.launch_s)\n",
           r->m1.median_s);
   fprintf(o, "flops_efficiency = 1.0  # the peak below is the achieved sgemm rate\n");
@@ -619,8 +638,9 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                  "(micro.attention_%s_efficiency)\n", d ? "bwd" : "fwd", r->attn_eff[d],
               d ? "bwd" : "fwd");
   }
-  fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3 "
-             "(micro.sgemm_flops_per_s)\n", r->gemm_rate);
+  fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3%s "
+             "(micro.sgemm_flops_per_s)\n", r->gemm_rate,
+          r->gemm_exposed_bw > 0 ? ", less its exposed operand traffic" : "");
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     int first = 1;
@@ -769,12 +789,98 @@ static int build_plan(plan *pl, const char *families, int quick, int gpu, double
   return prc;
 }
 
+/* Measure ops[0..n) in MICRO_ROUNDS rounds, each measuring every op once (min_reps, a
+ * MICRO_ROUNDS-th of budget_s): a slow spell of a shared machine shorter than a round then
+ * moves one of an op's rounds, not its result. *out[i] gets the median of op i's round
+ * medians, with p10/p90 the lowest and highest round median, min and max over every
+ * repetition and reps their sum. The microbenchmarks whose ratios set hardware figures
+ * (attention's two head dims, the skinny GEMMs against each other) use it. */
+#define MICRO_ROUNDS 3
+static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev,
+                          const sc_op_desc *ops, size_t n, uint32_t min_reps, double budget_s,
+                          sc_measurement **out, sc_error *err) {
+  sc_measurement m[16][MICRO_ROUNDS];
+  if (n > 16) return sc_error_set(err, SC_EINVAL, "sample: at most 16 ops per round");
+  for (int k = 0; k < MICRO_ROUNDS; k++)
+    for (size_t i = 0; i < n; i++) {
+      int rc = hw->measure(st, dev, &ops[i], min_reps, budget_s / MICRO_ROUNDS, &m[i][k], err);
+      if (rc != SC_OK) return rc;
+    }
+  for (size_t i = 0; i < n; i++) {
+    double med[MICRO_ROUNDS];
+    sc_measurement *o = out[i];
+    memset(o, 0, sizeof *o);
+    o->min_s = m[i][0].min_s;
+    o->max_s = m[i][0].max_s;
+    for (int k = 0; k < MICRO_ROUNDS; k++) {
+      med[k] = m[i][k].median_s;
+      o->reps += m[i][k].reps;
+      if (m[i][k].min_s < o->min_s) o->min_s = m[i][k].min_s;
+      if (m[i][k].max_s > o->max_s) o->max_s = m[i][k].max_s;
+    }
+    o->median_s = median_of(med, MICRO_ROUNDS); /* sorts med */
+    o->p10_s = med[0];
+    o->p90_s = med[MICRO_ROUNDS - 1];
+  }
+  return SC_OK;
+}
+
+/* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between
+ * blocks; sc_device_gemm_exposed_s). Times GEMMs with one dimension of 16 and two of n, for
+ * n = 512, 1024, 2048 and one n >= 4096 whose 4 n^2 bytes are at least twice the last-level
+ * cache (each the median over the 16 as m, n and k): their traffic per FLOP is 64 to 512
+ * times the 2048^3 GEMM's. With the model
+ *     t = F / P + g ws / X,   g = ws / (ws + K),   ws = e (m k + k n + m n),
+ * sc_gemm_exposure_solve gives P (r->gemm_rate), X (r->gemm_exposed_bw) and K
+ * (r->gemm_exposed_knee) from the 2048^3 GEMM and these. When they show no exposure, X and K
+ * stay 0 and P is the raw 2048^3 rate. */
+static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
+                                 const sc_device *dev, double llc, double budget_s,
+                                 sc_error *err) {
+  void *st = sc_registry_state(reg, &hw->hdr);
+  double t[GEMM_EXPO_SIZES], F[GEMM_EXPO_SIZES], W[GEMM_EXPO_SIZES];
+  const double fb = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn;
+  const double wb = r->esz * 3.0 * (double)r->gn * (double)r->gn;
+  double P = 0, X = 0, K = 0;
+  const int last = GEMM_EXPO_SIZES - 1;
+  sc_op_desc ops[GEMM_EXPO_SIZES * 3];
+  sc_measurement *outs[GEMM_EXPO_SIZES * 3];
+  for (int j = 0; j < GEMM_EXPO_SIZES; j++) {
+    int64_t n = (int64_t)512 << j;
+    if (j == last)
+      while (4.0 * (double)n * (double)n < 2.0 * llc && n < 16384) n *= 2;
+    r->gsn[j] = n;
+    for (int i = 0; i < 3; i++) {
+      ops[3 * j + i] = r->g;
+      for (int d = 1; d <= 3; d++) ops[3 * j + i].dims[d] = d == i + 1 ? 16 : n;
+      outs[3 * j + i] = &r->mgs[j][i];
+    }
+  }
+  int rc = measure_rounds(hw, st, dev, ops, GEMM_EXPO_SIZES * 3, 5, budget_s, outs, err);
+  if (rc != SC_OK) return rc;
+  for (int j = 0; j < GEMM_EXPO_SIZES; j++) {
+    double ts[3] = {r->mgs[j][0].median_s, r->mgs[j][1].median_s, r->mgs[j][2].median_s};
+    const double n = (double)r->gsn[j];
+    t[j] = median_of(ts, 3);
+    F[j] = 2.0 * 16.0 * n * n;
+    W[j] = r->esz * (2.0 * 16.0 * n + n * n);
+  }
+  if (sc_gemm_exposure_solve(fb, wb, r->mg.median_s, F, W, t, GEMM_EXPO_SIZES, &P, &X, &K) !=
+      SC_OK)
+    return SC_OK; /* nothing exposed: not stated */
+  r->gemm_rate = P;
+  r->gemm_exposed_bw = X;
+  r->gemm_exposed_knee = K;
+  return SC_OK;
+}
+
 /* The microbenchmarks before the plan: sgemm (or the device's GEMM), STREAM Add, a kernel
  * call; on the CPU also the cache-resident STREAM Add, the layer-norm rate, the attention
- * kernel split into its two parts and every vector kernel's own rate. */
+ * kernel split into its two parts, the GEMM's exposed operand traffic (where sysfs gives a
+ * level-2 cache below the last level) and every vector kernel's own rate. */
 static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
-                          const sc_device *dev, const char *families, int quick, int tty,
-                          sc_error *err) {
+                          const sc_device *dev, const host_caps *caps, const char *families,
+                          int quick, int tty, sc_error *err) {
   void *st = sc_registry_state(reg, &hw->hdr);
   const int gpu = r->gpu;
   r->gn = gpu ? 8192 : 2048;
@@ -807,6 +913,8 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   r->af2.dims[5] = 128;
   r->ab2 = r->ab;
   r->ab2.dims[5] = 128;
+  const sc_op_desc attn[4] = {r->af, r->af2, r->ab, r->ab2};
+  sc_measurement *attn_m[4] = {&r->maf, &r->maf2, &r->mab, &r->mab2};
   if (tty) fprintf(stderr, gpu ? "microbenchmarks (bf16 GEMM 8192^3, STREAM Add 3 x 512 MiB, "
                                  "launch)..."
                              : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
@@ -815,10 +923,7 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
       stream_bw(reg, hw, dev, &r->add, r->esz, 5, 2.0, &r->bw_runs[0], &r->ma, err) != SC_OK ||
       hw->measure(st, dev, &r->one, 9, 0.5, &r->m1, err) != SC_OK ||
       (!gpu && (hw->measure(st, dev, &r->ln, 9, 1.0, &r->mln, err) != SC_OK ||
-                hw->measure(st, dev, &r->af, 5, 1.0, &r->maf, err) != SC_OK ||
-                hw->measure(st, dev, &r->ab, 5, 1.0, &r->mab, err) != SC_OK ||
-                hw->measure(st, dev, &r->af2, 5, 1.0, &r->maf2, err) != SC_OK ||
-                hw->measure(st, dev, &r->ab2, 5, 1.0, &r->mab2, err) != SC_OK ||
+                measure_rounds(hw, st, dev, attn, 4, 5, 1.0, attn_m, err) != SC_OK ||
                 stream_bw(reg, hw, dev, &r->addc, r->esz, 9, 1.0, &r->cache_bw, &r->mc, err) !=
                     SC_OK)))
     return err->code;
@@ -826,10 +931,16 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   /* The rates the microbenchmarks give. Attention: the causal forward does half of
    * 4*b*h*s^2*d, the backward 2.5 times that (the attention plugin's count). */
   r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
+  r->gemm_raw_rate = r->gemm_rate;
   r->nbw = 1;
   r->mem_bw = r->bw_runs[0];
   r->kd = *dev;
   if (gpu) return SC_OK;
+  if (caps->llc > 0) {
+    if (tty) fprintf(stderr, "\nGEMMs with a dimension of 16 (exposed operand traffic)...");
+    int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
+    if (grc != SC_OK) return grc;
+  }
   {
     const double scores = 0.5 * (double)r->af.dims[0] * (double)r->af.dims[1] *
                           (double)r->af.dims[3] * (double)r->af.dims[4]; /* unmasked */
@@ -870,7 +981,21 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
   if (!r->gpu) {
     fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", r->gemm_rate);
     fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min "
-               "%.4g, max %.4g)\n", r->mg.median_s, r->mg.reps, r->mg.min_s, r->mg.max_s);
+               "%.4g, max %.4g), %.4g FLOP/s%s\n", r->mg.median_s, r->mg.reps, r->mg.min_s,
+            r->mg.max_s, r->gemm_raw_rate,
+            r->gemm_exposed_bw > 0 ? "; the rate above excludes its exposed operand traffic"
+                                   : "");
+    if (r->gsn[0] > 0) {
+      fprintf(f, "# micro.gemm_exposed_bw_Bps = %.4g%s\n", r->gemm_exposed_bw,
+              r->gemm_exposed_bw > 0 ? "" : "  (none measurable: not stated)");
+      fprintf(f, "# micro.gemm_exposed_knee_bytes = %.4g\n", r->gemm_exposed_knee);
+      fprintf(f, "# micro.gemm_exposed = cblas_sgemm fp32 with one dimension of 16 (as m, n, k) "
+                 "and two of n: medians");
+      for (int j = 0; j < GEMM_EXPO_SIZES; j++)
+        fprintf(f, "%s n %lld: %.4g, %.4g, %.4g s", j ? ";" : "", (long long)r->gsn[j],
+                r->mgs[j][0].median_s, r->mgs[j][1].median_s, r->mgs[j][2].median_s);
+      fprintf(f, "\n");
+    }
     fprintf(f, "# micro.stream_add_bw_Bps.first = %.4g\n", r->bw_runs[0]);
     fprintf(f, "# micro.stream_add = c = a + b over 2^24 floats (12 bytes per element, STREAM's "
                "count), before the plan: median %.4g s of %u (min %.4g, max %.4g); run again "
@@ -1121,7 +1246,8 @@ int sc_cli_sample(int argc, char **argv) {
     memset(&mr, 0, sizeof mr);
     mr.gpu = gpu;
     mr.dtype = dtype;
-    if (measure_micros(&mr, reg, hw, &dev, families, quick, tty, &err) != SC_OK) goto fail;
+    if (measure_micros(&mr, reg, hw, &dev, &caps, families, quick, tty, &err) != SC_OK)
+      goto fail;
     write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps);
     t0 = now_s();
     if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &mr.add, mr.esz, mr.bw_runs,

@@ -73,6 +73,21 @@ const char *sc_samples_meta(const sc_sample_set *s, const char *key);
  * significant digits. SC_EIO when the stream fails. */
 int sc_samples_write_row(FILE *f, const sc_op_desc *op, const sc_measurement *m, sc_error *err);
 
+/* A CPU GEMM's exposed operand traffic (sc_device_gemm_exposed_s) from microbenchmark
+ * times. t_big is a square GEMM's time (f_big FLOPs, ws_big operand bytes e(mk + kn + mn));
+ * t[j] for j < n are GEMMs with one small dimension (f[j] FLOPs, ws[j] operand bytes), the
+ * last past the last-level cache, the others below it. With the model
+ *     t = F / P + g ws / X,   g = ws / (ws + K)
+ * the square and the last GEMM give P and X for a given K, each other GEMM the K that puts
+ * it on the model; K is the median of those, and the three are solved in turn until K
+ * settles (at most 50 rounds). SC_OK with *peak_flops_per_s = P, *bw_Bps = X and
+ * *knee_bytes = K; SC_ENOTFOUND, outputs untouched, when the times show no exposure (P or X
+ * not positive and finite, or no other GEMM between 0 and all of its traffic exposed);
+ * SC_EINVAL when n < 2, n > 16 or an input is not positive and finite. */
+int sc_gemm_exposure_solve(double f_big, double ws_big, double t_big, const double *f,
+                           const double *ws, const double *t, int n, double *peak_flops_per_s,
+                           double *bw_Bps, double *knee_bytes);
+
 /* ---- ridge regression --------------------------------------------------------------- */
 
 /* Fit y ≈ intercept + sum_j coef[j] * (X[i][j] - mean[j]) / scale[j] for n rows of p

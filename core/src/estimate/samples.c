@@ -286,3 +286,55 @@ int sc_samples_write_row(FILE *f, const sc_op_desc *op, const sc_measurement *m,
   if (ferror(f)) return sc_error_set(err, SC_EIO, "samples: write error");
   return SC_OK;
 }
+
+int sc_gemm_exposure_solve(double f_big, double ws_big, double t_big, const double *f,
+                           const double *ws, const double *t, int n, double *peak_flops_per_s,
+                           double *bw_Bps, double *knee_bytes) {
+  double P = 0, X = 0, K = 0;
+  if (n < 2 || n > 16 || f == NULL || ws == NULL || t == NULL || peak_flops_per_s == NULL ||
+      bw_Bps == NULL || knee_bytes == NULL)
+    return SC_EINVAL;
+  if (!(f_big > 0 && ws_big > 0 && t_big > 0 && isfinite(f_big) && isfinite(ws_big) &&
+        isfinite(t_big)))
+    return SC_EINVAL;
+  for (int j = 0; j < n; j++) {
+    if (!(f[j] > 0 && ws[j] > 0 && t[j] > 0 && isfinite(f[j]) && isfinite(ws[j]) &&
+          isfinite(t[j])))
+      return SC_EINVAL;
+  }
+  const int last = n - 1;
+  for (int it = 0; it < 50; it++) {
+    /* 1/P and 1/X from the square GEMM and the last one, linear in the two */
+    double gb = ws_big / (ws_big + K), gs = ws[last] / (ws[last] + K);
+    double det = f_big * gs * ws[last] - f[last] * gb * ws_big;
+    double a, b, ks[16], k2;
+    int nk = 0;
+    if (!(det != 0.0)) return SC_ENOTFOUND;
+    a = (t_big * gs * ws[last] - t[last] * gb * ws_big) / det;
+    b = (f_big * t[last] - f[last] * t_big) / det;
+    if (!(a > 0 && b > 0 && isfinite(1.0 / a) && isfinite(1.0 / b))) return SC_ENOTFOUND;
+    P = 1.0 / a;
+    X = 1.0 / b;
+    for (int j = 0; j < last; j++) { /* the knee that puts GEMM j on the model */
+      double g = (t[j] - f[j] / P) * X / ws[j];
+      if (g > 0 && g < 1) ks[nk++] = ws[j] * (1.0 / g - 1.0);
+    }
+    if (nk == 0) return SC_ENOTFOUND;
+    for (int i = 1; i < nk; i++) /* their median */
+      for (int j = i; j > 0 && ks[j] < ks[j - 1]; j--) {
+        double tmp = ks[j];
+        ks[j] = ks[j - 1];
+        ks[j - 1] = tmp;
+      }
+    k2 = nk % 2 ? ks[nk / 2] : 0.5 * (ks[nk / 2 - 1] + ks[nk / 2]);
+    if (fabs(k2 - K) <= 1e-9 * k2) {
+      K = k2;
+      break;
+    }
+    K = k2;
+  }
+  *peak_flops_per_s = P;
+  *bw_Bps = X;
+  *knee_bytes = K;
+  return SC_OK;
+}
