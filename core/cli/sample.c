@@ -42,7 +42,7 @@ static void sample_usage(FILE *out) {
           "  --out FILE         samples CSV to write (e.g. hardware/host-cpu/samples.csv)\n"
           "  --seconds S        time budget for the whole plan (default 240); the plan stops\n"
           "                     early, saying so in the file, when it is spent (the\n"
-          "                     microbenchmarks, about 15 s on a CPU, run before it)\n"
+          "                     microbenchmarks, about 15-20 s on a CPU, run before it)\n"
           "  --threads N        BLAS threads (default 1; OPENBLAS_NUM_THREADS is recorded)\n"
           "  --min-reps N       timed repetitions per shape at least (default 5)\n"
           "  --families LIST    comma-separated subset of the families (default all)\n"
