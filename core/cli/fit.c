@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -42,7 +43,8 @@ static void fit_usage(FILE *out) {
           "                     algo,bytes,busbw_GBps,notes), instead of --samples\n"
           "  --system S         with --comm: the rows of this system (its 'system' column);\n"
           "                     they must name one topology\n"
-          "  --out DIR          output folder (must exist), e.g. hardware/host-cpu/residuals\n"
+          "  --out DIR          output folder (created when missing; its parent must exist),\n"
+          "                     e.g. hardware/host-cpu/residuals\n"
           "  --hardware H       device description for the analytical estimate (default: the\n"
           "                     hardware file beside the samples' folder, X/<name>.toml for\n"
           "                     X/<name>/samples.csv)\n"
@@ -568,6 +570,19 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm == NULL && sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
   if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
+  { /* the output folder: created when missing (its parent must exist), before the fit */
+    struct stat st;
+    if (stat(outdir, &st) != 0) {
+      if (errno != ENOENT || mkdir(outdir, 0777) != 0) {
+        sc_error_set(&err, SC_EIO, "%s: --out: cannot create the folder: %s", outdir,
+                     strerror(errno));
+        goto fail;
+      }
+    } else if (!S_ISDIR(st.st_mode)) {
+      sc_error_set(&err, SC_EIO, "%s: --out: not a folder", outdir);
+      goto fail;
+    }
+  }
   if (rows_path != NULL) {
     rows = fopen(rows_path, "w");
     if (rows == NULL) {
