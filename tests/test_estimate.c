@@ -306,6 +306,47 @@ START_TEST(gemm_exposure_solve) {
 }
 END_TEST
 
+/* The Zen 4 host's samples header keeps the GEMM micro's medians: solving them again gives
+ * the rates its hardware file states (to the 4 digits the header prints). */
+static double med3(double a, double b, double c) {
+  return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+}
+START_TEST(gemm_exposure_header) {
+  sc_sample_set set;
+  sc_error err;
+  const char *path = SC_SOURCE_DIR "/docs/validation/host-cpu-zen4/samples.csv";
+  ck_assert_msg(sc_samples_read(path, &set, &err) == SC_OK, "%s", err.msg);
+  const char *sg = sc_samples_meta(&set, "micro.sgemm");
+  const char *ge = sc_samples_meta(&set, "micro.gemm_exposed");
+  ck_assert(sg != NULL && ge != NULL);
+  double tb = 0, f[4], ws[4], t[4], p = 0, x = 0, k = 0;
+  const char *m = strstr(sg, "median ");
+  ck_assert(m != NULL && sscanf(m, "median %lf s", &tb) == 1);
+  const char *c = ge;
+  for (int j = 0; j < 4; j++) {
+    long long n = 0;
+    double a, b, d;
+    c = strstr(c, " n ");
+    ck_assert_msg(c != NULL && sscanf(c, " n %lld: %lf, %lf, %lf s", &n, &a, &b, &d) == 4,
+                  "size %d", j);
+    c += 3;
+    f[j] = 2.0 * 16 * (double)n * (double)n;
+    ws[j] = 4.0 * (2.0 * 16 * (double)n + (double)n * (double)n);
+    t[j] = med3(a, b, d);
+  }
+  ck_assert_int_eq(sc_gemm_exposure_solve(2.0 * 2048.0 * 2048 * 2048, 12.0 * 2048.0 * 2048, tb,
+                                          f, ws, t, 4, &p, &x, &k),
+                   SC_OK);
+  const double want_p = atof(sc_samples_meta(&set, "micro.sgemm_flops_per_s"));
+  const double want_x = atof(sc_samples_meta(&set, "micro.gemm_exposed_bw_Bps"));
+  const double want_k = atof(sc_samples_meta(&set, "micro.gemm_exposed_knee_bytes"));
+  ck_assert_msg(fabs(p / want_p - 1) < 0.01 && fabs(x / want_x - 1) < 0.02 &&
+                    fabs(k / want_k - 1) < 0.02,
+                "P %g (%g), X %g (%g), K %g (%g)", p, want_p, x, want_x, k, want_k);
+  sc_samples_free(&set);
+}
+END_TEST
+
 START_TEST(residuals_apply_linear) {
   sc_residuals *r = NULL;
   sc_estimate e;
@@ -687,6 +728,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, samples_read_malformed);
   tcase_add_test(tc, samples_write_read);
   tcase_add_test(tc, gemm_exposure_solve);
+  tcase_add_test(tc, gemm_exposure_header);
   tcase_add_test(tc, residuals_apply_linear);
   tcase_add_test(tc, residuals_malformed);
   tcase_add_test(tc, residuals_check_against_plugins);
