@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/median.h"
 #include "plugin/registry_int.h"
 #include "stepcast/estimate.h"
 #include "stepcast/ops.h"
@@ -606,7 +607,6 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   if (hc->l1d > 0)
     fprintf(o, "l1_bytes = %.0f  # the level-1 data cache of one core, "
                "/sys/devices/system/cpu/cpu0/cache\n", hc->l1d);
-
   fprintf(o, "mem_bw_Bps = %.4g  # MEASURED: STREAM Add c = a + b over 2^24 floats, 12 B per "
              "element, the median of %d runs before, through and after the plan "
              "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->nbw);
@@ -688,17 +688,6 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   }
   return ferror(o) ? sc_error_set(err, SC_EIO, "sample: write error on the hardware file")
                    : SC_OK;
-}
-
-/* The median of v[0..n) (sorts v). */
-static double median_of(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* STREAM Add on the micro's shape add (esz bytes per element), at least min_reps timed
@@ -818,7 +807,7 @@ static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev
       if (m[i][k].min_s < o->min_s) o->min_s = m[i][k].min_s;
       if (m[i][k].max_s > o->max_s) o->max_s = m[i][k].max_s;
     }
-    o->median_s = median_of(med, MICRO_ROUNDS); /* sorts med */
+    o->median_s = sc__median(med, MICRO_ROUNDS); /* sorts med */
     o->p10_s = med[0];
     o->p90_s = med[MICRO_ROUNDS - 1];
   }
@@ -861,7 +850,7 @@ static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plu
   for (int j = 0; j < GEMM_EXPO_SIZES; j++) {
     double ts[3] = {r->mgs[j][0].median_s, r->mgs[j][1].median_s, r->mgs[j][2].median_s};
     const double n = (double)r->gsn[j];
-    t[j] = median_of(ts, 3);
+    t[j] = sc__median(ts, 3);
     F[j] = 2.0 * 16.0 * n * n;
     W[j] = r->esz * (2.0 * 16.0 * n + n * n);
   }
@@ -876,8 +865,8 @@ static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plu
 
 /* The microbenchmarks before the plan: sgemm (or the device's GEMM), STREAM Add, a kernel
  * call; on the CPU also the cache-resident STREAM Add, the layer-norm rate, the attention
- * kernel split into its two parts, the GEMM's exposed operand traffic (where sysfs gives a
- * level-2 cache below the last level) and every vector kernel's own rate. */
+ * kernel split into its two parts, the GEMM's exposed operand traffic (where sysfs gives the
+ * last-level cache) and every vector kernel's own rate. */
 static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
                           const sc_device *dev, const host_caps *caps, const char *families,
                           int quick, int tty, sc_error *err) {
@@ -1072,7 +1061,7 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   fprintf(f, "# micro.stream_add_bw_Bps.runs =");
   for (int k = 0; k < r->nbw; k++) fprintf(f, " %.4g", r->bw_runs[k]);
   fprintf(f, "  (before, through and after the plan)\n");
-  r->mem_bw = median_of(r->bw_runs, r->nbw);
+  r->mem_bw = sc__median(r->bw_runs, r->nbw);
   fprintf(f, "# micro.stream_add_bw_Bps = %.4g  (their median: the hardware file's mem_bw_Bps)\n",
           r->mem_bw);
   if (r->gpu || !(caps->l1d > 0 && caps->llc > 0)) return SC_OK;

@@ -64,7 +64,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
                       bytes, out);
   /* A CPU BLAS's packing and C traffic past the core's caches, not overlapped (0 on a device
    * that does not state it: every GPU file) */
-  out->time_s += sc_device_gemm_exposed_s(dev, batch, e * (m * k + k * n + m * n));
+  out->time_s += sc_device_gemm_exposed_s(dev, batch, bytes / batch); /* one product's */
   double f[NFEATURES] = {sc__op_log10(flops), sc__op_log10(bytes),
                          sc__op_log10(sc__op_intensity(flops, bytes)), tile_eff, wave_eff,
                          sc__op_log2(batch), sc__op_log2(m), sc__op_log2(n), sc__op_log2(k),

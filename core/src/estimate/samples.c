@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/median.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
 
@@ -320,13 +321,7 @@ int sc_gemm_exposure_solve(double f_big, double ws_big, double t_big, const doub
       if (g > 0 && g < 1) ks[nk++] = ws[j] * (1.0 / g - 1.0);
     }
     if (nk == 0) return SC_ENOTFOUND;
-    for (int i = 1; i < nk; i++) /* their median */
-      for (int j = i; j > 0 && ks[j] < ks[j - 1]; j--) {
-        double tmp = ks[j];
-        ks[j] = ks[j - 1];
-        ks[j - 1] = tmp;
-      }
-    k2 = nk % 2 ? ks[nk / 2] : 0.5 * (ks[nk / 2 - 1] + ks[nk / 2]);
+    k2 = sc__median(ks, (size_t)nk);
     if (fabs(k2 - K) <= 1e-9 * k2) {
       K = k2;
       break;

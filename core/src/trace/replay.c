@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "stepcast/comm.h"
+#include "common/median.h"
 #include "stepcast/estimate.h"
 #include "stepcast/report.h"
 #include "stepcast/stepcast.h"
@@ -168,17 +169,6 @@ static int cmp_lkey(const void *a, const void *b) {
   const lkey *x = a, *y = b;
   if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
   return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-  if (n == 0) return 0;
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* ---- per-rank structure ---- */
@@ -710,7 +700,7 @@ static int build_rank(rank_g *g, const sc_trace_edits *ed, builder *b,
       if (has_l && tl >= tp && s >= tl) lat[nlat++] = (double)(s - tl);
       else if (has_p && tp > tl && s >= tp) gap[ngap++] = (double)(s - tp);
     }
-    double med_lat = median(lat, nlat), med_gap = median(gap, ngap);
+    double med_lat = sc__median(lat, nlat), med_gap = sc__median(gap, ngap);
     size_t xi = 0;
     /* Without cuda_sync records (older Kineto), cudaStreamWaitEvent cannot be matched to
      * its record. A GPU op whose start no known predecessor explains (it starts more than
@@ -1079,7 +1069,7 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
           d[nd++] = (double)((c->ts_ns + c->dur_ns) - (a->ts_ns + a->dur_ns));
         }
       }
-      offs[i] = (int64_t)llround(median(d, nd));
+      offs[i] = (int64_t)llround(sc__median(d, nd));
     }
     free(d);
   }
