@@ -577,6 +577,50 @@ START_TEST(test_cache_bandwidth) {
 }
 END_TEST
 
+/* A measured miss-share curve (cache_miss_share) replaces the smooth hit rate: interpolated
+ * in log2 of the working set between its points, held beyond them; the embedding zero-fill
+ * splits by it too. Without a cache rate every byte goes at the DRAM rate. */
+START_TEST(test_cache_miss_curve) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e11;
+  dev.l2_bytes = 4e6;
+  ck_assert(sc_device_miss_share(&dev, 12e6) == 1.0); /* no cache rate */
+  dev.cache_bw_Bps = 4e11;
+  REL(sc_device_miss_share(&dev, 12e6), 0.75); /* the smooth share */
+  dev.cache_miss_points = 3;
+  dev.cache_miss_ws_bytes[0] = 1e6, dev.cache_miss_share[0] = 0.05;
+  dev.cache_miss_ws_bytes[1] = 4e6, dev.cache_miss_share[1] = 0.2;
+  dev.cache_miss_ws_bytes[2] = 16e6, dev.cache_miss_share[2] = 1.0;
+  ck_assert(sc_device_miss_share(&dev, 1e3) == 0.05);
+  ck_assert(sc_device_miss_share(&dev, 1e6) == 0.05);
+  REL(sc_device_miss_share(&dev, 2e6), 0.125); /* halfway in log2 between 1e6 and 4e6 */
+  REL(sc_device_miss_share(&dev, 8e6), 0.6);
+  ck_assert(sc_device_miss_share(&dev, 16e6) == 1.0);
+  ck_assert(sc_device_miss_share(&dev, 1e9) == 1.0);
+  /* ADD of 1e6 fp32 elements: 12e6 bytes, working set 12e6: log2(3) / 2 of the way from
+   * 0.2 to 1.0 */
+  {
+    double g = 0.2 + 0.8 * log2(3.0) / 2.0;
+    sc_estimate e = run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+    REL(e.time_s, 12e6 * (g / 1e11 + (1.0 - g) / 4e11));
+  }
+  /* embedding backward (test_cache_bandwidth's shape): the 16e6-byte zero-fill at the
+   * curve's share 1.0, the rest over its 32408000-byte working set, past the last point */
+  {
+    sc_estimate e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
+    REL(e.time_s, 48408000.0 / 1e11 + 16e6 / 1e11);
+    /* a 4e6-byte table (10000 rows): the fill at the curve's 0.2 at 4e6; the rest,
+     * 4e5 + 8e3 + 12 x 1e6 bytes over a working set of 4e5 + 8e3 + 8 x 1e6 */
+    e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 10000));
+    double g = 0.2 + 0.8 * log2(8408000.0 / 4e6) / 2.0;
+    REL(e.time_s, 12408000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 4e6 * (0.2 / 1e11 + 0.8 / 4e11));
+  }
+  /* a cache rate below the DRAM rate turns the curve off as well */
+  dev.cache_bw_Bps = 5e10;
+  ck_assert(sc_device_miss_share(&dev, 2e6) == 1.0);
+}
+END_TEST
+
 START_TEST(test_vector_families) {
   sc_device dev = a100();
   double bw = 1.555e12;
@@ -689,6 +733,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_gemm_exposed);
   tcase_add_test(tc, test_row_rate);
+  tcase_add_test(tc, test_cache_miss_curve);
   tcase_add_test(tc, test_vector_families);
   tcase_add_test(tc, test_registry);
   suite_add_tcase(s, tc);

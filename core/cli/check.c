@@ -88,6 +88,13 @@ static void print_device(const sc_device *d, const char *path) {
   if (d->gemm_exposed_bw_Bps > 0)
     printf("  gemm exposed     %.2f GB/s, half at %.2f MB\n", d->gemm_exposed_bw_Bps / 1e9,
            d->gemm_exposed_knee_bytes / 1e6);
+  if (d->cache_miss_points > 0) {
+    printf("  %-16s (MB: share at the DRAM rate):", "cache miss");
+    for (uint32_t j = 0; j < d->cache_miss_points && j < SC_CACHE_CURVE_POINTS; j++)
+      printf("%s %.3g %.3f", j ? "," : "", d->cache_miss_ws_bytes[j] / 1e6,
+             d->cache_miss_share[j]);
+    printf("\n");
+  }
   print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,
                      sizeof d->kernel_rates[0], "kernel rate", 1e-9, " GFLOP/s");
   print_kernel_table(d->row_exposure[0].family, d->row_exposure[0].multiple,

@@ -42,7 +42,7 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "attention_bwd_efficiency", "cache_bw_Bps",
                                        "kernel_flops_per_s", "write_allocate", "l1_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
-                                       "gemm_exposed_knee_bytes", NULL};
+                                       "gemm_exposed_knee_bytes", "cache_miss_share", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -103,6 +103,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_row_rate(host, t, dev, err)) != SC_OK) return rc;
   /* The GEMM's operand traffic that the BLAS does not overlap (docs/operators.md). */
   if ((rc = sc__hw_gemm_exposure(host, t, dev, err)) != SC_OK) return rc;
+  /* The measured share of traffic that misses the caches, by working set. */
+  if ((rc = sc__hw_cache_miss_share(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

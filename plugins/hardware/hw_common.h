@@ -323,6 +323,73 @@ static inline int sc__hw_row_rate(const sc_host *host, const sc_table *t, sc_dev
                              sizeof dev->row_rate[0], err);
 }
 
+/* The optional [hardware.cache_miss_share] <working-set bytes> = share of a CPU
+ * (sc_device_miss_share): at most SC_CACHE_CURVE_POINTS whole byte counts in increasing
+ * order, each share in [0, 1] and none below the one before; needs cache_bw_Bps, the rate of
+ * the share that hits. */
+static inline int sc__hw_cache_miss_share(const sc_host *host, const sc_table *t,
+                                          sc_device *dev, sc_error *err) {
+  const sc_table *c = NULL;
+  const char *key = NULL;
+  int rc = host->table_table(t, "cache_miss_share", &c, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': must be a table of "
+                          "<working-set bytes> = share", host->table_where(t, "cache_miss_share"));
+  }
+  if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
+      host->table_key == NULL) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': this stepcast cannot "
+                          "list table keys (host too old)", host->table_where(t, NULL));
+  }
+  uint32_t n = 0;
+  for (size_t i = 0; host->table_key(c, i, &key) == SC_OK; i++) {
+    char *end = NULL;
+    double share = 0;
+    double ws = strtod(key, &end);
+    if (end == key || *end != '\0' || !(ws >= 1 && ws <= SC_RANGE_BYTES_MAX) || ws != floor(ws) ||
+        strspn(key, "0123456789") != strlen(key)) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': must be a working "
+                            "set in whole bytes in [1, %g]", host->table_where(c, key), key,
+                            (double)SC_RANGE_BYTES_MAX);
+    }
+    if (n >= SC_CACHE_CURVE_POINTS) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': more than %d "
+                            "points", host->table_where(c, key), key, SC_CACHE_CURVE_POINTS);
+    }
+    rc = sc__hw_number(host, c, "cache_miss_share.", key, 1, 1, &share, err);
+    if (rc != SC_OK) return rc;
+    if (share > 1) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': a share must be in "
+                            "[0, 1] (is %g)", host->table_where(c, key), key, share);
+    }
+    if (n > 0 && !(ws > dev->cache_miss_ws_bytes[n - 1])) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': working sets must "
+                            "increase (the one before is %.17g)", host->table_where(c, key),
+                            key, dev->cache_miss_ws_bytes[n - 1]);
+    }
+    if (n > 0 && share < dev->cache_miss_share[n - 1]) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': %g is below the "
+                            "share of the smaller working set before it (%g); a larger working "
+                            "set does not miss less", host->table_where(c, key), key, share,
+                            dev->cache_miss_share[n - 1]);
+    }
+    dev->cache_miss_ws_bytes[n] = ws;
+    dev->cache_miss_share[n] = share;
+    n++;
+  }
+  if (n == 0) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': an empty table (state "
+                          "points or leave it out)", host->table_where(t, "cache_miss_share"));
+  }
+  if (!(dev->cache_bw_Bps > 0)) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': needs cache_bw_Bps, the "
+                          "rate of the share that hits", host->table_where(t, "cache_miss_share"));
+  }
+  dev->cache_miss_points = n;
+  return SC_OK;
+}
+
 /* A required non-empty string that fits dst[cap]. */
 static inline int sc__hw_string(const sc_host *host, const sc_table *t, const char *key,
                                 char *dst, size_t cap, sc_error *err) {

@@ -26,12 +26,18 @@ static const char *const feature_names[] = {"log10_bytes", "log10_tokens", "log2
 /* The zero-fill of a gradient table of fill bytes: at the cache rate while the table fits
  * the last-level cache (the stores land there), else streamed to memory, which a
  * write-allocate device's STREAM count prices at 4/3 of mem_bw_Bps (no line is read first).
- * A device without a cache rate streams every fill. */
+ * A device that states a measured miss-share curve (cache_miss_share) splits the fill by the
+ * curve's share at the table's size instead of at the cache's nominal size. A device without
+ * a cache rate streams every fill. */
 static double sc__embed_fill_s(const sc_device *dev, double fill) {
   double dram = dev->mem_bw_Bps * dev->mem_efficiency;
   if (dev->write_allocate) dram *= 4.0 / 3.0;
-  if (dev->cache_bw_Bps > dram && fill < dev->l2_bytes) return fill / dev->cache_bw_Bps;
-  return fill / dram;
+  if (!(dev->cache_bw_Bps > dram)) return fill / dram;
+  if (dev->cache_miss_points > 0) {
+    double g = sc_device_miss_share(dev, fill);
+    return g * fill / dram + (1.0 - g) * fill / dev->cache_bw_Bps;
+  }
+  return fill < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
 }
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,

@@ -120,9 +120,9 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
    * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate */
   double tdram = (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
                                                        : bytes / dram;
-  if (dev->cache_bw_Bps > dram && dev->l2_bytes > 0.0) {
+  if (dev->cache_bw_Bps > dram && (dev->l2_bytes > 0.0 || dev->cache_miss_points > 0)) {
     /* the share that misses the caches */
-    double g = footprint / (footprint + dev->l2_bytes);
+    double g = sc_device_miss_share(dev, footprint);
     tm = g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps;
   } else {
     tm = tdram;

@@ -149,6 +149,7 @@ typedef enum {
 #define SC_KERNEL_RATE_VARIANTS 16 /* variants per family with a per-kernel rate */
 #define SC_ROW_RATE_WIDTHS 8       /* row widths of sc_device.row_rate: 64 x 2^i columns */
 #define SC_ROW_RATE_COLS0 64.0     /* the narrowest of them */
+#define SC_CACHE_CURVE_POINTS 24   /* working sets of sc_device.cache_miss_ws_bytes */
 
 /* ------------------------------------------------------------------------- */
 /* Host services: what the runtime offers every plugin (passed to init).     */
@@ -278,7 +279,41 @@ typedef struct sc_device {
    * stated for the term to apply. */
   double gemm_exposed_bw_Bps;
   double gemm_exposed_knee_bytes;
+  /* Appended at ABI 1.0 (0 points = not stated: the smooth share footprint / (footprint +
+   * l2_bytes)). The share of an operator's traffic that misses the caches, measured by
+   * working set: at cache_miss_ws_bytes[i] (increasing) the share cache_miss_share[i]
+   * (non-decreasing, in [0, 1]) goes at the DRAM rate and the rest at cache_bw_Bps. A shared
+   * or virtualised last-level cache holds less than its nominal size, and a STREAM-sized
+   * working set should get the STREAM rate; `stepcast sample` measures the curve with STREAM
+   * Add from inside the level-1 cache to past the last-level one (docs/operators.md). Needs
+   * cache_bw_Bps. Read through sc_device_miss_share. */
+  uint32_t cache_miss_points;
+  double cache_miss_ws_bytes[SC_CACHE_CURVE_POINTS];
+  double cache_miss_share[SC_CACHE_CURVE_POINTS];
 } sc_device;
+
+/* The share of the traffic of an operator with a working set of footprint bytes that goes
+ * at the DRAM rate on dev, when dev states a cache rate above its DRAM rate and a cache size
+ * or curve: the stated curve interpolated linearly in log2(footprint) between its points, the
+ * nearest point's share beyond them; else footprint / (footprint + l2_bytes). 1 (every byte
+ * from DRAM) when the device states no cache rate. */
+static inline double sc_device_miss_share(const sc_device *dev, double footprint) {
+  double dram = dev->mem_bw_Bps * dev->mem_efficiency;
+  if (!(dev->cache_bw_Bps > dram)) return 1.0;
+  uint32_t n = dev->cache_miss_points;
+  if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
+  if (n > 0) {
+    const double *w = dev->cache_miss_ws_bytes, *g = dev->cache_miss_share;
+    if (!(footprint > w[0])) return g[0];
+    if (footprint >= w[n - 1]) return g[n - 1];
+    uint32_t i = 1;
+    while (i < n - 1 && w[i] < footprint) i++;
+    double x = log2(footprint / w[i - 1]) / log2(w[i] / w[i - 1]);
+    return g[i - 1] + x * (g[i] - g[i - 1]);
+  }
+  if (!(dev->l2_bytes > 0.0)) return 1.0;
+  return footprint > 0.0 ? footprint / (footprint + dev->l2_bytes) : 0.0;
+}
 
 /* The time a GEMM of batch products, each of ws_bytes operand bytes (e * (m*k + k*n + m*n)),
  * adds on dev past the roofline's max (see gemm_exposed_bw_Bps above), in seconds; 0 when
