@@ -311,6 +311,46 @@ END_TEST
 static double med3(double a, double b, double c) {
   return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
 }
+/* The miss-share curve from STREAM rates: each share inverts 1/rate = g/D + (1-g)/C, clamped
+ * to [0, 1], and a point that hits more than the smaller working set before it is pooled with
+ * it (least-squares monotone fit). */
+START_TEST(cache_miss_curve) {
+  const double C = 1e11, D = 2.5e10;
+  const double g[5] = {0.0, 0.1, 0.4, 0.9, 1.0};
+  double rate[6], share[6];
+  for (int j = 0; j < 5; j++) rate[j] = 1.0 / (g[j] / D + (1.0 - g[j]) / C);
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 5, C, D, share), SC_OK);
+  for (int j = 0; j < 5; j++) ck_assert_msg(fabs(share[j] - g[j]) < 1e-12, "point %d", j);
+  /* faster than the cache rate and slower than DRAM clamp to 0 and 1 */
+  rate[0] = 1.2e11;
+  rate[4] = 2e10;
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 5, C, D, share), SC_OK);
+  ck_assert(share[0] == 0.0 && share[4] == 1.0);
+  /* 0.3 then 0.1: both become their mean 0.2; the points after stay */
+  const double noisy[4] = {0.0, 0.3, 0.1, 0.5};
+  for (int j = 0; j < 4; j++) rate[j] = 1.0 / (noisy[j] / D + (1.0 - noisy[j]) / C);
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 4, C, D, share), SC_OK);
+  ck_assert(share[0] == 0.0);
+  ck_assert(fabs(share[1] - 0.2) < 1e-12 && fabs(share[2] - 0.2) < 1e-12);
+  ck_assert(fabs(share[3] - 0.5) < 1e-12);
+  /* a violation that spans blocks: 0.4 and 0.35 pool into 0.375, which 0.0 then pulls into
+   * one block of 0.25 over the three; the first point stays 0.1 */
+  const double deep[4] = {0.1, 0.4, 0.35, 0.0};
+  for (int j = 0; j < 4; j++) rate[j] = 1.0 / (deep[j] / D + (1.0 - deep[j]) / C);
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 4, C, D, share), SC_OK);
+  ck_assert(fabs(share[0] - 0.1) < 1e-12);
+  for (int j = 1; j < 4; j++) ck_assert(fabs(share[j] - 0.25) < 1e-12);
+  /* refusals */
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 0, C, D, share), SC_EINVAL);
+  ck_assert_int_eq(sc_cache_miss_curve(rate, SC_CACHE_CURVE_POINTS + 1, C, D, share), SC_EINVAL);
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 4, D, C, share), SC_EINVAL); /* cache below DRAM */
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 4, C, NAN, share), SC_EINVAL);
+  rate[2] = 0.0;
+  ck_assert_int_eq(sc_cache_miss_curve(rate, 4, C, D, share), SC_EINVAL);
+  ck_assert_int_eq(sc_cache_miss_curve(NULL, 4, C, D, share), SC_EINVAL);
+}
+END_TEST
+
 START_TEST(gemm_exposure_header) {
   sc_sample_set set;
   sc_error err;
@@ -728,6 +768,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, samples_read_malformed);
   tcase_add_test(tc, samples_write_read);
   tcase_add_test(tc, gemm_exposure_solve);
+  tcase_add_test(tc, cache_miss_curve);
   tcase_add_test(tc, gemm_exposure_header);
   tcase_add_test(tc, residuals_apply_linear);
   tcase_add_test(tc, residuals_malformed);

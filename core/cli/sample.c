@@ -45,7 +45,10 @@ static void sample_usage(FILE *out) {
           "                     early, saying so in the file, when it is spent (the\n"
           "                     microbenchmarks, about 15-20 s on a CPU, run before it)\n"
           "  --threads N        BLAS threads (default 1; OPENBLAS_NUM_THREADS is recorded)\n"
-          "  --min-reps N       timed repetitions per shape at least (default 5)\n"
+          "  --min-reps N       timed repetitions per shape and pass at least (default 5)\n"
+          "  --passes N         measure every shape N times, a whole pass over the plan\n"
+          "                     apart, and keep its median pass (default 3, at most 9): a\n"
+          "                     slow spell of a shared machine then costs no row\n"
           "  --families LIST    comma-separated subset of the families (default all)\n"
           "  --hardware-out F   also write the complete hardware file the CPU measurements\n"
           "                     imply to F = <dir>/<name>.toml (the device is <name>; stepcast\n"
@@ -550,7 +553,15 @@ static host_caps read_host_caps(void) {
 }
 
 #define SAMPLE_MAX_BW_RUNS 12
+#define SAMPLE_MAX_PASSES 9 /* --passes */
 #define GEMM_EXPO_SIZES 4 /* the skinny GEMMs' sizes: 512, 1024, 2048, past the LLC */
+/* The cache curve's working sets, in 1/512ths of the last-level cache: 64 KiB to 4 x it on a
+ * 32 MiB one, dense where the share turns (measure_cache_curve). */
+static const int cache_curve_512ths[] = {1, 4, 16, 32, 64, 128, 192, 256, 320, 384, 512, 768,
+                                         1024, 2048};
+#define CACHE_CURVE_N ((int)(sizeof cache_curve_512ths / sizeof cache_curve_512ths[0]))
+_Static_assert(sizeof cache_curve_512ths / sizeof cache_curve_512ths[0] <= SC_CACHE_CURVE_POINTS,
+               "the cache curve must fit sc_device.cache_miss_share");
 
 /* The microbenchmarks of a run: what they timed and the rates they give. */
 typedef struct micro_run {
@@ -573,6 +584,12 @@ typedef struct micro_run {
   int64_t gsn[GEMM_EXPO_SIZES];
   sc_measurement mgs[GEMM_EXPO_SIZES][3];
   double gemm_exposed_bw, gemm_exposed_knee, gemm_raw_rate;
+  /* CPU: STREAM Add at working sets from inside the level-2 cache to past the last-level
+   * one (measure_cache_curve): each curve_ws bytes (3 arrays), its timing, its rate in
+   * STREAM's count; ncurve = 0 when not measured */
+  int ncurve;
+  double curve_ws[CACHE_CURVE_N], curve_rate[CACHE_CURVE_N];
+  sc_measurement mcurve[CACHE_CURVE_N];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
   double mem_bw; /* the median of bw_runs once the plan is done */
@@ -638,6 +655,16 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                  "(micro.attention_%s_efficiency)\n", d ? "bwd" : "fwd", r->attn_eff[d],
               d ? "bwd" : "fwd");
   }
+  if (r->ncurve > 0) {
+    double g[CACHE_CURVE_N];
+    if (sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw, g) == SC_OK) {
+      fprintf(o, "\n[hardware.cache_miss_share]  # MEASURED: the share of STREAM Add's traffic "
+                 "at each working set (bytes, 3 arrays) that goes at mem_bw_Bps, the rest at "
+                 "cache_bw_Bps, made non-decreasing (micro.cache_curve)\n");
+      for (int j = 0; j < r->ncurve; j++)
+        fprintf(o, "%.0f = %.3f  # %.4g B/s\n", r->curve_ws[j], g[j], r->curve_rate[j]);
+    }
+  }
   fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3%s "
              "(micro.sgemm_flops_per_s)\n", r->gemm_rate,
           r->gemm_exposed_bw > 0 ? ", less its exposed operand traffic" : "");
@@ -700,52 +727,119 @@ static int stream_bw(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *
   return rc;
 }
 
-/* Measure the plan's shapes into f within seconds (the progress bar on a tty). A shared
- * machine's memory bandwidth drifts over a run by 10 % and more, and the memory-bound
- * samples follow it: STREAM Add (add, esz bytes per element) runs again after every tenth
- * of the plan, into bw[*nbw...] (at most SAMPLE_MAX_BW_RUNS in all), so that the hardware
- * file can state the rate of the whole run. *done gets the shapes measured. */
+/* The pass of a shape whose median to keep: the median of the pass medians (the lower of
+ * two), so that one slow spell of a shared machine (a whole burst 1.3-1.8x slow) does not
+ * become the shape's time. m[0..n) are the passes' measurements, n >= 1. */
+static size_t median_pass(const sc_measurement *m, size_t n) {
+  size_t order[SAMPLE_MAX_PASSES];
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  for (size_t i = 1; i < n; i++) /* insertion sort by median, n <= SAMPLE_MAX_PASSES */
+    for (size_t j = i; j > 0 && m[order[j]].median_s < m[order[j - 1]].median_s; j--) {
+      size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  return order[(n - 1) / 2];
+}
+
+/* Measure the plan's shapes into f within seconds (the progress bar on a tty), in passes:
+ * every shape once per pass, pass after pass, so that a shape's passes lie a pass's length
+ * apart (minutes on a CPU), and each row is the shape's median pass (median_pass). Each
+ * measurement gets an equal share of what is left of the budget, at most 2 / passes s. A
+ * shared machine's memory bandwidth drifts over a run by 10 % and more, and the
+ * memory-bound samples follow it: STREAM Add (add, esz bytes per element) runs again after
+ * every tenth of the measurements, into bw[*nbw...] (at most SAMPLE_MAX_BW_RUNS in all), so
+ * that the hardware file can state the rate of the whole run. *done gets the shapes
+ * measured (in at least one pass). The rows are written once the passes are done, then a
+ * comment with how far the passes disagreed. */
 static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
-                    const plan *pl, FILE *f, double seconds, long min_reps, int tty,
+                    const plan *pl, FILE *f, double seconds, long min_reps, int passes, int tty,
                     const sc_op_desc *add, double esz, double *bw, int *nbw, size_t *done,
                     sc_error *err) {
+  const size_t n = pl->n, total = n * (size_t)passes;
+  const size_t every = total >= 10 ? (total + 9) / 10 : total + 1;
+  sc_measurement *ms = calloc(total ? total : 1, sizeof *ms);
+  unsigned char *got = calloc(n ? n : 1, 1), *skip = calloc(n ? n : 1, 1);
+  double *spread = calloc(n ? n : 1, sizeof *spread);
   double start = now_s(), last_bar = 0.0;
-  const size_t every = pl->n >= 10 ? (pl->n + 9) / 10 : pl->n + 1;
-  size_t i;
-  for (i = 0; i < pl->n; i++) {
+  size_t k = 0, measured = 0, nspread = 0;
+  int rc = SC_OK;
+  if (ms == NULL || got == NULL || skip == NULL || spread == NULL) {
+    rc = sc_error_set(err, SC_ENOMEM, "sample: out of memory");
+    goto out;
+  }
+  for (k = 0; k < total; k++) {
+    const size_t i = k % n, p = k / n;
     sc_measurement m;
     double elapsed = now_s() - start, left = seconds - elapsed;
-    double per = left / (double)(pl->n - i);
+    double per = left / (double)(total - k);
     if (left <= 0) break;
-    if (per > 2.0) per = 2.0;
-    if (tty && (elapsed - last_bar > 0.2 || i == 0)) {
-      progress(i, pl->n, elapsed, seconds);
+    if (per > 2.0 / passes) per = 2.0 / passes;
+    if (tty && (elapsed - last_bar > 0.2 || k == 0)) {
+      progress(k, total, elapsed, seconds);
       last_bar = elapsed;
     }
-    if (i > 0 && i % every == 0 && *nbw < SAMPLE_MAX_BW_RUNS) {
-      int brc = stream_bw(reg, hw, dev, add, esz, 5, 0.3, &bw[*nbw], &m, err);
-      if (brc != SC_OK) return brc;
+    if (k > 0 && k % every == 0 && *nbw < SAMPLE_MAX_BW_RUNS) {
+      if ((rc = stream_bw(reg, hw, dev, add, esz, 5, 0.3, &bw[*nbw], &m, err)) != SC_OK)
+        goto out;
       (*nbw)++;
     }
+    if (skip[i]) continue;
     int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &pl->ops[i],
-                          (uint32_t)min_reps, per * 0.8, &m, err);
+                          (uint32_t)min_reps, per * 0.8, &ms[i * (size_t)passes + p], err);
     if (mrc == SC_EUNSUPPORTED) { /* a family or variant this device's sampler lacks */
       fprintf(f, "# skipped = %s\n", err->msg);
       sc_error_clear(err);
+      skip[i] = 1;
       continue;
     }
-    if (mrc != SC_OK) return mrc;
-    if (sc_samples_write_row(f, &pl->ops[i], &m, err) != SC_OK) return err->code;
-    fflush(f);
+    if (mrc != SC_OK) {
+      rc = mrc;
+      goto out;
+    }
+    got[i]++;
   }
   if (tty) {
-    progress(i, pl->n, now_s() - start, seconds);
+    progress(k, total, now_s() - start, seconds);
     fprintf(stderr, "\n");
   }
-  if (i < pl->n) fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned shapes\n",
-                        seconds, i, pl->n);
-  *done = i;
-  return SC_OK;
+  for (size_t i = 0; i < n; i++) {
+    const sc_measurement *mi = &ms[i * (size_t)passes];
+    if (got[i] == 0) continue;
+    if (sc_samples_write_row(f, &pl->ops[i], &mi[median_pass(mi, got[i])], err) != SC_OK) {
+      rc = err->code;
+      goto out;
+    }
+    measured++;
+    if (got[i] >= 2) {
+      double lo = mi[0].median_s, hi = mi[0].median_s;
+      for (size_t q = 1; q < got[i]; q++) {
+        if (mi[q].median_s < lo) lo = mi[q].median_s;
+        if (mi[q].median_s > hi) hi = mi[q].median_s;
+      }
+      spread[nspread++] = hi / lo - 1.0;
+    }
+  }
+  if (nspread > 0) {
+    size_t over = 0;
+    for (size_t i = 0; i < nspread; i++) over += spread[i] > 0.1;
+    double med = sc__median(spread, nspread); /* sorts spread */
+    fprintf(f, "# passes.spread = the slowest pass's median over the fastest's, less 1, of the "
+               "%zu shapes measured in 2 or more passes: median %.1f %%, 90th percentile "
+               "%.1f %%, largest %.1f %%; %zu over 10 %%\n", nspread, 100.0 * med,
+            100.0 * spread[(size_t)(0.9 * (double)(nspread - 1))], 100.0 * spread[nspread - 1],
+            over);
+  }
+  if (k < total)
+    fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned measurements "
+               "(%zu shapes x %d passes)\n", seconds, k, total, n, passes);
+  *done = measured;
+out:
+  free(ms);
+  free(got);
+  free(skip);
+  free(spread);
+  return rc;
 }
 
 /* The run's plan: each family's points (a quarter of them with quick), interleaved so
@@ -811,6 +905,35 @@ static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev
     o->p10_s = med[0];
     o->p90_s = med[MICRO_ROUNDS - 1];
   }
+  return SC_OK;
+}
+
+/* The share of traffic that misses the caches by working set (sc_device_miss_share):
+ * STREAM Add over three arrays of ws / 3 bytes each, for ws from llc / 512 to 4 llc
+ * (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds. A shared or virtualised
+ * last-level cache holds less than its nominal size, and the smooth hit rate
+ * ws / (ws + llc) still gives a STREAM-sized working set 15 % of cache hits; the measured
+ * curve ends at the STREAM rate. The shares themselves need the run's DRAM rate, known after
+ * the plan (write_cpu_hardware, sc_cache_miss_curve). */
+static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
+                               const sc_device *dev, double llc, double budget_s,
+                               sc_error *err) {
+  sc_op_desc ops[CACHE_CURVE_N];
+  sc_measurement *out[CACHE_CURVE_N];
+  for (int j = 0; j < CACHE_CURVE_N; j++) {
+    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / (3.0 * r->esz));
+    n = n < 16 ? 16 : n - n % 16;
+    ops[j] = r->add;
+    ops[j].dims[0] = n;
+    out[j] = &r->mcurve[j];
+  }
+  int rc = measure_rounds(hw, st, dev, ops, CACHE_CURVE_N, 5, budget_s, out, err);
+  if (rc != SC_OK) return rc;
+  for (int j = 0; j < CACHE_CURVE_N; j++) {
+    r->curve_ws[j] = 3.0 * r->esz * (double)ops[j].dims[0];
+    r->curve_rate[j] = r->curve_ws[j] / r->mcurve[j].median_s;
+  }
+  r->ncurve = CACHE_CURVE_N;
   return SC_OK;
 }
 
@@ -926,6 +1049,9 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   r->kd = *dev;
   if (gpu) return SC_OK;
   if (caps->llc > 0) {
+    if (tty) fprintf(stderr, "\nSTREAM Add from 1/512 to 4 x the last-level cache...");
+    int crc = measure_cache_curve(r, hw, st, dev, caps->llc, quick ? 0.3 : 1.5, err);
+    if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\nGEMMs with a dimension of 16 (exposed operand traffic)...");
     int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
     if (grc != SC_OK) return grc;
@@ -957,7 +1083,7 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
 /* The samples file's header: the run and the microbenchmarks before the plan. */
 static void write_samples_header(FILE *f, const micro_run *r, const char *device,
                                  const char *model, const char *cmd, const char *stamp,
-                                 double seconds, long min_reps) {
+                                 double seconds, long min_reps, int passes) {
   const char *env = getenv("OPENBLAS_NUM_THREADS");
   fprintf(f, "# stepcast samples v1: operator times measured on the live device\n");
   fprintf(f, "# device_kind = %s\n# cpu_model = %s\n", device, model);
@@ -967,6 +1093,8 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
   fprintf(f, "# command = %s\n# date = %s\n", cmd, stamp);
   fprintf(f, "# seconds_budget = %g\n# min_reps = %ld\n# dtype = %s\n", seconds, min_reps,
           sc_dtype_name(r->dtype));
+  fprintf(f, "# passes = %d  (each shape measured once per pass, a pass's length apart; its "
+             "row is the pass with the median median, the lower of two)\n", passes);
   if (!r->gpu) {
     fprintf(f, "# micro.sgemm_flops_per_s = %.4g\n", r->gemm_rate);
     fprintf(f, "# micro.sgemm = cblas_sgemm 2048x2048x2048 fp32: median %.4g s of %u (min "
@@ -1004,6 +1132,11 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
     fprintf(f, "# micro.stream_add_cache = c = a + b over 4096 floats (3 x 16 KiB, cache "
                "resident): median %.4g s of %u (min %.4g, max %.4g)\n",
             r->mc.median_s, r->mc.reps, r->mc.min_s, r->mc.max_s);
+    for (int j = 0; j < r->ncurve; j++)
+      fprintf(f, "# micro.cache_curve.%.0f = STREAM Add over 3 x %.0f bytes: median %.4g s of "
+                 "%u (round medians %.4g to %.4g), %.4g B/s\n", r->curve_ws[j],
+              r->curve_ws[j] / 3.0, r->mcurve[j].median_s, r->mcurve[j].reps,
+              r->mcurve[j].p10_s, r->mcurve[j].p90_s, r->curve_rate[j]);
     fprintf(f, "# micro.vector_flops_per_s = %.4g\n", r->vector_rate);
     fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",
@@ -1072,6 +1205,13 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   r->kd.vector_flops_per_s = r->vector_rate;
   set_kernel_rates(&r->kd, r->krate);
   set_row_rates(&r->kd, (const double(*)[SC_ROW_RATE_WIDTHS])r->rrate);
+  /* the exposures are the time the roofline misses, so the roofline they are measured
+   * against must be the file's: with its cache curve (write_cpu_hardware writes the same) */
+  if (r->ncurve > 0 && sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw,
+                                           r->kd.cache_miss_share) == SC_OK) {
+    r->kd.cache_miss_points = (uint32_t)r->ncurve;
+    for (int j = 0; j < r->ncurve; j++) r->kd.cache_miss_ws_bytes[j] = r->curve_ws[j];
+  }
   snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
   if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
   int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
@@ -1099,7 +1239,7 @@ int sc_cli_sample(int argc, char **argv) {
   host_caps caps = {0, 0, 0, 0};
   FILE *hwf = NULL; /* --hardware-out, opened with --out */
   double seconds = 240.0;
-  long threads = 1, min_reps = 5;
+  long threads = 1, min_reps = 5, passes = 3;
   int quick = 0, rc = 1, tty = isatty(2), gpu = 0;
   sc_dtype dtype = SC_DTYPE_FP32;
   sc_error err;
@@ -1125,7 +1265,8 @@ int sc_cli_sample(int argc, char **argv) {
     if (strcmp(a, "--quick") == 0) { quick = 1; continue; }
     if (strcmp(a, "--device") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--seconds") != 0 &&
         strcmp(a, "--threads") != 0 && strcmp(a, "--families") != 0 &&
-        strcmp(a, "--min-reps") != 0 && strcmp(a, "--hardware-out") != 0)
+        strcmp(a, "--min-reps") != 0 && strcmp(a, "--hardware-out") != 0 &&
+        strcmp(a, "--passes") != 0)
       return sc_cli_usage_error("sample", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("sample", "option '%s' needs a value", a);
     i++;
@@ -1142,9 +1283,13 @@ int sc_cli_sample(int argc, char **argv) {
       long x;
       errno = 0;
       x = strtol(v, &end, 10);
-      if (errno || *end || x < 1 || x > (strcmp(a, "--threads") == 0 ? 4096 : 255))
-        return sc_cli_usage_error("sample", "%s: '%s' is not a whole number in range", a, v);
+      long hi = strcmp(a, "--threads") == 0 ? 4096 : strcmp(a, "--passes") == 0 ? SAMPLE_MAX_PASSES
+                                                                                 : 255;
+      if (errno || *end || x < 1 || x > hi)
+        return sc_cli_usage_error("sample", "%s: '%s' is not a whole number in [1, %ld]", a, v,
+                                  hi);
       if (strcmp(a, "--threads") == 0) threads = x;
+      else if (strcmp(a, "--passes") == 0) passes = x;
       else min_reps = x;
     }
   }
@@ -1237,9 +1382,9 @@ int sc_cli_sample(int argc, char **argv) {
     mr.dtype = dtype;
     if (measure_micros(&mr, reg, hw, &dev, &caps, families, quick, tty, &err) != SC_OK)
       goto fail;
-    write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps);
+    write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps, passes);
     t0 = now_s();
-    if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, tty, &mr.add, mr.esz, mr.bw_runs,
+    if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, passes, tty, &mr.add, mr.esz, mr.bw_runs,
                  &mr.nbw, &done, &err) != SC_OK ||
         stream_bw(reg, hw, &dev, &mr.add, mr.esz, 5, 0.3, &mr.bw_runs[mr.nbw], &last, &err) !=
             SC_OK)

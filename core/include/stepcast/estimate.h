@@ -88,6 +88,17 @@ int sc_gemm_exposure_solve(double f_big, double ws_big, double t_big, const doub
                            const double *ws, const double *t, int n, double *peak_flops_per_s,
                            double *bw_Bps, double *knee_bytes);
 
+/* A CPU's cache-miss share by working set (sc_device.cache_miss_share) from STREAM Add
+ * rates: rate[j] B/s (STREAM's count) at increasing working sets j < n, cache_Bps the
+ * cache-resident rate, dram_Bps the rate past the caches (mem_bw_Bps). Each point's share is
+ * the g with 1/rate = g/dram + (1-g)/cache, clamped to [0, 1]; the shares are then made
+ * non-decreasing by pooling adjacent violators (the least-squares monotone fit: noise on one
+ * point does not make a larger working set hit more). SC_OK with share[0..n); SC_EINVAL when
+ * n < 1, n > SC_CACHE_CURVE_POINTS, cache_Bps <= dram_Bps or an input is not positive and
+ * finite. */
+int sc_cache_miss_curve(const double *rate, int n, double cache_Bps, double dram_Bps,
+                        double *share);
+
 /* ---- ridge regression --------------------------------------------------------------- */
 
 /* Fit y ≈ intercept + sum_j coef[j] * (X[i][j] - mean[j]) / scale[j] for n rows of p

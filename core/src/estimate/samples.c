@@ -333,3 +333,30 @@ int sc_gemm_exposure_solve(double f_big, double ws_big, double t_big, const doub
   *knee_bytes = K;
   return SC_OK;
 }
+
+int sc_cache_miss_curve(const double *rate, int n, double cache_Bps, double dram_Bps,
+                        double *share) {
+  double val[SC_CACHE_CURVE_POINTS];
+  int len[SC_CACHE_CURVE_POINTS], nb = 0;
+  if (rate == NULL || share == NULL || n < 1 || n > SC_CACHE_CURVE_POINTS ||
+      !(isfinite(cache_Bps) && isfinite(dram_Bps) && dram_Bps > 0 && cache_Bps > dram_Bps))
+    return SC_EINVAL;
+  for (int j = 0; j < n; j++)
+    if (!(isfinite(rate[j]) && rate[j] > 0)) return SC_EINVAL;
+  for (int j = 0; j < n; j++) {
+    double g = (1.0 / rate[j] - 1.0 / cache_Bps) / (1.0 / dram_Bps - 1.0 / cache_Bps);
+    g = g < 0.0 ? 0.0 : (g > 1.0 ? 1.0 : g);
+    /* pool adjacent violators: a block whose mean falls below the one before merges with it */
+    val[nb] = g;
+    len[nb++] = 1;
+    while (nb > 1 && val[nb - 2] > val[nb - 1]) {
+      val[nb - 2] = (val[nb - 2] * len[nb - 2] + val[nb - 1] * len[nb - 1]) /
+                    (double)(len[nb - 2] + len[nb - 1]);
+      len[nb - 2] += len[nb - 1];
+      nb--;
+    }
+  }
+  for (int b = 0, j = 0; b < nb; b++)
+    for (int k = 0; k < len[b]; k++) share[j++] = val[b];
+  return SC_OK;
+}
