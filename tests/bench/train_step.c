@@ -1,10 +1,11 @@
 /*
  * train_step: a real GPT training step on the host CPU, timed, against stepcast's prediction
- * of the same step on hardware/host-cpu.toml (analytical, and hybrid when the device has
- * fitted residuals). Forward and backward of every layer (LayerNorm, QKV, causal attention,
- * projection, bias-dropout-add, GeLU MLP), the tied embedding and logits, cross-entropy, and
- * one AdamW step over every parameter, in fp32, with OpenBLAS GEMMs and the C kernels of
- * plugins/hardware/cpu_kernels.h: the very code `stepcast sample` measures.
+ * of the same step on hardware/host-cpu.toml or the --hardware file (analytical, and hybrid
+ * when the device has fitted residuals). Forward and backward of every layer (LayerNorm,
+ * QKV, causal attention, projection, bias-dropout-add, GeLU MLP), the tied embedding and
+ * logits, cross-entropy, and one AdamW step over every parameter, in fp32, with OpenBLAS
+ * GEMMs and the C kernels of plugins/hardware/cpu_kernels.h: the very code `stepcast sample`
+ * measures.
  *
  * The operators are those stepcast's workload emits for a GPT model with flash attention,
  * tp = pp = dp = 1 (`stepcast ops --model ... --dtype fp32` lists them) with the same GEMM
@@ -14,6 +15,7 @@
  *
  *   train_step [--model gpt3-125m] [--layers 2] [--hidden 256] [--heads 4] [--ffn 1024]
  *              [--vocab 8192] [--seq 256] [--batch 1] [--steps 3] [--model-out FILE]
+ *              [--hardware FILE]
  *
  * Shapes start from the model file and are overridden by the flags (scaled down to what a
  * CPU runs in seconds). Pin OPENBLAS_NUM_THREADS=1 (the device was measured so).
@@ -120,7 +122,7 @@ static void merge_heads(int64_t B, int64_t S, int64_t A, int64_t d, const float 
 }
 
 int main(int argc, char **argv) {
-  const char *model_name = "gpt3-125m", *model_out = NULL;
+  const char *model_name = "gpt3-125m", *model_out = NULL, *hardware = NULL;
   int64_t L = 2, h = 256, A = 4, f = 1024, V = 8192, S = 256, B = 1;
   int steps = 3;
   sc_model m;
@@ -134,6 +136,7 @@ int main(int argc, char **argv) {
     i++;
     if (strcmp(a, "--model") == 0) model_name = v;
     else if (strcmp(a, "--model-out") == 0) model_out = v;
+    else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--layers") == 0) L = atoll(v);
     else if (strcmp(a, "--hidden") == 0) h = atoll(v);
     else if (strcmp(a, "--heads") == 0) A = atoll(v);
@@ -374,7 +377,7 @@ int main(int argc, char **argv) {
   int have_h = 0;
   if (sc_registry_new(&reg, &err) != SC_OK || sc_registry_add_builtins(reg, &err) != SC_OK ||
       sc_topology_load("host-cpu", &topo, &err) != SC_OK ||
-      sc_hardware_load(reg, topo.hardware, &dev, &err) != SC_OK ||
+      sc_hardware_load(reg, hardware ? hardware : topo.hardware, &dev, &err) != SC_OK ||
       sc_predictor_new(reg, &pr, &err) != SC_OK) {
     fprintf(stderr, "train_step: %s\n", err.msg);
     return 1;
@@ -389,7 +392,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "train_step: predict: %s\n", err.msg);
     return 1;
   }
-  if (sc_residuals_for_hardware(topo.hardware, dev.name, reg, SC_ESTIMATOR_HYBRID, &resid,
+  if (sc_residuals_for_hardware(hardware ? hardware : topo.hardware, dev.name, reg,
+                                SC_ESTIMATOR_HYBRID, &resid,
                                 &err) == SC_OK) {
     o.estimator = SC_ESTIMATOR_HYBRID;
     o.residuals = resid;
@@ -443,9 +447,10 @@ int main(int argc, char **argv) {
             m.name, (long long)L, (long long)h, (long long)f, (long long)A, (long long)V,
             (long long)S);
     fclose(fm);
-    printf("same prediction: stepcast predict --model %s --topology host-cpu --hardware host-cpu "
+    printf("same prediction: stepcast predict --model %s --topology host-cpu --hardware %s "
            "--dtype fp32 --micro-batch %lld --global-batch %lld --seq-len %lld "
-           "--estimator hybrid\n", model_out, (long long)B, (long long)B, (long long)S);
+           "--estimator hybrid\n", model_out, hardware ? hardware : "host-cpu", (long long)B,
+           (long long)B, (long long)S);
   }
   sc_residuals_free(resid);
   sc_predictor_free(pr);
