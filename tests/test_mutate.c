@@ -340,16 +340,17 @@ START_TEST(mutated_hardware) {
   for (const sc__builtin *b = sc__builtin_plugins; b->entry != NULL; b++)
     sc_registry_add_entry(g_reg, b->entry, b->origin, &err);
   mutate_folder("hardware", load_hardware);
-  { /* the one measured file with the GEMM exposure keys (the Zen 4 host) */
+  { /* the measured file with the GEMM exposure keys and the cache curve (the Zen 4 host,
+     * sampled in passes) */
     char path[SC_PATH_MAX + 64], tmp[64];
     size_t runs = 0, refused = 0;
-    snprintf(path, sizeof path, "%s/docs/validation/host-cpu-zen4/host-cpu.toml",
+    snprintf(path, sizeof path, "%s/docs/validation/host-cpu-zen4-passes/host-cpu.toml",
              SC_SOURCE_DIR);
     tmpdir(tmp, sizeof tmp);
     mutate_toml_file(path, tmp, "host-cpu.toml", load_hardware, &runs, &refused);
     rmdir(tmp);
-    printf("mutate docs/validation/host-cpu-zen4/host-cpu.toml: %zu mutants, %zu refused\n",
-           runs, refused);
+    printf("mutate docs/validation/host-cpu-zen4-passes/host-cpu.toml: %zu mutants, %zu "
+           "refused\n", runs, refused);
   }
   sc_registry_free(g_reg);
   g_reg = NULL;
