@@ -13,6 +13,7 @@
  *
  *   cmake --build build-rel --target embed_sweep
  *   ./build-rel/bin/embed_sweep [--tokens T] [--hidden H] [--llc BYTES]
+ *   ./build-rel/bin/embed_sweep --gather
  *
  * Then the forward (sc__cpu_embed_fwd, a gather of `tokens` rows) on the same tables, two
  * ways, in ns per token: one batch of ids repeated, as `stepcast sample` measures every
@@ -61,6 +62,48 @@ static double median(double *t) {
   return t[REPS / 2];
 }
 
+/* --gather: the forward's cost per row once the rows it gathers outgrow the caches. Rows of
+ * 64, 256 and 1216 floats from a 512 MiB table, 256 to 16384 random ids, one batch of ids
+ * repeated as `stepcast sample` measures: ns per row and the rate of the rows and the output
+ * together (8 bytes per element), the median of REPS calls. The roofline moves those bytes
+ * at the STREAM rate; rows gathered from DRAM come one short stream at a time. */
+static int gather_sweep(void) {
+  static const int64_t hid[] = {64, 256, 1216};
+  const int64_t maxt = 16384;
+  printf("# the forward from a 512 MiB table, one batch of random ids repeated; medians of %d "
+         "calls\n%8s %8s %12s %20s\n", REPS, "hidden", "tokens", "ns per row",
+         "GB/s rows + output");
+  for (size_t h = 0; h < sizeof hid / sizeof hid[0]; h++) {
+    const int64_t hidden = hid[h], rows = (int64_t)(512 << 20) / (4 * hidden);
+    float *W = malloc((size_t)(rows * hidden) * sizeof *W);
+    float *y = malloc((size_t)(maxt * hidden) * sizeof *y);
+    int64_t *ids = malloc((size_t)maxt * sizeof *ids);
+    if (!W || !y || !ids) {
+      fprintf(stderr, "embed_sweep: out of memory\n");
+      free(W), free(y), free(ids);
+      return 1;
+    }
+    for (int64_t i = 0; i < rows * hidden; i++) W[i] = (float)(i % 7);
+    srand(7);
+    for (int64_t tok = 256; tok <= maxt; tok *= 2) {
+      double t[REPS];
+      for (int64_t i = 0; i < tok; i++)
+        ids[i] = ((int64_t)rand() * ((int64_t)RAND_MAX + 1) + rand()) % rows;
+      sc__cpu_embed_fwd(tok, hidden, ids, W, y); /* warm-up */
+      for (int r = 0; r < REPS; r++) {
+        double s = now_s();
+        sc__cpu_embed_fwd(tok, hidden, ids, W, y);
+        t[r] = now_s() - s;
+      }
+      double m = median(t);
+      printf("%8lld %8lld %12.1f %20.2f\n", (long long)hidden, (long long)tok,
+             m / (double)tok * 1e9, 8.0 * (double)(tok * hidden) / m / 1e9);
+    }
+    free(W), free(y), free(ids);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long long tokens = 256, hidden = 512;
   double llc = 0.0;
@@ -69,8 +112,10 @@ int main(int argc, char **argv) {
     if (i + 1 < argc && strcmp(argv[i], "--tokens") == 0) tokens = atoll(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--hidden") == 0) hidden = atoll(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--llc") == 0) llc = atof(argv[++i]);
+    else if (argc == 2 && strcmp(argv[i], "--gather") == 0) return gather_sweep();
     else {
-      fprintf(stderr, "usage: embed_sweep [--tokens T] [--hidden H] [--llc BYTES]\n");
+      fprintf(stderr, "usage: embed_sweep [--tokens T] [--hidden H] [--llc BYTES] | "
+              "embed_sweep --gather\n");
       return 2;
     }
   }
