@@ -19,6 +19,25 @@
  * noise of one machine's samples (1-3 points of MAPE). */
 #define FIT_MARGIN 0.01
 
+/* The rule that makes a residual active (--select, --margin): "either" (the default), a kind
+ * that beats the roofline by more than margin cross-validated or held out and is within
+ * margin of it in both; "both", one that beats it by more than margin in each. */
+typedef struct fit_rule {
+  int both;
+  double margin; /* MAPE, a fraction */
+} fit_rule;
+
+/* The rule in words, for the report and the residuals header ("the roofline" as an). */
+static void rule_text(const fit_rule *r, const char *an, char *buf, size_t cap) {
+  if (r->both)
+    snprintf(buf, cap, "those that beat the %s by more than a MAPE margin of %g%% both "
+             "cross-validated and held out (--select both)", an, 100.0 * r->margin);
+  else
+    snprintf(buf, cap, "those that beat the %s by more than a MAPE margin of %g%% "
+             "cross-validated or held out and are within that margin of it in both", an,
+             100.0 * r->margin);
+}
+
 static void fit_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast fit --samples FILE --out DIR [options]\n"
@@ -30,8 +49,8 @@ static void fit_usage(FILE *out) {
           "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
           "marks per family and target a kind active when it beats the analytical estimate\n"
           "by more than %g%% MAPE cross-validated or held out and is within that margin of it\n"
-          "in both (the lower held-out error of two such), and writes DIR/residuals.toml, the\n"
-          "gbdt JSON files and DIR/report.md.\n\n"
+          "in both (the lower held-out error of two such; --select, --margin), and writes\n"
+          "DIR/residuals.toml, the gbdt JSON files and DIR/report.md.\n\n"
           "With --comm, the samples are measured nccl-tests rows (the columns of stepcast comm\n"
           "--validate) of one system: per collective kind, residuals of the topology's\n"
           "analytical estimate (what stepcast comm predicts) on the collective's features\n"
@@ -53,6 +72,13 @@ static void fit_usage(FILE *out) {
           "                     held out (default 0.25)\n"
           "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
           "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
+          "  --select either|both  which residuals become active: 'either' (default) beats\n"
+          "                     the analytical estimate by more than the margin cross-\n"
+          "                     validated or held out and is within it in both; 'both' beats\n"
+          "                     it by more than the margin in each (for samples of a noisy,\n"
+          "                     shared machine: docs/validation.md, \"The selection rule\")\n"
+          "  --margin P         that margin in points of MAPE (default 1; 3 with both is the\n"
+          "                     rule measured there)\n"
           "  --rows FILE        also write every sample's analytical estimate beside its\n"
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
           "                     bound, analytical_s, measured_s, measured/analytical; with\n"
@@ -175,15 +201,18 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
 }
 
 /* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on:
- * among t's two kinds, those that help somewhere and hurt nowhere beyond the noise (they
- * beat the roofline by more than FIT_MARGIN cross-validated, inside the sampled range, or
- * held out, beyond it, and are within FIT_MARGIN of it in both), the one with the lower
- * held-out error (linear on ties); -1, the roofline, when neither qualifies. */
-static int choose(const double *cv, const double *ho, int t) {
+ * among t's two kinds, those that qualify under rule r (with "either", they help somewhere
+ * and hurt nowhere beyond the noise: they beat the roofline by more than the margin
+ * cross-validated, inside the sampled range, or held out, beyond it, and are within the
+ * margin of it in both; with "both", they beat it by more than the margin in each), the one
+ * with the lower held-out error (linear on ties); -1, the roofline, when neither qualifies. */
+static int choose(const double *cv, const double *ho, int t, const fit_rule *r) {
   int best = -1;
+  const double m = r->margin;
   for (int e = 2 * t; e <= 2 * t + 1; e++) {
-    int helps = cv[1 + e] < cv[0] - FIT_MARGIN || ho[1 + e] < ho[0] - FIT_MARGIN;
-    int harmless = cv[1 + e] <= cv[0] + FIT_MARGIN && ho[1 + e] <= ho[0] + FIT_MARGIN;
+    int cv_better = cv[1 + e] < cv[0] - m, ho_better = ho[1 + e] < ho[0] - m;
+    int helps = r->both ? cv_better && ho_better : cv_better || ho_better;
+    int harmless = cv[1 + e] <= cv[0] + m && ho[1 + e] <= ho[0] + m;
     if (!helps || !harmless) continue;
     if (best < 0 || ho[1 + e] < ho[1 + best]) best = e;
   }
@@ -193,7 +222,7 @@ static int choose(const double *cv, const double *ho, int t) {
 /* Cross-validation, held-out split, the estimator chosen without the held-out rows (the
  * same errors on the training rows alone), and the final models (fitted on every row). */
 static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit_opts *o,
-                      sc_resid_model *final, sc_error *err) {
+                      const fit_rule *rule, sc_resid_model *final, sc_error *err) {
   size_t n = fd->n, *train = malloc(n * sizeof *train), *test = malloc(n * sizeof *test);
   int rc = SC_OK;
   if (train == NULL || test == NULL) {
@@ -208,7 +237,7 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     if (inner)
       rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, &imt, train, test, err);
     for (int t = 0; t < 2 && rc == SC_OK; t++) {
-      fd->sel[t] = inner ? choose(icv, iho, t) : -1;
+      fd->sel[t] = inner ? choose(icv, iho, t, rule) : -1;
       fd->sel_ho[t] = fd->ho[fd->sel[t] + 1];
     }
   }
@@ -235,7 +264,7 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     free(y);
   }
   for (int t = 0; t < 2 && rc == SC_OK; t++) { /* the active kind per target */
-    int e = choose(fd->cv, fd->ho, t);
+    int e = choose(fd->cv, fd->ho, t, rule);
     if (e >= 0) final[e].active = 1;
   }
 done:
@@ -246,7 +275,9 @@ done:
 
 /* an: what the analytical estimate is called ("roofline" for operators). */
 static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout,
-                         const char *an) {
+                         const char *an, const fit_rule *rule) {
+  char rt[320];
+  rule_text(rule, an, rt, sizeof rt);
   fprintf(out, "## %u-fold cross-validated MAPE (%%)\n\n", folds);
   fprintf(out, "| family | n | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
   fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
@@ -268,13 +299,12 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
     fprintf(out, " |\n");
   }
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, those that beat the %s by more than a MAPE margin of %g%% cross-validated "
-          "or held out and are within that margin of it in both, the one with the lower held-out "
+          "kinds, %s, the one with the lower held-out "
           "error; none (the %s) when neither qualifies. Selected: that rule applied to the training rows "
           "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
           "rows: what --estimator would have reached on shapes it never saw. The active models "
           "below follow the rule on every row and are fitted on every row.\n",
-          an, 100.0 * FIT_MARGIN, an, 100.0 * heldout);
+          rt, an, 100.0 * heldout);
 }
 
 /* Append feature j's name, quoted, to fd->names (the list residuals.toml writes). */
@@ -484,6 +514,7 @@ int sc_cli_fit(int argc, char **argv) {
   char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
+  fit_rule rule = {0, FIT_MARGIN};
   sc_fit_opts o;
   sc_error err;
   sc_sample_set set;
@@ -512,7 +543,7 @@ int sc_cli_fit(int argc, char **argv) {
     if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
-        strcmp(a, "--system") != 0)
+        strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -523,6 +554,11 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
+    else if (strcmp(a, "--select") == 0) {
+      if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0)
+        return sc_cli_usage_error("fit", "--select: '%s' is not 'either' or 'both'", v);
+      rule.both = strcmp(v, "both") == 0;
+    }
     else if (strcmp(a, "--folds") == 0) {
       long k = strtol(v, &end, 10);
       if (errno || *end || k < 2 || k > 20)
@@ -540,6 +576,11 @@ int sc_cli_fit(int argc, char **argv) {
         if (bad || !(x > 0 && x < 1))
           return sc_cli_usage_error("fit", "--heldout: '%s' is not a fraction in (0, 1)", v);
         heldout = x;
+      } else if (strcmp(a, "--margin") == 0) {
+        if (bad || !(x >= 0 && x <= 50))
+          return sc_cli_usage_error("fit", "--margin: '%s' is not a number of MAPE points in "
+                                    "[0, 50]", v);
+        rule.margin = x / 100.0;
       } else {
         if (bad || x < 0) return sc_cli_usage_error("fit", "--lambda: '%s' is not a number >= 0", v);
         o.lambda = x;
@@ -619,7 +660,8 @@ int sc_cli_fit(int argc, char **argv) {
     goto fail;
   }
   for (size_t f = 0; f < nf; f++) {
-    if (fit_family(&fds[f], folds, heldout, &o, &models[f * NEST], &err) != SC_OK) goto fail;
+    if (fit_family(&fds[f], folds, heldout, &o, &rule, &models[f * NEST], &err) != SC_OK)
+      goto fail;
     for (int e = 0; e < NEST; e++) names[f * NEST + (size_t)e] = fds[f].names;
   }
   {
@@ -635,15 +677,15 @@ int sc_cli_fit(int argc, char **argv) {
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
              "active: the kind the estimator uses: of those better than the analytical estimate "
-             "by more than a MAPE margin of %g%% cross-validated or held out and within that "
-             "margin of it in both, the one "
+             "by more than a MAPE margin of %g%% %s, the one "
              "with the lower held-out error (none: the family stays analytical); inactive gbdt "
              "models are not kept (report.md has their errors).",
              comm ? "Collective residual models of topology" : "Residual models of device",
              target_name, cmd, stamp, source, nrows, comm ? " of system " : "",
              comm ? system : "", comm ? "topology" : "hardware", basis, folds,
-             100.0 * (1.0 - heldout),
-             100.0 * FIT_MARGIN);
+             100.0 * (1.0 - heldout), 100.0 * rule.margin,
+             rule.both ? "both cross-validated and held out (--select both)"
+                       : "cross-validated or held out and within that margin of it in both");
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);
@@ -660,7 +702,7 @@ int sc_cli_fit(int argc, char **argv) {
           comm ? "estimate (stepcast comm)" : "roofline");
   if (skipped[0] != '\0')
     fprintf(rep, "Skipped (fewer than max(8, folds + 2) rows): %s.\n\n", skipped);
-  print_tables(rep, fds, nf, folds, heldout, comm ? "analytical" : "roofline");
+  print_tables(rep, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
   fprintf(rep, "\nActive models (used by --estimator hybrid / learned; a family with none "
                "stays analytical: no model met the rule above):\n\n");
   for (size_t f = 0; f < nf; f++) {
@@ -721,7 +763,7 @@ int sc_cli_fit(int argc, char **argv) {
            source, skipped[0] ? "; skipped (too few rows): " : "", skipped);
   else
     printf("device %s, %zu samples from %s\n\n", target_name, nrows, source);
-  print_tables(stdout, fds, nf, folds, heldout, comm ? "analytical" : "roofline");
+  print_tables(stdout, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
   printf("\nwrote %s/residuals.toml and %s\n", outdir, path);
   rc = 0;
   goto done;

@@ -1,0 +1,39 @@
+#!/bin/sh
+# select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
+# never saw (docs/validation.md, "The selection rule"). Fits the seven CPU sample sets kept in
+# the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs and the three
+# Zen 4 runs in passes) with the fit options given (e.g. --select both --margin 3), and
+# compares, per family, the hybrid the rule selects on the training rows alone with the
+# roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
+#
+#   tests/bench/select_rules.sh [STEPCAST] [fit options...]
+#
+# STEPCAST defaults to build-rel/bin/stepcast; run from the repository root.
+set -eu
+bin=build-rel/bin/stepcast
+case "${1:-}" in -*|"") ;; *) bin=$1; shift ;; esac
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+d=docs/validation
+i=0
+for s in hardware/host-cpu:hardware/host-cpu.toml \
+         $d/host-cpu-repeat:$d/host-cpu-repeat/host-cpu.toml \
+         $d/host-cpu-zen4:$d/host-cpu-zen4/host-cpu.toml \
+         $d/host-cpu-zen4/repeat:$d/host-cpu-zen4/repeat/host-cpu.toml \
+         $d/host-cpu-zen4-passes/run1/host-cpu:$d/host-cpu-zen4-passes/run1/host-cpu.toml \
+         $d/host-cpu-zen4-passes/run2/host-cpu:$d/host-cpu-zen4-passes/run2/host-cpu.toml \
+         $d/host-cpu-zen4-passes/host-cpu:$d/host-cpu-zen4-passes/host-cpu.toml; do
+  i=$((i + 1))
+  "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
+      > "$out/$i.txt"
+  # the held-out table: family | train | test | analytical | 4 kinds | hybrid, selected | ...
+  sed -n '/^## Held out/,/^The rule/p' "$out/$i.txt" | grep '^| [a-z]' | grep -v '^| family' |
+      awk -F'|' -v set="${s%%:*}" '{ split($10, a, " "); printf "%s %s %.1f %.1f %s\n",
+          set, $2, $5, a[1], a[2] }' | sed 's/  */ /g'
+done | awk '{ print; n++; r += $3; s += $4; d = $4 - $3
+              if (d < -0.05) { w++; g -= d } if (d > 0.05) { l++; L += d }
+              if (d > worst) worst = d; u += ($4 < 5); ur += ($3 < 5) }
+            END { printf "# %d cases: held-out MAPE, selected hybrid %.2f %% against %.2f " \
+                  "%% for the roofline; better in %d (by %.1f points in all), worse in %d (by " \
+                  "%.1f, at most %.1f); under 5 %%: %d (roofline %d)\n", n, s / n, r / n, w, g,
+                  l, L, worst, u, ur }'
