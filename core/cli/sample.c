@@ -920,20 +920,23 @@ static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
                                sc_error *err) {
   sc_op_desc ops[CACHE_CURVE_N];
   sc_measurement *out[CACHE_CURVE_N];
+  int np = 0;
   for (int j = 0; j < CACHE_CURVE_N; j++) {
     int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / (3.0 * r->esz));
     n = n < 16 ? 16 : n - n % 16;
-    ops[j] = r->add;
-    ops[j].dims[0] = n;
-    out[j] = &r->mcurve[j];
+    if (np > 0 && n <= ops[np - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
+    ops[np] = r->add;
+    ops[np].dims[0] = n;
+    out[np] = &r->mcurve[np];
+    np++;
   }
-  int rc = measure_rounds(hw, st, dev, ops, CACHE_CURVE_N, 5, budget_s, out, err);
+  int rc = measure_rounds(hw, st, dev, ops, (size_t)np, 5, budget_s, out, err);
   if (rc != SC_OK) return rc;
-  for (int j = 0; j < CACHE_CURVE_N; j++) {
+  for (int j = 0; j < np; j++) {
     r->curve_ws[j] = 3.0 * r->esz * (double)ops[j].dims[0];
     r->curve_rate[j] = r->curve_ws[j] / r->mcurve[j].median_s;
   }
-  r->ncurve = CACHE_CURVE_N;
+  r->ncurve = np;
   return SC_OK;
 }
 
