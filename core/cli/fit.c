@@ -27,6 +27,30 @@ typedef struct fit_rule {
   double margin; /* MAPE, a fraction */
 } fit_rule;
 
+/* The 90th percentile of how far a samples file's passes disagreed, in per cent, from its
+ * "# passes.spread = ..." line (stepcast sample writes it after the rows); -1 when the file
+ * has none (one pass, or an older sampler). */
+static double passes_spread_p90(const char *path) {
+  char line[512];
+  double p90 = -1.0;
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1.0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    const char *q;
+    if (strncmp(line, "# passes.spread = ", 18) != 0) continue;
+    if ((q = strstr(line, "90th percentile ")) != NULL && sscanf(q + 16, "%lf", &p90) != 1)
+      p90 = -1.0;
+  }
+  fclose(f);
+  return p90;
+}
+
+/* Above this 90th percentile of the passes' disagreement (per cent) fit suggests the strict
+ * rule: the three Zen 4 runs in passes of docs/validation.md ("Passes and the measured cache
+ * curve") had 13-44 %, and on each the strict rule did better held out ("The selection
+ * rule"). */
+#define FIT_NOISY_P90 10.0
+
 /* The rule in words, for the report and the residuals header ("the roofline" as an). */
 static void rule_text(const fit_rule *r, const char *an, char *buf, size_t cap) {
   if (r->both)
@@ -609,6 +633,14 @@ int sc_cli_fit(int argc, char **argv) {
   }
 
   if (comm == NULL && sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
+  if (comm == NULL && !rule.both) {
+    double p90 = passes_spread_p90(samples);
+    if (p90 > FIT_NOISY_P90)
+      fprintf(stderr, "stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
+              "90th percentile (a noisy machine); --select both --margin 3 keeps residuals "
+              "that only fit the noise out (docs/validation.md, \"The selection rule\")\n",
+              samples, p90);
+  }
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
   if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
   { /* the output folder: created when missing (its parent must exist), before the fit */
