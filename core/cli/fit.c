@@ -47,8 +47,8 @@ static double passes_spread_p90(const char *path) {
 
 /* Above this 90th percentile of the passes' disagreement (per cent) fit suggests the strict
  * rule: the three Zen 4 runs in passes of docs/validation.md ("Passes and the measured cache
- * curve") had 13-44 %, and on each the strict rule did better held out ("The selection
- * rule"). */
+ * curve") had 13-44 %, and the strict rule did better held out on two of them ("The
+ * selection rule"). */
 #define FIT_NOISY_P90 10.0
 
 /* The rule in words, for the report and the residuals header ("the roofline" as an). */
