@@ -51,15 +51,11 @@ static double passes_spread_p90(const char *path) {
  * selection rule"). */
 #define FIT_NOISY_P90 10.0
 
-/* The rule in words, for the report and the residuals header ("the roofline" as an). */
-static void rule_text(const fit_rule *r, const char *an, char *buf, size_t cap) {
-  if (r->both)
-    snprintf(buf, cap, "those that beat the %s by more than a MAPE margin of %g%% both "
-             "cross-validated and held out (--select both)", an, 100.0 * r->margin);
-  else
-    snprintf(buf, cap, "those that beat the %s by more than a MAPE margin of %g%% "
-             "cross-validated or held out and are within that margin of it in both", an,
-             100.0 * r->margin);
+/* Where the rule asks a kind to beat the analytical estimate by the margin, in words (the
+ * report and the residuals header). */
+static const char *rule_where(const fit_rule *r) {
+  return r->both ? "both cross-validated and held out (--select both)"
+                 : "cross-validated or held out and within that margin of it in both";
 }
 
 static void fit_usage(FILE *out) {
@@ -300,8 +296,6 @@ done:
 /* an: what the analytical estimate is called ("roofline" for operators). */
 static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout,
                          const char *an, const fit_rule *rule) {
-  char rt[320];
-  rule_text(rule, an, rt, sizeof rt);
   fprintf(out, "## %u-fold cross-validated MAPE (%%)\n\n", folds);
   fprintf(out, "| family | n | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
   fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
@@ -323,12 +317,13 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
     fprintf(out, " |\n");
   }
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, %s, the one with the lower held-out "
+          "kinds, those that beat the %s by more than a MAPE margin of %g%% %s, the one with "
+          "the lower held-out "
           "error; none (the %s) when neither qualifies. Selected: that rule applied to the training rows "
           "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
           "rows: what --estimator would have reached on shapes it never saw. The active models "
           "below follow the rule on every row and are fitted on every row.\n",
-          rt, an, 100.0 * heldout);
+          an, 100.0 * rule->margin, rule_where(rule), an, 100.0 * heldout);
 }
 
 /* Append feature j's name, quoted, to fd->names (the list residuals.toml writes). */
@@ -715,9 +710,7 @@ int sc_cli_fit(int argc, char **argv) {
              comm ? "Collective residual models of topology" : "Residual models of device",
              target_name, cmd, stamp, source, nrows, comm ? " of system " : "",
              comm ? system : "", comm ? "topology" : "hardware", basis, folds,
-             100.0 * (1.0 - heldout), 100.0 * rule.margin,
-             rule.both ? "both cross-validated and held out (--select both)"
-                       : "cross-validated or held out and within that margin of it in both");
+             100.0 * (1.0 - heldout), 100.0 * rule.margin, rule_where(&rule));
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);

@@ -590,6 +590,10 @@ typedef struct micro_run {
   int ncurve;
   double curve_ws[CACHE_CURVE_N], curve_rate[CACHE_CURVE_N];
   sc_measurement mcurve[CACHE_CURVE_N];
+  /* their shares (sc_cache_miss_curve) once the run's DRAM rate is known; nshare = ncurve
+   * then, 0 while not known or when the cache rate is not above the DRAM rate */
+  int nshare;
+  double curve_share[CACHE_CURVE_N];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
   double mem_bw; /* the median of bw_runs once the plan is done */
@@ -655,15 +659,13 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                  "(micro.attention_%s_efficiency)\n", d ? "bwd" : "fwd", r->attn_eff[d],
               d ? "bwd" : "fwd");
   }
-  if (r->ncurve > 0) {
-    double g[CACHE_CURVE_N];
-    if (sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw, g) == SC_OK) {
-      fprintf(o, "\n[hardware.cache_miss_share]  # MEASURED: the share of STREAM Add's traffic "
-                 "at each working set (bytes, 3 arrays) that goes at mem_bw_Bps, the rest at "
-                 "cache_bw_Bps, made non-decreasing (micro.cache_curve)\n");
-      for (int j = 0; j < r->ncurve; j++)
-        fprintf(o, "%.0f = %.3f  # %.4g B/s\n", r->curve_ws[j], g[j], r->curve_rate[j]);
-    }
+  if (r->nshare > 0) {
+    fprintf(o, "\n[hardware.cache_miss_share]  # MEASURED: the share of STREAM Add's traffic "
+               "at each working set (bytes, 3 arrays) that goes at mem_bw_Bps, the rest at "
+               "cache_bw_Bps, made non-decreasing (micro.cache_curve)\n");
+    for (int j = 0; j < r->nshare; j++)
+      fprintf(o, "%.0f = %.3f  # %.4g B/s\n", r->curve_ws[j], r->curve_share[j],
+              r->curve_rate[j]);
   }
   fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3%s "
              "(micro.sgemm_flops_per_s)\n", r->gemm_rate,
@@ -947,9 +949,9 @@ static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
  * times the 2048^3 GEMM's. With the model
  *     t = F / P + g ws / X,   g = ws / (ws + K),   ws = e (m k + k n + m n),
  * sc_gemm_exposure_solve gives P (r->gemm_rate), X (r->gemm_exposed_bw) and K
- * (r->gemm_exposed_knee) from the 2048^3 GEMM and these, the 2048^3 one timed again in the
- * same interleaved rounds (it replaces the first timing in r->mg). When they show no
- * exposure, X and K stay 0 and P is the raw 2048^3 rate. */
+ * (r->gemm_exposed_knee) from the 2048^3 GEMM and these, the 2048^3 one timed in the same
+ * interleaved rounds (into r->mg, r->gemm_raw_rate). When they show no exposure, X and K
+ * stay 0 and P is the raw 2048^3 rate. */
 static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
                                  const sc_device *dev, double llc, double budget_s,
                                  sc_error *err) {
@@ -977,7 +979,7 @@ static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plu
   outs[GEMM_EXPO_SIZES * 3] = &big;
   int rc = measure_rounds(hw, st, dev, ops, GEMM_EXPO_SIZES * 3 + 1, 5, budget_s, outs, err);
   if (rc != SC_OK) return rc;
-  r->mg = big; /* the header's micro.sgemm: the time the solve uses */
+  r->mg = big; /* the header's micro.sgemm */
   r->gemm_rate = r->gemm_raw_rate = fb / big.median_s;
   for (int j = 0; j < GEMM_EXPO_SIZES; j++) {
     double ts[3] = {r->mgs[j][0].median_s, r->mgs[j][1].median_s, r->mgs[j][2].median_s};
@@ -1040,7 +1042,10 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
                                  "launch)..."
                              : "microbenchmarks (sgemm 2048^3, STREAM Add 3 x 64 MiB, launch, "
                                "layer-norm, attention, STREAM Add in cache)...");
-  if (hw->measure(st, dev, &r->g, 5, 3.0, &r->mg, err) != SC_OK ||
+  /* on a CPU whose last-level cache sysfs gives, the 2048^3 sgemm is timed with the skinny
+   * GEMMs instead (measure_gemm_exposure) */
+  const int gemm_in_rounds = !gpu && caps->llc > 0;
+  if ((!gemm_in_rounds && hw->measure(st, dev, &r->g, 5, 3.0, &r->mg, err) != SC_OK) ||
       stream_bw(reg, hw, dev, &r->add, r->esz, 5, 2.0, &r->bw_runs[0], &r->ma, err) != SC_OK ||
       hw->measure(st, dev, &r->one, 9, 0.5, &r->m1, err) != SC_OK ||
       (!gpu && (hw->measure(st, dev, &r->ln, 9, 1.0, &r->mln, err) != SC_OK ||
@@ -1051,13 +1056,15 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   if (tty) fprintf(stderr, "\n");
   /* The rates the microbenchmarks give. Attention: the causal forward does half of
    * 4*b*h*s^2*d, the backward 2.5 times that (the attention plugin's count). */
-  r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
-  r->gemm_raw_rate = r->gemm_rate;
+  if (!gemm_in_rounds) {
+    r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
+    r->gemm_raw_rate = r->gemm_rate;
+  }
   r->nbw = 1;
   r->mem_bw = r->bw_runs[0];
   r->kd = *dev;
   if (gpu) return SC_OK;
-  if (caps->llc > 0) {
+  if (gemm_in_rounds) {
     if (tty) fprintf(stderr, "\nSTREAM Add from 1/512 to 4 x the last-level cache...");
     int crc = measure_cache_curve(r, hw, st, dev, caps->llc, quick ? 0.3 : 1.5, err);
     if (crc != SC_OK) return crc;
@@ -1206,6 +1213,9 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   r->mem_bw = sc__median(r->bw_runs, r->nbw);
   fprintf(f, "# micro.stream_add_bw_Bps = %.4g  (their median: the hardware file's mem_bw_Bps)\n",
           r->mem_bw);
+  if (r->ncurve > 0 && sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw,
+                                           r->curve_share) == SC_OK)
+    r->nshare = r->ncurve;
   if (r->gpu || !(caps->l1d > 0 && caps->llc > 0)) return SC_OK;
   r->kd.mem_bw_Bps = r->mem_bw;
   r->kd.cache_bw_Bps = r->cache_bw;
@@ -1216,10 +1226,10 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   set_row_rates(&r->kd, (const double(*)[SC_ROW_RATE_WIDTHS])r->rrate);
   /* the exposures are the time the roofline misses, so the roofline they are measured
    * against must be the file's: with its cache curve (write_cpu_hardware writes the same) */
-  if (r->ncurve > 0 && sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw,
-                                           r->kd.cache_miss_share) == SC_OK) {
-    r->kd.cache_miss_points = (uint32_t)r->ncurve;
-    for (int j = 0; j < r->ncurve; j++) r->kd.cache_miss_ws_bytes[j] = r->curve_ws[j];
+  r->kd.cache_miss_points = (uint32_t)r->nshare;
+  for (int j = 0; j < r->nshare; j++) {
+    r->kd.cache_miss_ws_bytes[j] = r->curve_ws[j];
+    r->kd.cache_miss_share[j] = r->curve_share[j];
   }
   snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
   if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");

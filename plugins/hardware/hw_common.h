@@ -344,11 +344,10 @@ static inline int sc__hw_cache_miss_share(const sc_host *host, const sc_table *t
   }
   uint32_t n = 0;
   for (size_t i = 0; host->table_key(c, i, &key) == SC_OK; i++) {
-    char *end = NULL;
     double share = 0;
-    double ws = strtod(key, &end);
-    if (end == key || *end != '\0' || !(ws >= 1 && ws <= SC_RANGE_BYTES_MAX) || ws != floor(ws) ||
-        strspn(key, "0123456789") != strlen(key)) {
+    const int digits = key[0] != '\0' && strspn(key, "0123456789") == strlen(key);
+    const double ws = digits ? strtod(key, NULL) : 0.0;
+    if (!(ws >= 1 && ws <= SC_RANGE_BYTES_MAX)) {
       return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': must be a working "
                             "set in whole bytes in [1, %g]", host->table_where(c, key), key,
                             (double)SC_RANGE_BYTES_MAX);

@@ -120,13 +120,9 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
    * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate */
   double tdram = (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
                                                        : bytes / dram;
-  if (dev->cache_bw_Bps > dram && (dev->l2_bytes > 0.0 || dev->cache_miss_points > 0)) {
-    /* the share that misses the caches */
-    double g = sc_device_miss_share(dev, footprint);
-    tm = g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps;
-  } else {
-    tm = tdram;
-  }
+  /* the share that misses the caches (1, all of it, on a device without a cache rate) */
+  const double g = sc_device_miss_share(dev, footprint);
+  tm = g < 1.0 ? g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps : tdram;
   double t = (tc > tm ? tc : tm) + exposure * (tc > tm ? tm : tc);
   memset(out, 0, sizeof *out);
   out->time_s = t + dev->launch_s;
