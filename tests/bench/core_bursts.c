@@ -31,7 +31,9 @@ int main(int argc, char **argv) {
   double seconds = 20.0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = atof(argv[++i]);
+      char *end = NULL;
+      seconds = strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0') seconds = -1.0; /* refused below */
     } else {
       fprintf(stderr, "usage: core_bursts [--seconds S]\n");
       return 2;
