@@ -1,8 +1,8 @@
 /*
  * fp32 kernels of the host CPU: what the `cpu` hardware plugin times (plugins/hardware/cpu.c)
  * and what tests/bench/train_step.c runs as a real training step. One copy of each kernel,
- * shared by both through this header (static inline: each includer gets its own copy of the
- * machine code, never of the source).
+ * shared by both through this header (each includer gets its own copy of the machine code,
+ * never of the source; see SC__CPU_KERNEL).
  *
  * Every kernel works on fp32 row-major arrays the caller owns; none allocates except
  * sc__cpu_attn_* (scratch from the caller too: see the _scratch_floats helpers). The
@@ -28,11 +28,23 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Each kernel is compiled out of line, never inlined into its caller nor cloned for its
+ * caller's constant arguments: the machine code that `stepcast sample` times is then the code
+ * train_step runs. Inlined, each caller compiled the loops anew: AdamW inlined into
+ * train_step's main took 14.5-16.8 ms a step where the same loop out of line takes 10.0-10.7,
+ * and inlined into the plugin's dispatch, cross-entropy, softmax, AdamW and two element-wise
+ * kernels ran 8-13 % slower than out of line (docs/validation.md, "A real training step"). */
+#if defined(__clang__)
+#define SC__CPU_KERNEL static __attribute__((noinline, unused))
+#else
+#define SC__CPU_KERNEL static __attribute__((noinline, noclone, unused))
+#endif
+
 /* ---- GEMM --------------------------------------------------------------------------- */
 
 /* C[i] = A[i] B[i] for i < batch; A is m x k, B k x n, C m x n, consecutive in memory. */
-static inline void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float *A,
-                                const float *B, float *C) {
+SC__CPU_KERNEL void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float *A,
+                                 const float *B, float *C) {
   for (int64_t i = 0; i < batch; i++) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                 A + i * m * k, (int)k, B + i * k * n, (int)n, 0.0f, C + i * m * n, (int)n);
@@ -40,18 +52,18 @@ static inline void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, 
 }
 
 /* General form for the training step: C = alpha op(A) op(B) + beta C. */
-static inline void sc__cpu_gemm_t(int ta, int tb, int64_t m, int64_t n, int64_t k,
-                                  const float *A, int64_t lda, const float *B, int64_t ldb,
-                                  float beta, float *C, int64_t ldc) {
+SC__CPU_KERNEL void sc__cpu_gemm_t(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                                   const float *A, int64_t lda, const float *B, int64_t ldb,
+                                   float beta, float *C, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
 /* ---- Norms -------------------------------------------------------------------------- */
 
-static inline void sc__cpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x,
-                                         const float *gamma, const float *beta, float *y,
-                                         float *mean, float *rstd) {
+SC__CPU_KERNEL void sc__cpu_layernorm_fwd(int64_t rows, int64_t cols, const float *x,
+                                          const float *gamma, const float *beta, float *y,
+                                          float *mean, float *rstd) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
@@ -70,10 +82,10 @@ static inline void sc__cpu_layernorm_fwd(int64_t rows, int64_t cols, const float
 }
 
 /* dx from dy; dgamma, dbeta accumulate (+=). */
-static inline void sc__cpu_layernorm_bwd(int64_t rows, int64_t cols, const float *dy,
-                                         const float *x, const float *gamma, const float *mean,
-                                         const float *rstd, float *dx, float *dgamma,
-                                         float *dbeta) {
+SC__CPU_KERNEL void sc__cpu_layernorm_bwd(int64_t rows, int64_t cols, const float *dy,
+                                          const float *x, const float *gamma, const float *mean,
+                                          const float *rstd, float *dx, float *dgamma,
+                                          float *dbeta) {
   for (int64_t r = 0; r < rows; r++) {
     const float *dyr = dy + r * cols, *xr = x + r * cols;
     float *dxr = dx + r * cols;
@@ -94,8 +106,8 @@ static inline void sc__cpu_layernorm_bwd(int64_t rows, int64_t cols, const float
   }
 }
 
-static inline void sc__cpu_rmsnorm_fwd(int64_t rows, int64_t cols, const float *x,
-                                       const float *gamma, float *y, float *rstd) {
+SC__CPU_KERNEL void sc__cpu_rmsnorm_fwd(int64_t rows, int64_t cols, const float *x,
+                                        const float *gamma, float *y, float *rstd) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
@@ -107,9 +119,9 @@ static inline void sc__cpu_rmsnorm_fwd(int64_t rows, int64_t cols, const float *
   }
 }
 
-static inline void sc__cpu_rmsnorm_bwd(int64_t rows, int64_t cols, const float *dy,
-                                       const float *x, const float *gamma, const float *rstd,
-                                       float *dx, float *dgamma) {
+SC__CPU_KERNEL void sc__cpu_rmsnorm_bwd(int64_t rows, int64_t cols, const float *dy,
+                                        const float *x, const float *gamma, const float *rstd,
+                                        float *dx, float *dgamma) {
   for (int64_t r = 0; r < rows; r++) {
     const float *dyr = dy + r * cols, *xr = x + r * cols;
     float *dxr = dx + r * cols;
@@ -125,8 +137,8 @@ static inline void sc__cpu_rmsnorm_bwd(int64_t rows, int64_t cols, const float *
 
 /* ---- Softmax (scale + causal mask + softmax over cols) ------------------------------- */
 
-static inline void sc__cpu_softmax_fwd(int64_t rows, int64_t cols, float scale, const float *x,
-                                       float *y) {
+SC__CPU_KERNEL void sc__cpu_softmax_fwd(int64_t rows, int64_t cols, float scale, const float *x,
+                                        float *y) {
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
@@ -144,8 +156,8 @@ static inline void sc__cpu_softmax_fwd(int64_t rows, int64_t cols, float scale, 
   }
 }
 
-static inline void sc__cpu_softmax_bwd(int64_t rows, int64_t cols, float scale, const float *dy,
-                                       const float *y, float *dx) {
+SC__CPU_KERNEL void sc__cpu_softmax_bwd(int64_t rows, int64_t cols, float scale, const float *dy,
+                                        const float *y, float *dx) {
   for (int64_t r = 0; r < rows; r++) {
     const float *dyr = dy + r * cols, *yr = y + r * cols;
     float *dxr = dx + r * cols;
@@ -167,8 +179,8 @@ static inline float sc__cpu_tanh(float u) { return 1.0f - 2.0f / (1.0f + expf(2.
 
 /* y = gelu(x + bias[i % nbias]) (tanh form). The bias index wraps with a counter, not a
  * division per element. */
-static inline void sc__cpu_gelu_fwd(int64_t n, const float *x, const float *bias, int64_t nbias,
-                                    float *y) {
+SC__CPU_KERNEL void sc__cpu_gelu_fwd(int64_t n, const float *x, const float *bias, int64_t nbias,
+                                     float *y) {
   for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
     float v = x[i] + bias[j];
     float t = sc__cpu_tanh(SC__CPU_GELU_K * (v + 0.044715f * v * v * v));
@@ -177,8 +189,8 @@ static inline void sc__cpu_gelu_fwd(int64_t n, const float *x, const float *bias
 }
 
 /* dx = dy * gelu'(x + bias). */
-static inline void sc__cpu_gelu_bwd(int64_t n, const float *dy, const float *x,
-                                    const float *bias, int64_t nbias, float *dx) {
+SC__CPU_KERNEL void sc__cpu_gelu_bwd(int64_t n, const float *dy, const float *x,
+                                     const float *bias, int64_t nbias, float *dx) {
   for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
     float v = x[i] + bias[j];
     float u = SC__CPU_GELU_K * (v + 0.044715f * v * v * v);
@@ -189,15 +201,15 @@ static inline void sc__cpu_gelu_bwd(int64_t n, const float *dy, const float *x,
 }
 
 /* y = silu(a) * b. */
-static inline void sc__cpu_swiglu_fwd(int64_t n, const float *a, const float *b, float *y) {
+SC__CPU_KERNEL void sc__cpu_swiglu_fwd(int64_t n, const float *a, const float *b, float *y) {
   for (int64_t i = 0; i < n; i++) {
     float s = 1.0f / (1.0f + expf(-a[i]));
     y[i] = a[i] * s * b[i];
   }
 }
 
-static inline void sc__cpu_swiglu_bwd(int64_t n, const float *dy, const float *a,
-                                      const float *b, float *da, float *db) {
+SC__CPU_KERNEL void sc__cpu_swiglu_bwd(int64_t n, const float *dy, const float *a,
+                                       const float *b, float *da, float *db) {
   for (int64_t i = 0; i < n; i++) {
     float s = 1.0f / (1.0f + expf(-a[i]));
     float silu = a[i] * s;
@@ -216,8 +228,8 @@ static inline uint32_t sc__cpu_hash(uint64_t seed, uint64_t i) {
 }
 
 /* y = x * mask / (1 - p), mask[i] = 1 with probability 1 - p. */
-static inline void sc__cpu_dropout_fwd(int64_t n, float p, uint64_t seed, const float *x,
-                                       float *y, uint8_t *mask) {
+SC__CPU_KERNEL void sc__cpu_dropout_fwd(int64_t n, float p, uint64_t seed, const float *x,
+                                        float *y, uint8_t *mask) {
   uint32_t thr = (uint32_t)(p * 4294967295.0f);
   float sc = 1.0f / (1.0f - p);
   for (int64_t i = 0; i < n; i++) {
@@ -228,16 +240,16 @@ static inline void sc__cpu_dropout_fwd(int64_t n, float p, uint64_t seed, const 
 }
 
 /* dx = dy * mask / (1 - p) (also the backward of bias-dropout-add into its branch). */
-static inline void sc__cpu_dropout_bwd(int64_t n, float p, const float *dy, const uint8_t *mask,
-                                       float *dx) {
+SC__CPU_KERNEL void sc__cpu_dropout_bwd(int64_t n, float p, const float *dy, const uint8_t *mask,
+                                        float *dx) {
   float sc = 1.0f / (1.0f - p);
   for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * ((float)mask[i] * sc); /* branch-free */
 }
 
 /* out = res + dropout(x + bias[i % nbias]) (Megatron's fused bias-dropout-add). */
-static inline void sc__cpu_bda_fwd(int64_t n, float p, uint64_t seed, const float *x,
-                                   const float *bias, int64_t nbias, const float *res,
-                                   float *out, uint8_t *mask) {
+SC__CPU_KERNEL void sc__cpu_bda_fwd(int64_t n, float p, uint64_t seed, const float *x,
+                                    const float *bias, int64_t nbias, const float *res,
+                                    float *out, uint8_t *mask) {
   uint32_t thr = (uint32_t)(p * 4294967295.0f);
   float sc = 1.0f / (1.0f - p);
   for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == nbias ? 0 : j + 1) {
@@ -248,15 +260,15 @@ static inline void sc__cpu_bda_fwd(int64_t n, float p, uint64_t seed, const floa
 }
 
 /* c = a + b (STREAM's Add kernel; also the microbenchmark for memory bandwidth). */
-static inline void sc__cpu_add(int64_t n, const float *a, const float *b, float *c) {
+SC__CPU_KERNEL void sc__cpu_add(int64_t n, const float *a, const float *b, float *c) {
   for (int64_t i = 0; i < n; i++) c[i] = a[i] + b[i];
 }
 
 /* Rotary embedding on consecutive pairs: (x0, x1) rotated by the angle of pair j (table
  * cs[2j] = cos, cs[2j+1] = sin, npairs entries, reused cyclically); sign = -1 rotates
  * back (backward). */
-static inline void sc__cpu_rope(int64_t n, const float *x, const float *cs, int64_t npairs,
-                                float sign, float *y) {
+SC__CPU_KERNEL void sc__cpu_rope(int64_t n, const float *x, const float *cs, int64_t npairs,
+                                 float sign, float *y) {
   for (int64_t i = 0; i + 1 < n; i += 2) {
     int64_t j = (i / 2) % npairs;
     float c = cs[2 * j], s = sign * cs[2 * j + 1];
@@ -283,9 +295,9 @@ static inline int64_t sc__cpu_attn_kmax(int64_t row_end, int64_t seq_q, int64_t 
 }
 
 /* Q [B][H][sq][d], K, V [B][G][sk][d], O [B][H][sq][d], lse [B][H][sq]. */
-static inline void sc__cpu_attn_fwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk,
-                                    int64_t d, int causal, const float *Q, const float *K,
-                                    const float *V, float *O, float *lse, float *scratch) {
+SC__CPU_KERNEL void sc__cpu_attn_fwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk,
+                                     int64_t d, int causal, const float *Q, const float *K,
+                                     const float *V, float *O, float *lse, float *scratch) {
   float scale = 1.0f / sqrtf((float)d);
   float *S = scratch;
   for (int64_t b = 0; b < B; b++) {
@@ -321,11 +333,11 @@ static inline void sc__cpu_attn_fwd(int64_t B, int64_t H, int64_t G, int64_t sq,
 }
 
 /* Gradients dQ (overwritten), dK and dV (overwritten) from dO, with P recomputed from lse. */
-static inline void sc__cpu_attn_bwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk,
-                                    int64_t d, int causal, const float *Q, const float *K,
-                                    const float *V, const float *O, const float *dO,
-                                    const float *lse, float *dQ, float *dK, float *dV,
-                                    float *scratch) {
+SC__CPU_KERNEL void sc__cpu_attn_bwd(int64_t B, int64_t H, int64_t G, int64_t sq, int64_t sk,
+                                     int64_t d, int causal, const float *Q, const float *K,
+                                     const float *V, const float *O, const float *dO,
+                                     const float *lse, float *dQ, float *dK, float *dV,
+                                     float *scratch) {
   float scale = 1.0f / sqrtf((float)d);
   float *P = scratch, *dP = scratch + (size_t)SC__CPU_ATTN_BLOCK * (size_t)sk;
   float *D = dP + (size_t)SC__CPU_ATTN_BLOCK * (size_t)sk;
@@ -372,17 +384,17 @@ static inline void sc__cpu_attn_bwd(int64_t B, int64_t H, int64_t G, int64_t sq,
 /* ---- Embedding and cross-entropy ----------------------------------------------------- */
 
 /* y[t] = W[ids[t]] (rows of hidden floats). */
-static inline void sc__cpu_embed_fwd(int64_t tokens, int64_t hidden, const int64_t *ids,
-                                     const float *W, float *y) {
+SC__CPU_KERNEL void sc__cpu_embed_fwd(int64_t tokens, int64_t hidden, const int64_t *ids,
+                                      const float *W, float *y) {
   for (int64_t t = 0; t < tokens; t++)
     memcpy(y + t * hidden, W + ids[t] * hidden, (size_t)hidden * sizeof *y);
 }
 
 /* PyTorch's dense embedding backward, then Megatron's accumulation: zero-fill G
  * (vocab_rows x hidden), scatter-add dy into it, add G into the fp32 main gradient. */
-static inline void sc__cpu_embed_bwd(int64_t tokens, int64_t hidden, int64_t vocab_rows,
-                                     const int64_t *ids, const float *dy, float *G,
-                                     float *main_grad) {
+SC__CPU_KERNEL void sc__cpu_embed_bwd(int64_t tokens, int64_t hidden, int64_t vocab_rows,
+                                      const int64_t *ids, const float *dy, float *G,
+                                      float *main_grad) {
   memset(G, 0, (size_t)(vocab_rows * hidden) * sizeof *G);
   for (int64_t t = 0; t < tokens; t++) {
     float *g = G + ids[t] * hidden;
@@ -394,8 +406,8 @@ static inline void sc__cpu_embed_bwd(int64_t tokens, int64_t hidden, int64_t voc
 
 /* Cross-entropy over vocab logits per token: logits become the softmax in place (kept for
  * the backward), loss[t] = log(sum exp) - logit[label]. */
-static inline void sc__cpu_xent_fwd(int64_t tokens, int64_t vocab, const int64_t *labels,
-                                    float *logits, float *loss) {
+SC__CPU_KERNEL void sc__cpu_xent_fwd(int64_t tokens, int64_t vocab, const int64_t *labels,
+                                     float *logits, float *loss) {
   for (int64_t t = 0; t < tokens; t++) {
     float *x = logits + t * vocab, mx = -INFINITY, s = 0.0f;
     for (int64_t v = 0; v < vocab; v++) mx = fmaxf(mx, x[v]);
@@ -411,8 +423,8 @@ static inline void sc__cpu_xent_fwd(int64_t tokens, int64_t vocab, const int64_t
 }
 
 /* In place: softmax -> dlogits = (softmax - onehot) * dloss (the mean's 1/tokens). */
-static inline void sc__cpu_xent_bwd(int64_t tokens, int64_t vocab, const int64_t *labels,
-                                    float dloss, float *probs) {
+SC__CPU_KERNEL void sc__cpu_xent_bwd(int64_t tokens, int64_t vocab, const int64_t *labels,
+                                     float dloss, float *probs) {
   for (int64_t t = 0; t < tokens; t++) {
     float *p = probs + t * vocab;
     for (int64_t v = 0; v < vocab; v++) p[v] *= dloss;
@@ -423,9 +435,9 @@ static inline void sc__cpu_xent_bwd(int64_t tokens, int64_t vocab, const int64_t
 /* ---- Optimizer ---------------------------------------------------------------------- */
 
 /* One AdamW step (bias-corrected, step t >= 1) over n fp32 parameters. */
-static inline void sc__cpu_adam(int64_t n, float lr, float beta1, float beta2, float eps,
-                                float wd, int t, float *p, const float *g, float *m,
-                                float *v) {
+SC__CPU_KERNEL void sc__cpu_adam(int64_t n, float lr, float beta1, float beta2, float eps,
+                                 float wd, int t, float *p, const float *g, float *m,
+                                 float *v) {
   float c1 = 1.0f / (1.0f - powf(beta1, (float)t)), c2 = 1.0f / (1.0f - powf(beta2, (float)t));
   for (int64_t i = 0; i < n; i++) {
     float mi = beta1 * m[i] + (1.0f - beta1) * g[i];

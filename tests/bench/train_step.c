@@ -10,8 +10,11 @@
  * The operators are those stepcast's workload emits for a GPT model with flash attention,
  * tp = pp = dp = 1 (`stepcast ops --model ... --dtype fp32` lists them) with the same GEMM
  * shapes and layouts (weights stored [out, in] as PyTorch does). Not modelled by stepcast and
- * done here: the head split/merge copies around attention (Megatron's are views) and the
- * QKV bias (in cuBLAS's epilogue on GPUs); their time is part of the measured step.
+ * done here: the head split/merge copies around attention (Megatron's are views), the QKV
+ * bias (in cuBLAS's epilogue on GPUs), the logits' padding columns and the zeroing of the
+ * few gradients a kernel accumulates into (the others are written by their GEMM, as after
+ * PyTorch's zero_grad(set_to_none=True)); their time is part of the measured step, and the
+ * per-family lines print it as "not modelled" and "zeroing".
  *
  *   train_step [--model gpt3-125m] [--layers 2] [--hidden 256] [--heads 4] [--ffn 1024]
  *              [--vocab 8192] [--seq 256] [--batch 1] [--steps 3] [--model-out FILE]
@@ -47,6 +50,17 @@ typedef struct acts { /* what one layer's forward keeps for its backward */
 /* Time spent in GEMMs and in fused attention during the timed steps (per-family check of
  * the prediction); everything else is the step's time minus these. */
 static double t_gemm, t_attn, t_opt, t_zero;
+/* The other families (and the work stepcast does not model), timed around each call. */
+enum { F_NORM, F_EW, F_EMB, F_CE, F_COPY, F_COUNT };
+static const char *const f_names[F_COUNT] = {"norm", "elementwise", "embedding",
+                                             "cross_entropy", "not modelled"};
+static double t_fam[F_COUNT];
+#define TIMED(slot, stmt)                 \
+  do {                                    \
+    double t_ = now_s();                  \
+    stmt;                                 \
+    t_fam[slot] += now_s() - t_;          \
+  } while (0)
 static void prof_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A,
                       int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                       int64_t ldc) {
@@ -79,6 +93,18 @@ static void split_terms(const sc_sched_breakdown *b, double out[3]) {
             : strcmp(t[i].key, "compute.attention") == 0 ? 1 : 2;
     out[k] += t[i].seconds;
   }
+}
+
+/* A prediction's compute term of one operator family, in seconds (0 when it has none). */
+static double term_s(const sc_sched_breakdown *b, const char *family) {
+  sc_report_term t[32];
+  size_t n = sc_report_terms(b, t, 32);
+  char key[64];
+  if (strcmp(family, "optimizer") == 0) snprintf(key, sizeof key, "optimizer");
+  else snprintf(key, sizeof key, "compute.%s", family);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(t[i].key, key) == 0) return t[i].seconds;
+  return 0.0;
 }
 
 static float *arena_take(float **cur, size_t n) {
@@ -274,79 +300,105 @@ int main(int argc, char **argv) {
   for (int it = 0; it <= steps; it++) { /* step 0 is the warm-up */
     double t0 = now_s();
     t_gemm = t_attn = 0.0;
+    double fam0[F_COUNT];
+    memcpy(fam0, t_fam, sizeof fam0);
     /* ---------------- forward ---------------- */
-    sc__cpu_embed_fwd(T, h, ids, wte, e1);                          /* embed */
-    sc__cpu_embed_fwd(T, h, pos, wpe, e2);                          /* embed_pos */
-    sc__cpu_add((int64_t)th, e1, e2, e);                            /* embed_pos_add */
-    sc__cpu_dropout_fwd((int64_t)th, p_drop, 11u + (uint64_t)it, e, ac[0].x, mask0); /* embed_dropout */
+    TIMED(F_EMB, sc__cpu_embed_fwd(T, h, ids, wte, e1));                          /* embed */
+    TIMED(F_EMB, sc__cpu_embed_fwd(T, h, pos, wpe, e2));                          /* embed_pos */
+    TIMED(F_EW, sc__cpu_add((int64_t)th, e1, e2, e));                            /* embed_pos_add */
+    /* embed_dropout */
+    TIMED(F_EW, sc__cpu_dropout_fwd((int64_t)th, p_drop, 11u + (uint64_t)it, e, ac[0].x, mask0));
     for (int64_t l = 0; l < L; l++) {
       acts *a = &ac[l];
       layer *w = &Wl[l];
-      sc__cpu_layernorm_fwd(T, h, a->x, w->ln1_g, w->ln1_b, a->xn1, a->mean1, a->rstd1);
+      TIMED(F_NORM, sc__cpu_layernorm_fwd(T, h, a->x, w->ln1_g, w->ln1_b, a->xn1, a->mean1,
+                  a->rstd1));
       prof_gemm(0, 1, T, 3 * h, h, a->xn1, h, w->wqkv, h, 0.0f, a->qkv, 3 * h); /* qkv */
-      for (int64_t t = 0; t < T; t++)                                /* qkv bias */
-        for (int64_t c = 0; c < 3 * h; c++) a->qkv[t * 3 * h + c] += w->bqkv[c];
-      split_heads(B, S, A, d, a->qkv, a->q, a->k, a->v);
+      TIMED(F_COPY, for (int64_t t = 0; t < T; t++)                  /* qkv bias */
+        for (int64_t c = 0; c < 3 * h; c++) a->qkv[t * 3 * h + c] += w->bqkv[c]);
+      TIMED(F_COPY, split_heads(B, S, A, d, a->qkv, a->q, a->k, a->v));
       prof_attn_fwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, a->lse, scratch); /* attn_core */
-      merge_heads(B, S, A, d, a->o, a->o2, h, 0);
+      TIMED(F_COPY, merge_heads(B, S, A, d, a->o, a->o2, h, 0));
       prof_gemm(0, 1, T, h, h, a->o2, h, w->wproj, h, 0.0f, a->pr, h); /* attn_proj */
-      sc__cpu_bda_fwd((int64_t)th, p_drop, 100u + (uint64_t)l, a->pr, w->bproj, h, a->x, a->x1,
-                      a->mask1);                                    /* attn_bda */
-      sc__cpu_layernorm_fwd(T, h, a->x1, w->ln2_g, w->ln2_b, a->xn2, a->mean2, a->rstd2);
+      /* attn_bda */
+      TIMED(F_EW, sc__cpu_bda_fwd((int64_t)th, p_drop, 100u + (uint64_t)l, a->pr, w->bproj, h, a->x,
+                  a->x1, a->mask1));
+      TIMED(F_NORM, sc__cpu_layernorm_fwd(T, h, a->x1, w->ln2_g, w->ln2_b, a->xn2, a->mean2,
+                  a->rstd2));
       prof_gemm(0, 1, T, f, h, a->xn2, h, w->w1, h, 0.0f, a->u, f); /* mlp_fc1 */
-      sc__cpu_gelu_fwd(T * f, a->u, w->b1, f, a->g);                /* mlp_gelu (bias + GeLU) */
+      /* mlp_gelu (bias + GeLU) */
+      TIMED(F_EW, sc__cpu_gelu_fwd(T * f, a->u, w->b1, f, a->g));
       prof_gemm(0, 1, T, h, f, a->g, f, w->w2, f, 0.0f, a->w, h); /* mlp_fc2 */
-      sc__cpu_bda_fwd((int64_t)th, p_drop, 200u + (uint64_t)l, a->w, w->b2, h, a->x1, ac[l + 1].x,
-                      a->mask2);                                    /* mlp_bda */
+      /* mlp_bda */
+      TIMED(F_EW, sc__cpu_bda_fwd((int64_t)th, p_drop, 200u + (uint64_t)l, a->w, w->b2, h, a->x1,
+                  ac[l + 1].x, a->mask2));
     }
-    sc__cpu_layernorm_fwd(T, h, ac[L].x, lnf_g, lnf_b, xf, meanf, rstdf); /* final_norm */
+    /* final_norm */
+    TIMED(F_NORM, sc__cpu_layernorm_fwd(T, h, ac[L].x, lnf_g, lnf_b, xf, meanf, rstdf));
     prof_gemm(0, 1, T, Vp, h, xf, h, wte, h, 0.0f, logits, Vp); /* logits */
-    for (int64_t t = 0; t < T; t++)                                  /* padded rows never win */
-      for (int64_t c = V; c < Vp; c++) logits[t * Vp + c] = -1e30f;
-    sc__cpu_xent_fwd(T, Vp, labels, logits, loss);                  /* cross_entropy */
+    TIMED(F_COPY, for (int64_t t = 0; t < T; t++)                    /* padded rows never win */
+      for (int64_t c = V; c < Vp; c++) logits[t * Vp + c] = -1e30f);
+    TIMED(F_CE, sc__cpu_xent_fwd(T, Vp, labels, logits, loss));                  /* cross_entropy */
     /* ---------------- backward ---------------- */
+    /* Gradients as autograd with zero_grad(set_to_none=True) leaves them, PyTorch's default:
+     * each weight gradient GEMM writes its gradient (beta = 0) and a second contribution adds
+     * into it (the tied embedding's). Only gradients that a kernel accumulates into from the
+     * start are zeroed first: the norms' scales and shifts and the position table's. */
     double tz = now_s();
-    memset(G, 0, nparams * sizeof(float));
+    memset(dwpe, 0, (size_t)(S * h) * sizeof(float));
+    memset(dlnf_g, 0, (size_t)(2 * h) * sizeof(float)); /* dlnf_g, dlnf_b */
+    for (int64_t l = 0; l < L; l++) {
+      memset(dWl[l].ln1_g, 0, (size_t)(2 * h) * sizeof(float)); /* ln1_g, ln1_b */
+      memset(dWl[l].ln2_g, 0, (size_t)(2 * h) * sizeof(float)); /* ln2_g, ln2_b */
+    }
     t_zero = now_s() - tz;
-    sc__cpu_xent_bwd(T, Vp, labels, 1.0f / (float)T, logits);       /* cross_entropy.bwd */
+    /* cross_entropy.bwd */
+    TIMED(F_CE, sc__cpu_xent_bwd(T, Vp, labels, 1.0f / (float)T, logits));
     prof_gemm(0, 0, T, h, Vp, logits, Vp, wte, h, 0.0f, dxf, h); /* logits.dgrad */
-    prof_gemm(1, 0, Vp, h, T, logits, Vp, xf, h, 1.0f, dwte, h); /* logits.wgrad */
-    sc__cpu_layernorm_bwd(T, h, dxf, ac[L].x, lnf_g, meanf, rstdf, dx, dlnf_g, dlnf_b);
+    prof_gemm(1, 0, Vp, h, T, logits, Vp, xf, h, 0.0f, dwte, h); /* logits.wgrad */
+    TIMED(F_NORM, sc__cpu_layernorm_bwd(T, h, dxf, ac[L].x, lnf_g, meanf, rstdf, dx, dlnf_g,
+                dlnf_b));
     for (int64_t l = L - 1; l >= 0; l--) {
       acts *a = &ac[l];
       layer *w = &Wl[l], *gw = &dWl[l];
-      sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, a->mask2, dw);   /* mlp_bda.bwd */
+      TIMED(F_EW, sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, a->mask2, dw));   /* mlp_bda.bwd */
       prof_gemm(0, 0, T, f, h, dw, h, w->w2, f, 0.0f, dg, f);  /* mlp_fc2.dgrad */
-      prof_gemm(1, 0, h, f, T, dw, h, a->g, f, 1.0f, gw->w2, f); /* mlp_fc2.wgrad */
-      sc__cpu_gelu_bwd(T * f, dg, a->u, w->b1, f, du);              /* mlp_gelu.bwd */
+      prof_gemm(1, 0, h, f, T, dw, h, a->g, f, 0.0f, gw->w2, f); /* mlp_fc2.wgrad */
+      TIMED(F_EW, sc__cpu_gelu_bwd(T * f, dg, a->u, w->b1, f, du));              /* mlp_gelu.bwd */
       prof_gemm(0, 0, T, h, f, du, f, w->w1, h, 0.0f, dxn, h); /* mlp_fc1.dgrad */
-      prof_gemm(1, 0, f, h, T, du, f, a->xn2, h, 1.0f, gw->w1, h); /* mlp_fc1.wgrad */
-      sc__cpu_layernorm_bwd(T, h, dxn, a->x1, w->ln2_g, a->mean2, a->rstd2, dxb, gw->ln2_g,
-                            gw->ln2_b);                             /* norm2.bwd */
-      sc__cpu_add((int64_t)th, dx, dxb, dx1);                       /* mlp_residual.bwd */
-      sc__cpu_dropout_bwd((int64_t)th, p_drop, dx1, a->mask1, dpr); /* attn_bda.bwd */
+      prof_gemm(1, 0, f, h, T, du, f, a->xn2, h, 0.0f, gw->w1, h); /* mlp_fc1.wgrad */
+      /* norm2.bwd */
+      TIMED(F_NORM, sc__cpu_layernorm_bwd(T, h, dxn, a->x1, w->ln2_g, a->mean2, a->rstd2, dxb,
+                  gw->ln2_g, gw->ln2_b));
+      /* mlp_residual.bwd */
+      TIMED(F_EW, sc__cpu_add((int64_t)th, dx, dxb, dx1));
+      TIMED(F_EW, sc__cpu_dropout_bwd((int64_t)th, p_drop, dx1, a->mask1, dpr)); /* attn_bda.bwd */
       prof_gemm(0, 0, T, h, h, dpr, h, w->wproj, h, 0.0f, do2, h); /* attn_proj.dgrad */
-      prof_gemm(1, 0, h, h, T, dpr, h, a->o2, h, 1.0f, gw->wproj, h); /* attn_proj.wgrad */
+      prof_gemm(1, 0, h, h, T, dpr, h, a->o2, h, 0.0f, gw->wproj, h); /* attn_proj.wgrad */
       /* do2 is [T][h]: its heads into dO [B][A][S][d] */
-      for (int64_t b = 0; b < B; b++)
+      TIMED(F_COPY, for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
           for (int64_t aa = 0; aa < A; aa++)
             memcpy(dO + ((b * A + aa) * S + s) * d, do2 + (b * S + s) * h + aa * d,
-                   (size_t)d * sizeof(float));
+                   (size_t)d * sizeof(float)));
       prof_attn_bwd(B, A, A, S, S, d, 1, a->q, a->k, a->v, a->o, dO, a->lse, dQ, dK, dV,
                        scratch);                                    /* attn_core.bwd */
-      merge_heads(B, S, A, d, dQ, dqkv, 3 * h, 0);
-      merge_heads(B, S, A, d, dK, dqkv, 3 * h, h);
-      merge_heads(B, S, A, d, dV, dqkv, 3 * h, 2 * h);
+      TIMED(F_COPY, merge_heads(B, S, A, d, dQ, dqkv, 3 * h, 0));
+      TIMED(F_COPY, merge_heads(B, S, A, d, dK, dqkv, 3 * h, h));
+      TIMED(F_COPY, merge_heads(B, S, A, d, dV, dqkv, 3 * h, 2 * h));
       prof_gemm(0, 0, T, h, 3 * h, dqkv, 3 * h, w->wqkv, h, 0.0f, dxn, h); /* qkv.dgrad */
-      prof_gemm(1, 0, 3 * h, h, T, dqkv, 3 * h, a->xn1, h, 1.0f, gw->wqkv, h); /* qkv.wgrad */
-      sc__cpu_layernorm_bwd(T, h, dxn, a->x, w->ln1_g, a->mean1, a->rstd1, dxb, gw->ln1_g,
-                            gw->ln1_b);                             /* norm1.bwd */
-      sc__cpu_add((int64_t)th, dx1, dxb, dx);                       /* attn_residual.bwd */
+      prof_gemm(1, 0, 3 * h, h, T, dqkv, 3 * h, a->xn1, h, 0.0f, gw->wqkv, h); /* qkv.wgrad */
+      /* norm1.bwd */
+      TIMED(F_NORM, sc__cpu_layernorm_bwd(T, h, dxn, a->x, w->ln1_g, a->mean1, a->rstd1, dxb,
+                  gw->ln1_g, gw->ln1_b));
+      /* attn_residual.bwd */
+      TIMED(F_EW, sc__cpu_add((int64_t)th, dx1, dxb, dx));
     }
-    sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, mask0, dxb);       /* embed_dropout.bwd */
-    sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe);               /* embed_pos.bwd */
-    sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte);              /* embed.bwd */
+    /* embed_dropout.bwd */
+    TIMED(F_EW, sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, mask0, dxb));
+    /* embed_pos.bwd */
+    TIMED(F_EMB, sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe));
+    TIMED(F_EMB, sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte));              /* embed.bwd */
     /* ---------------- optimizer ---------------- */
     double to = now_s();
     sc__cpu_adam((int64_t)nparams, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, it + 1, P, G, M1, M2);
@@ -358,6 +410,8 @@ int main(int argc, char **argv) {
       opt_sum += t_opt;
       zero_sum += t_zero;
       step_sum += times[it];
+    } else {
+      memcpy(t_fam, fam0, sizeof fam0); /* the warm-up's calls are not counted */
     }
     last_loss = 0.0f;
     for (int64_t t = 0; t < T; t++) last_loss += loss[t] / (float)T;
@@ -428,8 +482,24 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; k++)
       printf("  %-10s %9.3f %9.3f %9.3f\n", nm[k], meas[k] * 1e3, pa[k] * 1e3,
              have_h ? ph[k] * 1e3 : NAN);
-    printf("  (of other: optimizer step %.3f ms, zeroing the gradients %.3f ms)\n",
+    printf("  (of other: optimizer step %.3f ms, zeroing gradients %.3f ms)\n",
            opt_sum / steps * 1e3, zero_sum / steps * 1e3);
+    /* The rest by family: each call timed on its own, against the prediction's term. */
+    double ma[F_COUNT + 2], pfa[F_COUNT + 2], pfh[F_COUNT + 2];
+    const char *nms[F_COUNT + 2];
+    for (int k = 0; k < F_COUNT; k++) {
+      nms[k] = f_names[k];
+      ma[k] = t_fam[k] / steps;
+    }
+    nms[F_COUNT] = "optimizer";
+    ma[F_COUNT] = opt_sum / steps;
+    nms[F_COUNT + 1] = "zeroing";
+    ma[F_COUNT + 1] = zero_sum / steps;
+    for (int k = 0; k < F_COUNT + 2; k++) {
+      pfa[k] = term_s(&ra.breakdown, nms[k]);
+      pfh[k] = have_h ? term_s(&rh.breakdown, nms[k]) : NAN;
+      printf("    %-13s %9.3f %9.3f %9.3f\n", nms[k], ma[k] * 1e3, pfa[k] * 1e3, pfh[k] * 1e3);
+    }
   }
   printf("csv,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", model_name, (long long)L,
          (long long)h, (long long)A, (long long)f, (long long)V, (long long)S, (long long)B,
