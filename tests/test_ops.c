@@ -380,6 +380,53 @@ START_TEST(test_attention_softmax_rate) {
 }
 END_TEST
 
+/* A device stating its attention kernel's tile: a causal head computes its blocks' visible
+ * keys (diagonal tiles whole), rounded up to the key tile; the matmul work uses that share,
+ * the softmax work still the unmasked scores. */
+START_TEST(test_attention_tile) {
+  sc_device dev = a100();
+  ck_assert(sc_device_attention_causal_share(&dev, 256, 256) == 0.5); /* not stated */
+  dev.attention_block_q = 64;
+  /* blocks of 64 rows see 64, 128, 192, 256 keys: 64 * 640 / 256^2 */
+  REL(sc_device_attention_causal_share(&dev, 256, 256), 0.625);
+  REL(sc_device_attention_causal_share(&dev, 512, 512), 0.5625);
+  REL(sc_device_attention_causal_share(&dev, 64, 64), 1.0);
+  REL(sc_device_attention_causal_share(&dev, 100, 100), (64.0 * 64 + 36.0 * 100) / 10000.0);
+  /* fewer queries than keys (the mask aligned to the last key): 192 and 256 keys */
+  REL(sc_device_attention_causal_share(&dev, 128, 256), 64.0 * 448 / (128.0 * 256));
+  /* more queries than keys: the first three blocks see one key at least */
+  REL(sc_device_attention_causal_share(&dev, 256, 64), (3.0 * 64 + 64.0 * 64) / (256.0 * 64));
+  dev.attention_block_k = 128; /* 64 -> 128 and 192 -> 256 keys */
+  REL(sc_device_attention_causal_share(&dev, 256, 256), 64.0 * 768 / 65536);
+  /* beyond 65536 blocks, the closed form; exact for one-row blocks and one-key tiles */
+  dev.attention_block_q = 1;
+  dev.attention_block_k = 0;
+  REL(sc_device_attention_causal_share(&dev, 60000, 60000), 60001.0 / 120000);
+  REL(sc_device_attention_causal_share(&dev, 100000, 100000), 100001.0 / 200000);
+
+  dev = a100();
+  dev.mem_bw_Bps = 1e15;
+  dev.peak_flops_per_s[SC_DTYPE_FP32] = 1e11;
+  dev.attention_fwd_efficiency = 0.8;
+  dev.attention_bwd_efficiency = 0.5;
+  dev.attention_block_q = 64;
+  snprintf(dev.kernel_rates[0].family, sizeof dev.kernel_rates[0].family, "attention");
+  dev.kernel_rates[0].flops_per_s[SC_ATTN_FLASH_FWD] = 1e9;
+  dev.kernel_rates[0].flops_per_s[SC_ATTN_FLASH_BWD] = 2e9;
+  /* 8 heads of 512 x 512, head dim 32: 0.5625 of 4 * 8 * 512^2 * 32 matmul FLOPs, 0.5 of
+   * the 8 * 512^2 scores unmasked (test_attention_softmax_rate) */
+  sc_estimate e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_FP32, 1, 8, 8, 512,
+                                 512, 32, 1));
+  REL(e.flops, 0.5625 * 268435456.0);
+  REL(e.time_s, 0.5625 * 268435456.0 / 0.8e11 + 5.0 * 1048576 / 1e9);
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_BWD, SC_DTYPE_FP32, 1, 8, 8, 512, 512, 32, 1));
+  REL(e.time_s, 2.5 * 0.5625 * 268435456.0 / 0.5e11 + 5.0 * 1048576 / 2e9);
+  /* non-causal: every score, whatever the tile */
+  e = run(&dev, DESC("attention", SC_ATTN_FLASH_FWD, SC_DTYPE_FP32, 1, 8, 8, 512, 512, 32, 0));
+  REL(e.time_s, 268435456.0 / 0.8e11 + 5.0 * 2097152 / 1e9);
+}
+END_TEST
+
 /* A write-allocate device (mem_bw_Bps = STREAM Add's count): fresh writes are read first and
  * the bytes that move go at 4/3 of the counted rate, so STREAM Add itself is unchanged, an
  * in-place update is faster and a copy slower; without the flag, bytes / mem_bw_Bps. */
@@ -729,6 +776,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_kernel_rates);
   tcase_add_test(tc, test_cross_entropy_fp32_no_cast);
   tcase_add_test(tc, test_attention_softmax_rate);
+  tcase_add_test(tc, test_attention_tile);
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_gemm_exposed);

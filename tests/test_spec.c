@@ -199,6 +199,7 @@ START_TEST(hardware_contents) {
   ck_assert(d.flops_efficiency > 0 && d.flops_efficiency <= 1);
   ck_assert(d.matmul_efficiency[SC_DTYPE_BF16] == 0.0); /* not stated: flops_efficiency */
   ck_assert(d.attention_fwd_efficiency == 0.0);
+  ck_assert_uint_eq(d.attention_block_q, 0); /* no attention tile stated: half the scores */
   /* H100: FP8 GEMMs at their own measured fraction, fused attention at its own. */
   ck_assert_msg(sc_hardware_load(reg, "h100-sxm5-80gb", &d, &err) == SC_OK, "%s", err.msg);
   ck_assert_double_eq_tol(d.matmul_efficiency[SC_DTYPE_FP8], 0.709, 1e-9);
@@ -210,6 +211,8 @@ START_TEST(hardware_contents) {
   ck_assert_msg(sc_hardware_load(reg, "host-cpu", &d, &err) == SC_OK, "%s", err.msg);
   ck_assert_int_eq(d.write_allocate, 1);
   ck_assert(sc_device_kernel_rate(&d, "norm", 1) > 0);
+  ck_assert_uint_eq(d.attention_block_q, 64); /* the cpu plugin's attention kernel */
+  ck_assert_uint_eq(d.attention_block_k, 0);
   ck_assert_msg(sc_hardware_load(reg, "h100-sxm5-80gb", &d, &err) == SC_OK, "%s", err.msg);
   /* a GPU file may state per-kernel rates too */
   {
@@ -283,6 +286,9 @@ static const bad_case bad_cases[] = {
   {"hw_matmul_eff_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.bf16'", "[1e-4, 1]"},
   {"hw_matmul_eff_no_peak.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.fp8'", "no peak_flops_per_s.fp8"},
   {"hw_attention_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_bwd_efficiency'", "> 0"},
+  {"hw_attention_block_zero.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_block_q'", "> 0"},
+  {"hw_attention_block_frac.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_block_k'", "whole number in [1, 65536] (is 1.5)"},
+  {"hw_attention_block_big.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_block_q'", "whole number in [1, 65536] (is 131072)"},
   {"hw_cpu_bad_vector.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'vector_flops_per_s'", "must be > 0"},
   {"hw_cpu_bad_cache.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'cache_bw_Bps'", "expected a number"},
   {"hw_cpu_bad_kernel_index.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.16'", "variant index in [0, 16)"},

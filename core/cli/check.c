@@ -76,6 +76,10 @@ static void print_device(const sc_device *d, const char *path) {
     printf("  attention fwd    %.3f\n", d->attention_fwd_efficiency);
   if (d->attention_bwd_efficiency > 0)
     printf("  attention bwd    %.3f\n", d->attention_bwd_efficiency);
+  if (d->attention_block_q > 0 || d->attention_block_k > 0)
+    printf("  attention tile   %u query rows x %u keys\n",
+           d->attention_block_q > 0 ? d->attention_block_q : 1u,
+           d->attention_block_k > 0 ? d->attention_block_k : 1u);
   if (d->vector_flops_per_s > 0)
     printf("  vector kernels   %.2f GFLOP/s\n", d->vector_flops_per_s / 1e9);
   if (d->cache_bw_Bps > 0)

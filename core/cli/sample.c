@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cpu_attn_block.h" /* the cpu plugin's attention tile */
 #include "common/median.h"
 #include "plugin/registry_int.h"
 #include "stepcast/estimate.h"
@@ -659,6 +660,10 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                  "(micro.attention_%s_efficiency)\n", d ? "bwd" : "fwd", r->attn_eff[d],
               d ? "bwd" : "fwd");
   }
+  fprintf(o, "attention_block_q = %d  # the cpu plugin's attention kernel computes blocks of %d "
+             "query rows against the keys the block's last row sees, diagonal blocks whole "
+             "(SC__CPU_ATTN_BLOCK, plugins/hardware/cpu_attn_block.h)\n", SC__CPU_ATTN_BLOCK,
+          SC__CPU_ATTN_BLOCK);
   if (r->nshare > 0) {
     fprintf(o, "\n[hardware.cache_miss_share]  # MEASURED: the share of STREAM Add's traffic "
                "at each working set (bytes, 3 arrays) that goes at mem_bw_Bps, the rest at "
@@ -1073,11 +1078,19 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
     if (grc != SC_OK) return grc;
   }
   {
-    const double scores = 0.5 * (double)r->af.dims[0] * (double)r->af.dims[1] *
-                          (double)r->af.dims[3] * (double)r->af.dims[4]; /* unmasked */
-    attn_split(4.0 * scores * 32, 4.0 * scores * 128, scores, r->maf.median_s,
+    /* The matmul work counts the scores the kernel's blocks compute (the attention plugin's
+     * count on a device stating attention_block_q, as the hardware file written does), the
+     * softmax work the unmasked ones. */
+    sc_device tile;
+    memset(&tile, 0, sizeof tile);
+    tile.attention_block_q = SC__CPU_ATTN_BLOCK;
+    const double sq = (double)r->af.dims[3], sk = (double)r->af.dims[4];
+    const double heads = (double)r->af.dims[0] * (double)r->af.dims[1];
+    const double scores = 0.5 * heads * sq * sk; /* unmasked */
+    const double computed = sc_device_attention_causal_share(&tile, sq, sk) * heads * sq * sk;
+    attn_split(4.0 * computed * 32, 4.0 * computed * 128, scores, r->maf.median_s,
                r->maf2.median_s, r->gemm_rate, &r->attn_eff[0], &r->attn_sm[0]);
-    attn_split(10.0 * scores * 32, 10.0 * scores * 128, scores, r->mab.median_s,
+    attn_split(10.0 * computed * 32, 10.0 * computed * 128, scores, r->mab.median_s,
                r->mab2.median_s, r->gemm_rate, &r->attn_eff[1], &r->attn_sm[1]);
   }
   r->vector_rate = 7.0 * (double)r->ln.dims[0] * (double)r->ln.dims[1] / r->mln.median_s;

@@ -42,7 +42,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "attention_bwd_efficiency", "cache_bw_Bps",
                                        "kernel_flops_per_s", "write_allocate", "l1_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
-                                       "gemm_exposed_knee_bytes", "cache_miss_share", NULL};
+                                       "gemm_exposed_knee_bytes", "cache_miss_share",
+                                       "attention_block_q", "attention_block_k", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255

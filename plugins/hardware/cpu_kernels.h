@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu_attn_block.h" /* SC__CPU_ATTN_BLOCK */
+
 /* Each kernel is compiled out of line, never inlined into its caller nor cloned for its
  * caller's constant arguments: the machine code that `stepcast sample` times is then the code
  * train_step runs. Inlined, each caller compiled the loops anew: AdamW inlined into
@@ -278,8 +280,6 @@ SC__CPU_KERNEL void sc__cpu_rope(int64_t n, const float *x, const float *cs, int
 }
 
 /* ---- Attention (flash-style, fp32) -------------------------------------------------- */
-
-#define SC__CPU_ATTN_BLOCK 64
 
 /* Scratch floats attention needs: one block of scores and one of probabilities. */
 static inline size_t sc__cpu_attn_scratch_floats(int64_t seq_k) {

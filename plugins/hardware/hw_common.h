@@ -116,20 +116,42 @@ static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const 
   return sc__hw_opt_fraction(host, t, "", key, out, err);
 }
 
-/* The optional attention_fwd_efficiency and attention_bwd_efficiency of t. */
+/* An optional whole number in [1, max] into *out; absent leaves *out unchanged. */
+static inline int sc__hw_opt_count(const sc_host *host, const sc_table *t, const char *key,
+                                   double max, uint32_t *out, sc_error *err) {
+  double v = 0;
+  int rc = sc__hw_number(host, t, "", key, 0, 0, &v, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  if (!(v >= 1 && v <= max && v == floor(v))) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be a whole number in [1, %g] "
+                          "(is %g)", host->table_where(t, key), key, max, v);
+  }
+  *out = (uint32_t)v;
+  return SC_OK;
+}
+
+/* The optional attention_fwd_efficiency, attention_bwd_efficiency, attention_block_q and
+ * attention_block_k of t (a tile of at most 65536 rows or keys). */
 static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_table *t,
                                                 sc_device *dev, sc_error *err) {
   int rc = sc__hw_opt_fraction(host, t, "", "attention_fwd_efficiency",
                                &dev->attention_fwd_efficiency, err);
-  if (rc != SC_OK) return rc;
-  return sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
+  if (rc == SC_OK)
+    rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
                              &dev->attention_bwd_efficiency, err);
+  if (rc == SC_OK)
+    rc = sc__hw_opt_count(host, t, "attention_block_q", 65536, &dev->attention_block_q, err);
+  if (rc == SC_OK)
+    rc = sc__hw_opt_count(host, t, "attention_block_k", 65536, &dev->attention_block_k, err);
+  return rc;
 }
 
 /* The optional kernel-class efficiencies of a [hardware] table t (docs/formats.md):
  *   [hardware.flops_efficiency_by_dtype]  <dtype> = fraction   (matmul efficiency per type;
  *                                          the type must have a peak)
  *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
+ *   attention_block_q, attention_block_k = whole number (the fused kernel's tile)
  * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
 static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
                                              sc_device *dev, sc_error *err) {
@@ -471,7 +493,8 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
                                      "compute_units", "flops_efficiency", "mem_efficiency",
                                      "launch_s", "peak_flops_per_s", "tile",
                                      "flops_efficiency_by_dtype", "attention_fwd_efficiency",
-                                     "attention_bwd_efficiency", "kernel_flops_per_s", NULL};
+                                     "attention_bwd_efficiency", "attention_block_q",
+                                     "attention_block_k", "kernel_flops_per_s", NULL};
   static const char *const tile_keys[] = {"m", "n", "k", NULL};
   const sc_table *t = NULL, *peak = NULL, *tile = NULL;
   const char *known[SC_DTYPE_COUNT + 1];

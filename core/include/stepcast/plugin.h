@@ -290,7 +290,38 @@ typedef struct sc_device {
   uint32_t cache_miss_points;
   double cache_miss_ws_bytes[SC_CACHE_CURVE_POINTS];
   double cache_miss_share[SC_CACHE_CURVE_POINTS];
+  /* Appended at ABI 1.0 (0 = not stated: a causal attention computes half its score matrix).
+   * The tile of the device's fused attention kernel: blocks of attention_block_q query rows,
+   * each against its visible keys rounded up to a multiple of attention_block_k (0 = 1). A
+   * causal block computes its diagonal tiles whole and masks them, so short sequences do more
+   * than half the work (sc_device_attention_causal_share). */
+  uint32_t attention_block_q, attention_block_k;
 } sc_device;
+
+/* The share of a causal attention's seq_q x seq_k score matrix that dev's fused kernel
+ * computes (the matmul work; docs/operators.md): 1/2 when dev states no attention tile, else
+ * the sum over blocks of attention_block_q query rows of their rows times their visible keys
+ * (the block's last row + seq_k - seq_q, the mask aligned to the last key), rounded up to
+ * attention_block_k, at least 1 and at most seq_k, over seq_q x seq_k. */
+static inline double sc_device_attention_causal_share(const sc_device *dev, double seq_q,
+                                                      double seq_k) {
+  double bq = dev->attention_block_q, bk = dev->attention_block_k > 0 ? dev->attention_block_k : 1;
+  if (!(bq > 0.0) || !(seq_q >= 1.0) || !(seq_k >= 1.0)) return 0.5;
+  double sum = 0.0;
+  if (seq_q / bq > 65536.0) { /* many blocks: the sum in closed form, keys rounded up by half
+                               * a key tile on average */
+    double v = 1.0 - (seq_q - bq - (bk - 1.0)) / (2.0 * seq_k);
+    return v < 1.0 ? v : 1.0;
+  }
+  for (double r0 = 0.0; r0 < seq_q; r0 += bq) {
+    double r1 = r0 + bq < seq_q ? r0 + bq : seq_q;
+    double keys = ceil((r1 + seq_k - seq_q) / bk) * bk;
+    if (keys < 1.0) keys = 1.0;
+    if (keys > seq_k) keys = seq_k;
+    sum += (r1 - r0) * keys;
+  }
+  return sum / (seq_q * seq_k);
+}
 
 /* The share of the traffic of an operator with a working set of footprint bytes that goes
  * at the DRAM rate on dev, when dev states a cache rate above its DRAM rate and a cache size
