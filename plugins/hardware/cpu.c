@@ -122,6 +122,7 @@ typedef struct cpu_bufs {
   float *f[10];
   size_t nf[10];
   uint8_t *mask;
+  void *raw[11]; /* the blocks behind f[] and mask (sc__cpu_buf_alloc) */
   sc_op_desc op;
   int64_t nbias;
 } cpu_bufs;
@@ -134,8 +135,7 @@ static void cpu_fill(float *p, size_t n, uint64_t seed, float lo, float hi) {
 }
 
 static void cpu_bufs_free(cpu_bufs *b) {
-  for (int i = 0; i < 10; i++) free(b->f[i]);
-  free(b->mask);
+  for (int i = 0; i < 11; i++) free(b->raw[i]);
 }
 
 static void cpu_run(cpu_bufs *b);
@@ -151,12 +151,12 @@ static int cpu_alloc(cpu_bufs *b, const double *n, int count, double mask_bytes,
   }
   for (int i = 0; i < count; i++) {
     b->nf[i] = (size_t)n[i] > 0 ? (size_t)n[i] : 1;
-    b->f[i] = malloc(b->nf[i] * sizeof(float));
+    b->f[i] = sc__cpu_buf_alloc(b->nf[i] * sizeof(float), (unsigned)i, &b->raw[i]);
     if (b->f[i] == NULL) return sc_plugin_fail(err, SC_ENOMEM, "cpu: out of memory");
     cpu_fill(b->f[i], b->nf[i], 0x5eedull + (uint64_t)i, -1.0f, 1.0f);
   }
   if (mask_bytes > 0) {
-    b->mask = calloc((size_t)mask_bytes, 1);
+    b->mask = sc__cpu_buf_alloc((size_t)mask_bytes, 10, &b->raw[10]);
     if (b->mask == NULL) return sc_plugin_fail(err, SC_ENOMEM, "cpu: out of memory");
   }
   return SC_OK;
