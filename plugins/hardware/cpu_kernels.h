@@ -36,7 +36,8 @@
  * train_step runs. Inlined, each caller compiled the loops anew: AdamW inlined into
  * train_step's main took 14.5-16.8 ms a step where the same loop out of line takes 10.0-10.7,
  * and inlined into the plugin's dispatch, cross-entropy, softmax, AdamW and two element-wise
- * kernels ran 8-13 % slower than out of line (docs/validation.md, "A real training step"). */
+ * kernels ran 8-13 % slower than out of line (docs/validation.md, "Kernels out of line,
+ * staggered buffers and the attention tile"). */
 #if defined(__clang__)
 #define SC__CPU_KERNEL static __attribute__((noinline, unused))
 #else

@@ -5,13 +5,13 @@
  *
  * With B = batch, H = heads, G = kv_heads, d = head_dim, e = dtype bytes:
  *   nominal forward matmul work  W = 4 * B * H * seq_q * seq_k * d   (S = QK^T and O = PV)
- *   causal: masked tiles are skipped, c = 1/2 of the work, else c = 1; a device that states
- *     its kernel's tile (attention_block_q, attention_block_k) gets the share of the scores
- *     its blocks compute, diagonal tiles whole (sc_device_attention_causal_share): 0.625 of
- *     a 256 x 256 head in blocks of 64 query rows. The matmul work and flops use that share;
- *     the softmax work (below) counts the unmasked scores, c = 1/2.
- *   forward  flops = c * W
- *   backward flops = 2.5 * c * W: five matmuls (recompute S, dV = P^T dO, dP = dO V^T,
+ *   causal: masked tiles are skipped, c = 1/2 of the work, else c = 1; the matmul work
+ *     takes c_m = c, or on a device that states its kernel's tile (attention_block_q,
+ *     attention_block_k) the share of the scores its blocks compute, diagonal tiles whole
+ *     (sc_device_attention_causal_share): 0.625 of a 256 x 256 head in blocks of 64 query
+ *     rows. The softmax work (below) counts the unmasked scores, c.
+ *   forward  flops = c_m * W
+ *   backward flops = 2.5 * c_m * W: five matmuls (recompute S, dV = P^T dO, dP = dO V^T,
  *     dQ = dS K, dK = dS^T Q) against the forward's two (Dao 2023, FlashAttention-2,
  *     arXiv:2307.08691, Sec. 3.1.2 and its FLOP accounting of the backward pass)
  *   forward  bytes = e * (2*B*H*seq_q*d [read Q, write O] + 2*B*G*seq_k*d [read K, V])
@@ -69,14 +69,14 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   int causal = op->dims[6] != 0;
   int bwd = op->variant == SC_ATTN_FLASH_BWD;
   double e = sc__op_dtype_bytes(op->dtype);
-  double c = causal ? 0.5 : 1.0, cm = causal ? sc_device_attention_causal_share(dev, sq, sk) : 1.0;
+  double c = causal ? 0.5 : 1.0, c_m = causal ? sc_device_attention_causal_share(dev, sq, sk) : 1.0;
   double W = 4.0 * B * H * sq * sk * d;
   double flops, bytes;
   if (!bwd) {
-    flops = cm * W;
+    flops = c_m * W;
     bytes = e * (2.0 * B * H * sq * d + 2.0 * B * G * sk * d) + 4.0 * B * H * sq;
   } else {
-    flops = 2.5 * cm * W;
+    flops = 2.5 * c_m * W;
     bytes = e * (4.0 * B * H * sq * d + 4.0 * B * G * sk * d) + 12.0 * B * H * sq;
   }
   double eff = bwd ? dev->attention_bwd_efficiency : dev->attention_fwd_efficiency;

@@ -1,8 +1,8 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the seven CPU sample sets kept in
-# the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs and the three
-# Zen 4 runs in passes) with the fit options given (e.g. --select both --margin 3), and
+# never saw (docs/validation.md, "The selection rule"). Fits the eight CPU sample sets kept in
+# the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
+# Zen 4 runs in passes and the Zen 4 run with the attention tile) with the fit options given (e.g. --select both --margin 3), and
 # compares, per family, the hybrid the rule selects on the training rows alone with the
 # roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
 #
@@ -22,7 +22,8 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4/repeat:$d/host-cpu-zen4/repeat/host-cpu.toml \
          $d/host-cpu-zen4-passes/run1/host-cpu:$d/host-cpu-zen4-passes/run1/host-cpu.toml \
          $d/host-cpu-zen4-passes/run2/host-cpu:$d/host-cpu-zen4-passes/run2/host-cpu.toml \
-         $d/host-cpu-zen4-passes/host-cpu:$d/host-cpu-zen4-passes/host-cpu.toml; do
+         $d/host-cpu-zen4-passes/host-cpu:$d/host-cpu-zen4-passes/host-cpu.toml \
+         $d/host-cpu-zen4-tile/host-cpu:$d/host-cpu-zen4-tile/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
