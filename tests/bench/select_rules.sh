@@ -2,9 +2,11 @@
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
 # never saw (docs/validation.md, "The selection rule"). Fits the eight CPU sample sets kept in
 # the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
-# Zen 4 runs in passes and the Zen 4 run with the attention tile) with the fit options given (e.g. --select both --margin 3), and
-# compares, per family, the hybrid the rule selects on the training rows alone with the
-# roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
+# Zen 4 runs in passes and the Zen 4 run with the attention tile) with the fit options given
+# (e.g. --select both --margin 3; none: fit's default, the strict rule on the four sets in
+# passes and the loose one elsewhere), and compares, per family, the hybrid the rule selects
+# on the training rows alone with the roofline, both scored on the held-out rows (the
+# report's "hybrid, selected" column).
 #
 #   tests/bench/select_rules.sh [STEPCAST] [fit options...]
 #
