@@ -769,6 +769,11 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
   unsigned char *got = calloc(n ? n : 1, 1), *skip = calloc(n ? n : 1, 1);
   double *spread = calloc(n ? n : 1, sizeof *spread);
   double start = now_s(), last_bar = 0.0;
+  /* wall time past the measurements' own budgets so far (allocation, fill, warm-up, a last
+   * sample that overruns, the STREAM runs between them), and in how many measurements: the
+   * shares ahead leave room for as much again, so that the last pass is not cut short */
+  double over = 0.0;
+  size_t nover = 0;
   size_t k = 0, measured = 0, nspread = 0;
   int rc = SC_OK;
   if (ms == NULL || got == NULL || skip == NULL || spread == NULL) {
@@ -778,9 +783,11 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
   for (k = 0; k < total; k++) {
     const size_t i = k % n, p = k / n;
     sc_measurement m;
-    double elapsed = now_s() - start, left = seconds - elapsed;
-    double per = left / (double)(total - k);
+    double t_iter = now_s(), elapsed = t_iter - start, left = seconds - elapsed;
+    double ahead = (double)(total - k), reserve = nover ? over / (double)nover * ahead : 0.0;
+    double per = (left - reserve) / ahead;
     if (left <= 0) break;
+    if (per < 0.1 * left / ahead) per = 0.1 * left / ahead; /* overheads beyond the budget */
     if (per > 2.0 / passes) per = 2.0 / passes;
     if (tty && (elapsed - last_bar > 0.2 || k == 0)) {
       progress(k, total, elapsed, seconds);
@@ -805,6 +812,8 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
       goto out;
     }
     got[i]++;
+    over += fmax(0.0, now_s() - t_iter - per * 0.8);
+    nover++;
   }
   if (tty) {
     progress(k, total, now_s() - start, seconds);

@@ -158,6 +158,7 @@ static int cpu_alloc(cpu_bufs *b, const double *n, int count, double mask_bytes,
   if (mask_bytes > 0) {
     b->mask = sc__cpu_buf_alloc((size_t)mask_bytes, 10, &b->raw[10]);
     if (b->mask == NULL) return sc_plugin_fail(err, SC_ENOMEM, "cpu: out of memory");
+    memset(b->mask, 0, (size_t)mask_bytes);
   }
   return SC_OK;
 }

@@ -52,11 +52,11 @@
  * stores (4K aliasing): AdamW over 3.8 M parameters took 10.2 ms or 17-19 ms by the process,
  * the same code and size. Buffer `index` starts on its own 64-byte line of the page instead
  * (index mod 64), as a colouring allocator would place it; *raw gets the block to free.
- * NULL when out of memory. */
+ * The buffer is not zeroed. NULL when out of memory. */
 #define SC__CPU_BUF_LINE 64
 static inline void *sc__cpu_buf_alloc(size_t bytes, unsigned index, void **raw) {
   size_t off = (size_t)(index % 64u) * SC__CPU_BUF_LINE;
-  unsigned char *p = calloc(1, bytes + off + SC__CPU_BUF_LINE);
+  unsigned char *p = malloc(bytes + off + SC__CPU_BUF_LINE); /* not zeroed */
   *raw = p;
   if (p == NULL) return NULL;
   /* the offset from the block's own alignment, not from a page edge it may not sit on */

@@ -138,7 +138,10 @@ static void *xcalloc(size_t n, size_t sz) {
     }
   }
   if (nblocks < cap_blocks) p = sc__cpu_buf_alloc((n ? n : 1) * sz, (unsigned)nblocks, &raw);
-  if (p != NULL) blocks[nblocks++] = raw;
+  if (p != NULL) {
+    blocks[nblocks++] = raw;
+    memset(p, 0, (n ? n : 1) * sz);
+  }
   if (p == NULL) {
     fprintf(stderr, "train_step: out of memory\n");
     exit(1);
