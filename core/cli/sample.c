@@ -752,7 +752,9 @@ static size_t median_pass(const sc_measurement *m, size_t n) {
 /* Measure the plan's shapes into f within seconds (the progress bar on a tty), in passes:
  * every shape once per pass, pass after pass, so that a shape's passes lie a pass's length
  * apart (minutes on a CPU), and each row is the shape's median pass (median_pass). Each
- * measurement gets an equal share of what is left of the budget, at most 2 / passes s. A
+ * measurement gets an equal share of what is left of the budget, less the overheads
+ * expected around the measurements ahead (as much as each took so far), at most
+ * 2 / passes s. A
  * shared machine's memory bandwidth drifts over a run by 10 % and more, and the
  * memory-bound samples follow it: STREAM Add (add, esz bytes per element) runs again after
  * every tenth of the measurements, into bw[*nbw...] (at most SAMPLE_MAX_BW_RUNS in all), so
@@ -837,14 +839,14 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
     }
   }
   if (nspread > 0) {
-    size_t over = 0;
-    for (size_t i = 0; i < nspread; i++) over += spread[i] > 0.1;
+    size_t over10 = 0;
+    for (size_t i = 0; i < nspread; i++) over10 += spread[i] > 0.1;
     double med = sc__median(spread, nspread); /* sorts spread */
     fprintf(f, "# passes.spread = the slowest pass's median over the fastest's, less 1, of the "
                "%zu shapes measured in 2 or more passes: median %.1f %%, 90th percentile "
                "%.1f %%, largest %.1f %%; %zu over 10 %%\n", nspread, 100.0 * med,
             100.0 * spread[(size_t)(0.9 * (double)(nspread - 1))], 100.0 * spread[nspread - 1],
-            over);
+            over10);
   }
   if (k < total)
     fprintf(f, "# stopped = budget of %g s spent after %zu of %zu planned measurements "
@@ -1068,8 +1070,7 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
                     SC_OK)))
     return err->code;
   if (tty) fprintf(stderr, "\n");
-  /* The rates the microbenchmarks give. Attention: the causal forward does half of
-   * 4*b*h*s^2*d, the backward 2.5 times that (the attention plugin's count). */
+  /* The rates the microbenchmarks give (attention's below, with its kernel's tile). */
   if (!gemm_in_rounds) {
     r->gemm_rate = 2.0 * (double)r->gn * (double)r->gn * (double)r->gn / r->mg.median_s;
     r->gemm_raw_rate = r->gemm_rate;

@@ -25,8 +25,6 @@
 #define PER_BURST 4096 /* calls, about 4 ms at 1 us per call */
 #define MAX_BURSTS 100000
 
-static int cmp_rate(const void *a, const void *b) { return cmp_double(a, b); }
-
 int main(int argc, char **argv) {
   double seconds = 20.0;
   for (int i = 1; i < argc; i++) {
@@ -65,7 +63,7 @@ int main(int argc, char **argv) {
     rate[nb++] = 12.0 * N / t[PER_BURST / 2];
   }
   memcpy(sorted, rate, (size_t)nb * sizeof *rate);
-  qsort(sorted, (size_t)nb, sizeof *sorted, cmp_rate);
+  qsort(sorted, (size_t)nb, sizeof *sorted, cmp_double);
   double top = sorted[nb - 1], slow_run = 0.0, run_start = -1.0, prev = 0.0;
   int within5 = 0, slow = 0;
   for (int i = 0; i < nb; i++) {
