@@ -524,6 +524,34 @@ START_TEST(test_row_exposure) {
 }
 END_TEST
 
+/* The causal softmax's exposure, at every row width: a device with l1_bytes and a
+ * row_exposure for (softmax, variant) adds that multiple of min(compute, memory) to the max
+ * however narrow the rows (sc_device_exposure, no ramp); the other variant, and a device
+ * without an L1, keep the roofline. */
+START_TEST(test_softmax_exposure) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e11;
+  dev.vector_flops_per_s = 2e10;
+  dev.l1_bytes = 32768;
+  snprintf(dev.row_exposure[0].family, sizeof dev.row_exposure[0].family, "softmax");
+  dev.row_exposure[0].multiple[SC_SOFTMAX_FWD] = 0.8;
+  ck_assert(sc_device_exposure(&dev, "softmax", SC_SOFTMAX_FWD) == 0.8);
+  ck_assert(sc_device_exposure(&dev, "softmax", SC_SOFTMAX_BWD) == 0.0);
+  ck_assert(sc_device_exposure(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD) == 0.0);
+  /* 64 heads of 128 x 128 (rows of 512 bytes, a sixty-fourth of the L1): 7 flops per
+   * unmasked score, 8 bytes per score */
+  const double N = 8192.0 * 128.0, V = 64.0 * 128.0 * 129.0 / 2.0;
+  const double tc = 7.0 * V / 2e10, tm = 8.0 * N / 1e11;
+  sc_estimate e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_FP32, 8192, 128));
+  REL(e.time_s, fmax(tc, tm) + 0.8 * fmin(tc, tm));
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_FP32, 8192, 128));
+  REL(e.time_s, fmax(5.0 * N / 2e10, 12.0 * N / 1e11));
+  dev.l1_bytes = 0;
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_FP32, 8192, 128));
+  REL(e.time_s, fmax(tc, tm));
+}
+END_TEST
+
 /* A CPU GEMM's exposed operand traffic: a device with gemm_exposed_bw_Bps X and
  * gemm_exposed_knee_bytes K adds, per product, g ws / X with ws = e (mk + kn + mn) and
  * g = ws / (ws + K) to the roofline's max; without either key (every GPU file) nothing. */
@@ -779,6 +807,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention_tile);
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_row_exposure);
+  tcase_add_test(tc, test_softmax_exposure);
   tcase_add_test(tc, test_gemm_exposed);
   tcase_add_test(tc, test_row_rate);
   tcase_add_test(tc, test_cache_miss_curve);

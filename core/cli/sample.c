@@ -146,16 +146,21 @@ typedef struct kernel_micro {
   uint32_t ndims;
   int64_t dims[3];
   const char *what;
-  int row; /* a multi-pass row kernel: its row exposure is measured too */
+  int row; /* ROW_RATE | ROW_EXPOSURE: what else is measured of a multi-pass row kernel */
 } kernel_micro;
+#define ROW_RATE 1     /* its rate by row width, in cache (measure_row_rates) */
+#define ROW_EXPOSURE 2 /* its exposure past the last-level cache (measure_row_exposure) */
+#define ROW_RAMP 4     /* that exposure ramps with the row's working set over the L1
+                        * (sc_device_row_exposure): measured on rows past it */
+#define NORM_ROW (ROW_RATE | ROW_EXPOSURE | ROW_RAMP)
 
 static const kernel_micro kernel_micros[] = {
-    {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward", 1},
-    {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward", 1},
-    {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward", 1},
-    {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward", 1},
-    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward", 0},
-    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward", 0},
+    {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward", NORM_ROW},
+    {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward", NORM_ROW},
+    {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward", NORM_ROW},
+    {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward", NORM_ROW},
+    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward", ROW_EXPOSURE},
+    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward", ROW_EXPOSURE},
     {"elementwise", SC_EW_GELU_FWD, 1, {32768, 0, 0}, "bias + GeLU forward", 0},
     {"elementwise", SC_EW_GELU_BWD, 1, {32768, 0, 0}, "bias + GeLU backward", 0},
     {"elementwise", SC_EW_SWIGLU_FWD, 1, {32768, 0, 0}, "SwiGLU forward", 0},
@@ -243,7 +248,7 @@ static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_
     const kernel_micro *km = &kernel_micros[k];
     double rate[SC_ROW_RATE_WIDTHS], ref = 0.0;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) rr[k][i] = rate[i] = 0.0;
-    if (!km->row || !want(families, km->family)) continue;
+    if (!(km->row & ROW_RATE) || !want(families, km->family)) continue;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) {
       sc_op_desc op = {0};
       sc_estimate e;
@@ -279,25 +284,33 @@ static void set_row_rates(sc_device *dev, const double (*rr)[SC_ROW_RATE_WIDTHS]
   }
 }
 
-/* The row exposure of the kernel_micros entries marked row (sc_device_row_exposure): each
- * timed on rows whose working set is well past the L1 (cols the power of two >= l1 / 4, at
- * least 1024: 12 bytes and more per fp32 column put every norm variant past 5 l1 / 4, where
- * the ramp is full) over data of 4 x the last-level cache (at most 2^26 elements), against the
- * roofline of the same shape on kd (the measured rates, no exposure): (measured - max(tc,
- * tm)) / min(tc, tm), at least 0. tc is the FLOPs at the kernel's rate at that width (its
- * stated rate times kd's row rate); tm the roofline with that rate made 10^9 times faster.
- * expo[k] stays 0 for the others; dims[k] gets the shape, mm[k] the measurement and
- * roof[k] = {max, min}. */
+/* Whether n is within 1 % of a power of two. */
+static int near_pow2(double n) {
+  double l = log2(n);
+  return fabs(l - nearbyint(l)) < log2(1.01);
+}
+
+/* The row exposure of the kernel_micros entries marked ROW_EXPOSURE (sc_device_exposure):
+ * each timed over data of about 4 x the last-level cache (at most 2^26 elements) on rows of
+ * EXPO_COLS columns, or, marked ROW_RAMP, on rows whose working set is well past the L1
+ * (cols the power of two >= l1 / 4, at least 1024: 12 bytes and more per fp32 column put
+ * every norm variant past 5 l1 / 4, where the ramp is full); rows are then added, 16 at a
+ * time, until the arrays are at least 1 % away from a power of two in size (arrays a power
+ * of two apart in memory made the norm backwards' exposure 2.2-2.6 on the Zen 4 guest
+ * against 0.9-1.2 with 16 rows more, a placement the plan's shapes and a training step's
+ * tensors rarely have; docs/operators.md). Each against the roofline of the same shape on
+ * kd (the measured rates, no exposure): (measured - max(tc, tm)) / min(tc, tm), at least 0.
+ * tc is the FLOPs at the kernel's rate at that width (its stated rate times kd's row rate);
+ * tm the roofline with that rate made 10^9 times faster. expo[k] stays 0 for the others;
+ * dims[k] gets the shape, mm[k] the measurement and roof[k] = {max, min}. */
+#define EXPO_COLS 1024 /* the middle of the CPU plan's softmax widths (64 to 2048) */
 static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
                                 const double *krate, double l1, double llc,
                                 const char *families, double budget_s, double *expo,
                                 int64_t (*dims)[2], sc_measurement *mm, double (*roof)[2],
                                 sc_error *err) {
-  int64_t cols = 1024;
-  while ((double)cols < l1 / 4.0 && cols < 65536) cols *= 2;
-  /* 4 x llc bytes of fp32 per array, at most 2^26 elements (256 MiB) */
-  int64_t rows = (int64_t)ceil(fmin(llc, 67108864.0) / (double)cols / 16.0) * 16;
-  if (rows < 16) rows = 16;
+  int64_t wide = 1024;
+  while ((double)wide < l1 / 4.0 && wide < 65536) wide *= 2;
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     sc_op_desc op = {0};
@@ -307,7 +320,12 @@ static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const 
     expo[k] = 0.0;
     dims[k][0] = dims[k][1] = 0;
     roof[k][0] = roof[k][1] = 0.0;
-    if (!km->row || !want(families, km->family) || !(krate[k] > 0)) continue;
+    if (!(km->row & ROW_EXPOSURE) || !want(families, km->family) || !(krate[k] > 0)) continue;
+    const int64_t cols = (km->row & ROW_RAMP) ? wide : EXPO_COLS;
+    /* 4 x llc bytes of fp32 per array, at most 2^26 elements (256 MiB) */
+    int64_t rows = (int64_t)ceil(fmin(llc, 67108864.0) / (double)cols / 16.0) * 16;
+    if (rows < 16) rows = 16;
+    while (near_pow2((double)rows * (double)cols)) rows += 16;
     op.family = km->family;
     op.variant = km->variant;
     op.dtype = SC_DTYPE_FP32;
@@ -695,9 +713,10 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
         if (strcmp(kernel_micros[j].family, km->family) == 0 && r->rdims[j][0] > 0) first = 0;
       if (first)
         fprintf(o, "\n[hardware.row_exposure.%s]  # the multiple of min(compute, memory) time "
-                   "a row kernel adds once a row outgrows the L1 (l1_bytes)\n",
-                km->family);
-      fprintf(o, "%u = %.3f  # MEASURED: %s %lld x %lld, 4 x the last-level cache "
+                   "a row kernel adds %s\n", km->family,
+                (km->row & ROW_RAMP) ? "once a row outgrows the L1 (l1_bytes)"
+                                     : "at every row width (its rows measured at one width)");
+      fprintf(o, "%u = %.3f  # MEASURED: %s %lld x %lld, about 4 x the last-level cache "
                  "(micro.row_exposure.%s.%u)\n", km->variant, r->rexpo[k], km->what,
               (long long)r->rdims[k][0], (long long)r->rdims[k][1], km->family, km->variant);
     }
@@ -1255,7 +1274,7 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
     r->kd.cache_miss_share[j] = r->curve_share[j];
   }
   snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
-  if (tty) fprintf(stderr, "row kernels past the L1 and the last-level cache...");
+  if (tty) fprintf(stderr, "row kernels past the last-level cache...");
   int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
                                 quick ? 0.05 : 0.3, r->rexpo, r->rdims, r->rmeas, r->rroof, err);
   if (rc != SC_OK) return rc;
@@ -1264,10 +1283,11 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
     const kernel_micro *km = &kernel_micros[k];
     if (!(r->rdims[k][0] > 0)) continue;
     fprintf(f, "# micro.row_exposure.%s.%u = %.4g\n", km->family, km->variant, r->rexpo[k]);
-    fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (4 x the last-level cache, "
-               "rows past the L1): median %.4g s of %u (min %.4g, max %.4g); the roofline "
+    fprintf(f, "# micro.row_exposure.%s.%u = %s %lld x %lld fp32 (about 4 x the last-level "
+               "cache%s): median %.4g s of %u (min %.4g, max %.4g); the roofline "
                "max(compute, memory) %.4g s, min %.4g s\n", km->family, km->variant, km->what,
-            (long long)r->rdims[k][0], (long long)r->rdims[k][1], r->rmeas[k].median_s,
+            (long long)r->rdims[k][0], (long long)r->rdims[k][1],
+            (km->row & ROW_RAMP) ? ", rows past the L1" : "", r->rmeas[k].median_s,
             r->rmeas[k].reps, r->rmeas[k].min_s, r->rmeas[k].max_s, r->rroof[k][0],
             r->rroof[k][1]);
   }

@@ -11,7 +11,12 @@
  *   backward: bytes 3eN (read y and dy, write dx); flops 5N (y*dy, row sum, subtract,
  *             * y, scale)
  * Fresh writes (for a write-allocate device): the output, e N.
- * Arithmetic at the device's fp32 rate.
+ * Arithmetic at the device's fp32 rate. Both kernels pass over a row more than once (the
+ * forward: max, exponentials, normalise; the backward: the row's dot product, then dx); a
+ * device stating [hardware.row_exposure.softmax] adds that multiple of min(compute, memory)
+ * to the roofline's max at every row width (sc_device_exposure: on the CPU the forward's
+ * rows of 128 to 1216 columns past the last-level cache ran 10-14 % over the overlapped
+ * roofline alike, inside the L1 or not; docs/operators.md). GPU files state none.
  */
 #include "op_common.h"
 
@@ -35,7 +40,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double V = whole * cols * (cols + 1.0) / 2.0 + m * (m + 1.0) / 2.0;
   double flops = bwd ? 5.0 * N : 7.0 * V, bytes = (bwd ? 3.0 : 2.0) * e * N;
   /* fresh writes: the probabilities (forward) or dx (backward) */
-  sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes, e * N, out);
+  sc__op_roofline_exposed(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes, e * N,
+                          sc_device_exposure(dev, "softmax", op->variant), out);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(rows), sc__op_log2(cols), (double)bwd,
                          V / N};
   out->nfeatures = NFEATURES;

@@ -249,7 +249,9 @@ typedef struct sc_device {
    * last-level cache: 0 = still overlapped, 1 = the two in sequence, above 1 = slower still,
    * e.g. later passes that re-read the row from L2). The added share ramps from 0 at a
    * per-row working set of l1_bytes / 4 to all of it at 5 l1_bytes / 4 (docs/operators.md).
-   * Read through sc_device_row_exposure. */
+   * Read through sc_device_row_exposure; a family whose kernel pays it at every row width
+   * (the causal softmax: measured on rows of 128 to 1216 columns alike) reads the stated
+   * multiple whole through sc_device_exposure. */
   double l1_bytes;
   struct {
     char family[32];
@@ -369,22 +371,27 @@ static inline double sc_device_kernel_rate(const sc_device *dev, const char *fam
   return 0.0;
 }
 
+/* The stated row_exposure multiple of kernel (family, variant) on dev, whole (no ramp); 0
+ * when the device states none or no l1_bytes. */
+static inline double sc_device_exposure(const sc_device *dev, const char *family,
+                                        uint32_t variant) {
+  if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS || !(dev->l1_bytes > 0.0))
+    return 0.0;
+  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->row_exposure[i].family[0] != '\0'; i++)
+    if (strcmp(dev->row_exposure[i].family, family) == 0)
+      return dev->row_exposure[i].multiple[variant];
+  return 0.0;
+}
+
 /* The multiple of min(compute, memory) time that a row kernel (family, variant) with a per-row
  * working set of row_bytes adds to the roofline's max on dev: its stated row_exposure times
  * the ramp clamp(row_bytes / l1_bytes - 1/4, 0, 1); 0 when the device states neither. */
 static inline double sc_device_row_exposure(const sc_device *dev, const char *family,
                                             uint32_t variant, double row_bytes) {
-  if (family == NULL || variant >= SC_KERNEL_RATE_VARIANTS || !(dev->l1_bytes > 0.0) ||
-      !(row_bytes > 0.0))
-    return 0.0;
-  for (int i = 0; i < SC_KERNEL_RATE_FAMILIES && dev->row_exposure[i].family[0] != '\0'; i++) {
-    if (strcmp(dev->row_exposure[i].family, family) == 0) {
-      double r = row_bytes / dev->l1_bytes - 0.25;
-      r = r < 0.0 ? 0.0 : (r > 1.0 ? 1.0 : r);
-      return dev->row_exposure[i].multiple[variant] * r;
-    }
-  }
-  return 0.0;
+  if (!(row_bytes > 0.0) || !(dev->l1_bytes > 0.0)) return 0.0;
+  double r = row_bytes / dev->l1_bytes - 0.25;
+  r = r < 0.0 ? 0.0 : (r > 1.0 ? 1.0 : r);
+  return sc_device_exposure(dev, family, variant) * r;
 }
 
 /* The multiple of the stated rate of row kernel (family, variant) on dev at rows of cols
