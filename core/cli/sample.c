@@ -296,8 +296,8 @@ static int near_pow2(double n) {
  * (cols the power of two >= l1 / 4, at least 1024: 12 bytes and more per fp32 column put
  * every norm variant past 5 l1 / 4, where the ramp is full); rows are then added, 16 at a
  * time, until the arrays are at least 1 % away from a power of two in size (arrays a power
- * of two apart in memory made the norm backwards' exposure 2.2-2.6 on the Zen 4 guest
- * against 0.9-1.2 with 16 rows more, a placement the plan's shapes and a training step's
+ * of two apart in memory made the norm backwards' exposure 2.1-2.6 on the Zen 4 guest
+ * against 0.96-1.15 with 16 rows more, a placement the plan's shapes and a training step's
  * tensors rarely have; docs/operators.md). Each against the roofline of the same shape on
  * kd (the measured rates, no exposure): (measured - max(tc, tm)) / min(tc, tm), at least 0.
  * tc is the FLOPs at the kernel's rate at that width (its stated rate times kd's row rate);

@@ -15,7 +15,7 @@
  * forward: max, exponentials, normalise; the backward: the row's dot product, then dx); a
  * device stating [hardware.row_exposure.softmax] adds that multiple of min(compute, memory)
  * to the roofline's max at every row width (sc_device_exposure: on the CPU the forward's
- * rows of 128 to 1216 columns past the last-level cache ran 10-14 % over the overlapped
+ * rows of 128 to 1600 columns past the last-level cache ran 9-14 % over the overlapped
  * roofline alike, inside the L1 or not; docs/operators.md). GPU files state none.
  */
 #include "op_common.h"

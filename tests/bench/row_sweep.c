@@ -5,7 +5,11 @@
  * For each norm kernel of plugins/hardware/cpu_kernels.h (layer-norm and RMSNorm, forward
  * and backward) and row widths from 64 to 8192 columns, it times the kernel on
  *   cache:  16384 elements (every array cache resident), and
- *   dram:   N elements (default 2^24, 64 MiB per array: past a 32 MiB last-level cache),
+ *   dram:   N elements (default 2^24 + 16384, 64 MiB per array: past a 32 MiB last-level
+ *           cache; not 2^24: arrays a power of two in size lie a power of two apart, and the
+ *           kernels' streams then collide, `--elements 33554432` against 33570816 on the
+ *           Zen 4 guest: 1.32-1.58 ns per element against 1.03-1.37 for the layer-norm
+ *           backward; docs/operators.md, "Row kernels past the L1"),
  * and prints nanoseconds per element for both, their difference (the time the kernel adds
  * when its data come from DRAM) and that difference as a share of the widest rows' one,
  * beside the per-row working set over the L1 data cache (row_bytes / l1, row_bytes as the
@@ -67,7 +71,7 @@ int main(int argc, char **argv) {
   static const int64_t widths[] = {64,   128,  256,  512,  768,  1024, 1536, 2048,
                                    2560, 3072, 3584, 4096, 6144, 8192};
   const int nw = (int)(sizeof widths / sizeof widths[0]);
-  double n_dram = 16777216.0, l1 = (double)sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  double n_dram = 16777216.0 + 16384.0, l1 = (double)sysconf(_SC_LEVEL1_DCACHE_SIZE);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--elements") == 0 && i + 1 < argc) n_dram = atof(argv[++i]);
     else if (strcmp(argv[i], "--l1") == 0 && i + 1 < argc) l1 = atof(argv[++i]);

@@ -250,7 +250,7 @@ typedef struct sc_device {
    * e.g. later passes that re-read the row from L2). The added share ramps from 0 at a
    * per-row working set of l1_bytes / 4 to all of it at 5 l1_bytes / 4 (docs/operators.md).
    * Read through sc_device_row_exposure; a family whose kernel pays it at every row width
-   * (the causal softmax: measured on rows of 128 to 1216 columns alike) reads the stated
+   * (the causal softmax: measured on rows of 128 to 1600 columns alike) reads the stated
    * multiple whole through sc_device_exposure. */
   double l1_bytes;
   struct {
