@@ -552,6 +552,40 @@ START_TEST(test_softmax_exposure) {
 }
 END_TEST
 
+/* Zero-fills: a device stating a fill-rate curve prices a fill of B bytes at B over the curve's
+ * rate at B (interpolated in log2 of the size, held past its ends); the embedding backward's
+ * gradient-table fill and the memcpy family's FILL variant both read it. Without the curve, a
+ * fill streams at 4/3 of the STREAM rate (write-allocate) past the cache. */
+START_TEST(test_fill_curve) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 3e10;
+  dev.write_allocate = 1;
+  dev.launch_s = 0;
+  ck_assert(sc_device_fill_bw(&dev, 1e6) == 0.0);
+  sc_estimate e = run(&dev, DESC("memcpy", SC_MEMCPY_FILL, SC_DTYPE_FP32, 64 << 20));
+  REL(e.time_s, (double)(64 << 20) / 4e10);
+  ck_assert(e.bytes == (double)(64 << 20));
+  const sc_estimate base = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 256, 512,
+                                          32768));
+  dev.fill_points = 3;
+  dev.fill_bytes[0] = 2097152, dev.fill_bw_Bps[0] = 8.6e10;
+  dev.fill_bytes[1] = 16777216, dev.fill_bw_Bps[1] = 4.5e10;
+  dev.fill_bytes[2] = 67108864, dev.fill_bw_Bps[2] = 6.2e10;
+  ck_assert(sc_device_fill_bw(&dev, 1e3) == 8.6e10);
+  ck_assert(sc_device_fill_bw(&dev, 1e9) == 6.2e10);
+  REL(sc_device_fill_bw(&dev, 4194304), 8.6e10 - (8.6e10 - 4.5e10) / 3.0);
+  REL(sc_device_fill_bw(&dev, 33554432), 4.5e10 + (6.2e10 - 4.5e10) / 2.0);
+  e = run(&dev, DESC("memcpy", SC_MEMCPY_FILL, SC_DTYPE_FP32, 16777216));
+  REL(e.time_s, 16777216.0 / 4.5e10);
+  /* a 64 MiB gradient table (32768 x 512 fp32): the fill's 64 MiB at 6.2e10 in place of 4e10 */
+  e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 256, 512, 32768));
+  REL(e.time_s, base.time_s - 67108864.0 / 4e10 + 67108864.0 / 6.2e10);
+  /* the copy variant is not a fill: two bytes moved per byte, read and fresh write */
+  e = run(&dev, DESC("memcpy", SC_MEMCPY_COPY, SC_DTYPE_FP32, 1 << 20));
+  REL(e.time_s, (2.0 * (1 << 20) + (1 << 20)) / 4e10);
+}
+END_TEST
+
 /* A CPU GEMM's exposed operand traffic: a device with gemm_exposed_bw_Bps X and
  * gemm_exposed_knee_bytes K adds, per product, g ws / X with ws = e (mk + kn + mn) and
  * g = ws / (ws + K) to the roofline's max; without either key (every GPU file) nothing. */
@@ -808,6 +842,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_softmax_exposure);
+  tcase_add_test(tc, test_fill_curve);
   tcase_add_test(tc, test_gemm_exposed);
   tcase_add_test(tc, test_row_rate);
   tcase_add_test(tc, test_cache_miss_curve);

@@ -306,13 +306,18 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_gemm_exposed_no_knee.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_bw_Bps'", "needs gemm_exposed_knee_bytes"},
   {"hw_cpu_gemm_knee_no_bw.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_knee_bytes'", "needs gemm_exposed_bw_Bps"},
   {"hw_cpu_gemm_exposed_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'gemm_exposed_bw_Bps'", "outside [1000, 1e+16]"},
-  {"hw_cpu_miss_key.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.1e6'", "working set in whole bytes"},
+  {"hw_cpu_miss_key.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.1e6'", "size in whole bytes"},
   {"hw_cpu_miss_share_range.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.1048576'", "in [0, 1] (is 1.5)"},
-  {"hw_cpu_miss_ws_order.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.65536'", "working sets must increase"},
+  {"hw_cpu_miss_ws_order.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.65536'", "sizes must increase"},
   {"hw_cpu_miss_share_order.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.1048576'", "does not miss less"},
   {"hw_cpu_miss_empty.toml", SC_SPEC_HARDWARE, ":11:11: ", "key 'cache_miss_share'", "an empty table"},
   {"hw_cpu_miss_no_cache.toml", SC_SPEC_HARDWARE, ":10:11: ", "key 'cache_miss_share'", "needs cache_bw_Bps"},
   {"hw_cpu_miss_string.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'cache_miss_share.1048576'", "expected a number"},
+  {"hw_cpu_fill_key.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'fill_bw_Bps.2MiB'", "size in whole bytes"},
+  {"hw_cpu_fill_rate.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'fill_bw_Bps.4194304'", "must be in [1000, 1e+16] (is 0)"},
+  {"hw_cpu_fill_order.toml", SC_SPEC_HARDWARE, ":13:1: ", "key 'fill_bw_Bps.2097152'", "sizes must increase"},
+  {"hw_cpu_fill_string.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'fill_bw_Bps.2097152'", "expected a number"},
+  {"hw_cpu_fill_flat.toml", SC_SPEC_HARDWARE, ":9:1: ", "key 'fill_bw_Bps'", "must be a table of <buffer bytes> = B/s"},
 };
 
 START_TEST(malformed_is_named) {

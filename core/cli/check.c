@@ -99,6 +99,12 @@ static void print_device(const sc_device *d, const char *path) {
              d->cache_miss_share[j]);
     printf("\n");
   }
+  if (d->fill_points > 0) {
+    printf("  %-16s (MB: GB/s):", "zero-fill");
+    for (uint32_t j = 0; j < d->fill_points && j < SC_CACHE_CURVE_POINTS; j++)
+      printf("%s %.3g %.1f", j ? "," : "", d->fill_bytes[j] / 1e6, d->fill_bw_Bps[j] / 1e9);
+    printf("\n");
+  }
   print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,
                      sizeof d->kernel_rates[0], "kernel rate", 1e-9, " GFLOP/s");
   print_kernel_table(d->row_exposure[0].family, d->row_exposure[0].multiple,

@@ -613,6 +613,11 @@ typedef struct micro_run {
    * then, 0 while not known or when the cache rate is not above the DRAM rate */
   int nshare;
   double curve_share[CACHE_CURVE_N];
+  /* CPU: the zero-fill (memset) of one buffer of fill_bytes[j] at the same sizes
+   * (measure_fill_curve), its timing and its rate; nfill = 0 when not measured */
+  int nfill;
+  double fill_bytes[CACHE_CURVE_N], fill_rate[CACHE_CURVE_N];
+  sc_measurement mfill[CACHE_CURVE_N];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
   double mem_bw; /* the median of bw_runs once the plan is done */
@@ -689,6 +694,12 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
     for (int j = 0; j < r->nshare; j++)
       fprintf(o, "%.0f = %.3f  # %.4g B/s\n", r->curve_ws[j], r->curve_share[j],
               r->curve_rate[j]);
+  }
+  if (r->nfill > 0) {
+    fprintf(o, "\n[hardware.fill_bw_Bps]  # MEASURED: the zero-fill (memset) of one buffer of "
+               "each size (bytes), bytes per second (micro.fill_curve)\n");
+    for (int j = 0; j < r->nfill; j++)
+      fprintf(o, "%.0f = %.4g\n", r->fill_bytes[j], r->fill_rate[j]);
   }
   fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3%s "
              "(micro.sgemm_flops_per_s)\n", r->gemm_rate,
@@ -977,6 +988,41 @@ static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
   return SC_OK;
 }
 
+/* The zero-fill rate by buffer size (sc_device_fill_bw): the memcpy family's FILL (the C
+ * library's memset, as the embedding backward's gradient table is cleared) of one buffer of
+ * llc / 512 to 4 llc bytes (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds. A C
+ * library switches memset to non-temporal stores near the last-level cache's size, so the
+ * rate is not STREAM's: on the Zen 4 guest 86 GB/s at 2 MiB, 40-45 from 16 to 28 MiB and
+ * 58-62 from 32 MiB on (docs/operators.md, "Zero-fills"). */
+static int measure_fill_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
+                              const sc_device *dev, double llc, double budget_s,
+                              sc_error *err) {
+  sc_op_desc ops[CACHE_CURVE_N];
+  sc_measurement *out[CACHE_CURVE_N];
+  int np = 0;
+  for (int j = 0; j < CACHE_CURVE_N; j++) {
+    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0);
+    n = n < 4096 ? 4096 : n - n % 64;
+    if (np > 0 && n <= ops[np - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
+    memset(&ops[np], 0, sizeof ops[np]);
+    ops[np].family = SC_OP_MEMCPY;
+    ops[np].variant = SC_MEMCPY_FILL;
+    ops[np].dtype = SC_DTYPE_FP32;
+    ops[np].ndims = 1;
+    ops[np].dims[0] = n;
+    out[np] = &r->mfill[np];
+    np++;
+  }
+  int rc = measure_rounds(hw, st, dev, ops, (size_t)np, 5, budget_s, out, err);
+  if (rc != SC_OK) return rc;
+  for (int j = 0; j < np; j++) {
+    r->fill_bytes[j] = (double)ops[j].dims[0];
+    r->fill_rate[j] = r->fill_bytes[j] / r->mfill[j].median_s;
+  }
+  r->nfill = np;
+  return SC_OK;
+}
+
 /* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between
  * blocks; sc_device_gemm_exposed_s). Times GEMMs with one dimension of 16 and two of n, for
  * n = 512, 1024, 2048 and one n >= 4096 whose 4 n^2 bytes are at least twice the last-level
@@ -1102,6 +1148,9 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
     if (tty) fprintf(stderr, "\nSTREAM Add from 1/512 to 4 x the last-level cache...");
     int crc = measure_cache_curve(r, hw, st, dev, caps->llc, quick ? 0.3 : 1.5, err);
     if (crc != SC_OK) return crc;
+    if (tty) fprintf(stderr, "\nzero-fills from 1/512 to 4 x the last-level cache...");
+    crc = measure_fill_curve(r, hw, st, dev, caps->llc, quick ? 0.2 : 1.0, err);
+    if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\nGEMMs with a dimension of 16 (exposed operand traffic)...");
     int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
     if (grc != SC_OK) return grc;
@@ -1195,6 +1244,11 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
                  "%u (round medians %.4g to %.4g), %.4g B/s\n", r->curve_ws[j],
               r->curve_ws[j] / 3.0, r->mcurve[j].median_s, r->mcurve[j].reps,
               r->mcurve[j].p10_s, r->mcurve[j].p90_s, r->curve_rate[j]);
+    for (int j = 0; j < r->nfill; j++)
+      fprintf(f, "# micro.fill_curve.%.0f = memset of %.0f bytes to zero: median %.4g s of %u "
+                 "(round medians %.4g to %.4g), %.4g B/s\n", r->fill_bytes[j], r->fill_bytes[j],
+              r->mfill[j].median_s, r->mfill[j].reps, r->mfill[j].p10_s, r->mfill[j].p90_s,
+              r->fill_rate[j]);
     fprintf(f, "# micro.vector_flops_per_s = %.4g\n", r->vector_rate);
     fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",

@@ -43,7 +43,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "kernel_flops_per_s", "write_allocate", "l1_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
                                        "gemm_exposed_knee_bytes", "cache_miss_share",
-                                       "attention_block_q", "attention_block_k", NULL};
+                                       "attention_block_q", "attention_block_k", "fill_bw_Bps",
+                                       NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -106,6 +107,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_gemm_exposure(host, t, dev, err)) != SC_OK) return rc;
   /* The measured share of traffic that misses the caches, by working set. */
   if ((rc = sc__hw_cache_miss_share(host, t, dev, err)) != SC_OK) return rc;
+  /* The measured zero-fill rate, by buffer size. */
+  if ((rc = sc__hw_fill_bw(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 
@@ -249,9 +252,14 @@ static int cpu_setup(cpu_bufs *b, sc_error *err) {
     if (rc == SC_OK) cpu_fill(b->f[3], b->nf[3], 11, 0.0f, 1e-3f); /* v >= 0 */
     return rc;
   }
+  if (strcmp(fam, SC_OP_MEMCPY) == 0) { /* dims[0] bytes: f[0] the source or the buffer */
+    double nn = ceil((double)d[0] / (double)sizeof(float));
+    double n[2] = {nn, nn};
+    return cpu_alloc(b, n, b->op.variant == SC_MEMCPY_FILL ? 1 : 2, 0, err);
+  }
   return sc_plugin_fail(err, SC_EUNSUPPORTED, "cpu: no kernel for operator family '%s' "
                         "(gemm, attention, norm, softmax, elementwise, optimizer, embedding, "
-                        "cross_entropy)", fam);
+                        "cross_entropy, memcpy)", fam);
 }
 
 static void cpu_run(cpu_bufs *b) {
@@ -309,6 +317,9 @@ static void cpu_run(cpu_bufs *b) {
     } else {
       sc__cpu_xent_bwd(d[0], d[1], lab, 1.0f / (float)d[0], f[1]);
     }
+  } else if (strcmp(fam, SC_OP_MEMCPY) == 0) { /* the C library's, as the kernels call it */
+    if (v == SC_MEMCPY_FILL) memset(f[0], 0, (size_t)d[0]);
+    else memcpy(f[1], f[0], (size_t)d[0]);
   } else { /* optimizer */
     sc__cpu_adam(d[0], 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, f[0], f[1], f[2], f[3]);
   }
@@ -316,15 +327,16 @@ static void cpu_run(cpu_bufs *b) {
 
 static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
                        double budget_s, sc_measurement *out, sc_error *err) {
-  /* gemm attention norm elementwise softmax optimizer embedding cross_entropy */
-  static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1, 3, 2};
+  /* gemm attention norm elementwise softmax optimizer embedding cross_entropy memcpy */
+  static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1, 3, 2, 1};
   static const char *const fams[] = {SC_OP_GEMM,    SC_OP_ATTENTION, SC_OP_NORM,
                                      SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_OPTIMIZER,
-                                     SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY};
+                                     SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
   static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT,    SC_ATTN_VARIANT_COUNT,
                                        SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
                                        SC_SOFTMAX_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT,
-                                       SC_EMBED_VARIANT_COUNT,   SC_CE_VARIANT_COUNT};
+                                       SC_EMBED_VARIANT_COUNT,   SC_CE_VARIANT_COUNT,
+                                       SC_MEMCPY_VARIANT_COUNT};
   double samples[CPU_MAX_SAMPLES];
   cpu_bufs b;
   uint32_t n = 0, inner = 1;
@@ -339,11 +351,12 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
   if (min_reps < 1 || min_reps > CPU_MAX_SAMPLES || !(budget_s >= 0) || !isfinite(budget_s))
     return sc_plugin_fail(err, SC_EINVAL, "cpu: measure: min_reps must be in [1, %d] and "
                           "budget_s finite and >= 0", CPU_MAX_SAMPLES);
-  for (int i = 0; i < 8; i++) if (strcmp(op->family, fams[i]) == 0) fi = i;
+  for (int i = 0; i < (int)(sizeof fams / sizeof fams[0]); i++)
+    if (strcmp(op->family, fams[i]) == 0) fi = i;
   if (fi < 0)
     return sc_plugin_fail(err, SC_EUNSUPPORTED, "cpu: no kernel for operator family '%s' "
                           "(gemm, attention, norm, softmax, elementwise, optimizer, embedding, "
-                          "cross_entropy)", op->family);
+                          "cross_entropy, memcpy)", op->family);
   if (op->ndims != ndims_of[fi])
     return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: ndims must be %u (got %u)", op->family,
                           ndims_of[fi], op->ndims);

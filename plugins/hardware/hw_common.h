@@ -345,70 +345,98 @@ static inline int sc__hw_row_rate(const sc_host *host, const sc_table *t, sc_dev
                              sizeof dev->row_rate[0], err);
 }
 
-/* The optional [hardware.cache_miss_share] <working-set bytes> = share of a CPU
- * (sc_device_miss_share): at most SC_CACHE_CURVE_POINTS whole byte counts in increasing
- * order, each share in [0, 1] and none below the one before; needs cache_bw_Bps, the rate of
- * the share that hits. */
-static inline int sc__hw_cache_miss_share(const sc_host *host, const sc_table *t,
-                                          sc_device *dev, sc_error *err) {
+/* An optional [hardware.<name>] table of <bytes> = value, a curve by size: at most
+ * SC_CACHE_CURVE_POINTS whole byte counts in [1, SC_RANGE_BYTES_MAX] in increasing order,
+ * each value a number in [lo, hi] (what names the pair in messages: "<working-set bytes> =
+ * share"); with falling != NULL, none below the one before (falling completes the message:
+ * "a larger working set does not miss less"). *n = 0 when the table is absent; an empty
+ * table is an error. */
+static inline int sc__hw_byte_curve(const sc_host *host, const sc_table *t, const char *name,
+                                    const char *what, double lo, double hi, const char *falling,
+                                    double *xs, double *ys, uint32_t *n, sc_error *err) {
   const sc_table *c = NULL;
   const char *key = NULL;
-  int rc = host->table_table(t, "cache_miss_share", &c, err);
+  char prefix[64];
+  *n = 0;
+  int rc = host->table_table(t, name, &c, err);
   if (rc == SC_ENOTFOUND) return SC_OK;
   if (rc != SC_OK) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': must be a table of "
-                          "<working-set bytes> = share", host->table_where(t, "cache_miss_share"));
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be a table of %s",
+                          host->table_where(t, name), name, what);
   }
   if (host->size < offsetof(sc_host, table_key) + sizeof host->table_key ||
       host->table_key == NULL) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': this stepcast cannot "
-                          "list table keys (host too old)", host->table_where(t, NULL));
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': this stepcast cannot list table keys "
+                          "(host too old)", host->table_where(t, NULL), name);
   }
-  uint32_t n = 0;
+  snprintf(prefix, sizeof prefix, "%s.", name);
   for (size_t i = 0; host->table_key(c, i, &key) == SC_OK; i++) {
-    double share = 0;
+    double y = 0;
     const int digits = key[0] != '\0' && strspn(key, "0123456789") == strlen(key);
-    const double ws = digits ? strtod(key, NULL) : 0.0;
-    if (!(ws >= 1 && ws <= SC_RANGE_BYTES_MAX)) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': must be a working "
-                            "set in whole bytes in [1, %g]", host->table_where(c, key), key,
+    const double x = digits ? strtod(key, NULL) : 0.0;
+    if (!(x >= 1 && x <= SC_RANGE_BYTES_MAX)) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': must be a size in whole bytes in "
+                            "[1, %g]", host->table_where(c, key), name, key,
                             (double)SC_RANGE_BYTES_MAX);
     }
-    if (n >= SC_CACHE_CURVE_POINTS) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': more than %d "
-                            "points", host->table_where(c, key), key, SC_CACHE_CURVE_POINTS);
+    if (*n >= SC_CACHE_CURVE_POINTS) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': more than %d points",
+                            host->table_where(c, key), name, key, SC_CACHE_CURVE_POINTS);
     }
-    rc = sc__hw_number(host, c, "cache_miss_share.", key, 1, 1, &share, err);
+    rc = sc__hw_number(host, c, prefix, key, 1, 1, &y, err);
     if (rc != SC_OK) return rc;
-    if (share > 1) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': a share must be in "
-                            "[0, 1] (is %g)", host->table_where(c, key), key, share);
+    if (!(y >= lo && y <= hi)) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': must be in [%g, %g] (is %g)",
+                            host->table_where(c, key), name, key, lo, hi, y);
     }
-    if (n > 0 && !(ws > dev->cache_miss_ws_bytes[n - 1])) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': working sets must "
-                            "increase (the one before is %.17g)", host->table_where(c, key),
-                            key, dev->cache_miss_ws_bytes[n - 1]);
+    if (*n > 0 && !(x > xs[*n - 1])) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': sizes must increase (the one "
+                            "before is %.17g)", host->table_where(c, key), name, key,
+                            xs[*n - 1]);
     }
-    if (n > 0 && share < dev->cache_miss_share[n - 1]) {
-      return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share.%s': %g is below the "
-                            "share of the smaller working set before it (%g); a larger working "
-                            "set does not miss less", host->table_where(c, key), key, share,
-                            dev->cache_miss_share[n - 1]);
+    if (*n > 0 && falling != NULL && y < ys[*n - 1]) {
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s.%s': %g is below the value at the "
+                            "smaller size before it (%g); %s", host->table_where(c, key), name,
+                            key, y, ys[*n - 1], falling);
     }
-    dev->cache_miss_ws_bytes[n] = ws;
-    dev->cache_miss_share[n] = share;
-    n++;
+    xs[*n] = x;
+    ys[*n] = y;
+    (*n)++;
   }
-  if (n == 0) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': an empty table (state "
-                          "points or leave it out)", host->table_where(t, "cache_miss_share"));
+  if (*n == 0) {
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': an empty table (state points or leave "
+                          "it out)", host->table_where(t, name), name);
   }
+  return SC_OK;
+}
+
+/* The optional [hardware.cache_miss_share] <working-set bytes> = share of a CPU
+ * (sc_device_miss_share): each share in [0, 1] and none below the one before; needs
+ * cache_bw_Bps, the rate of the share that hits. */
+static inline int sc__hw_cache_miss_share(const sc_host *host, const sc_table *t,
+                                          sc_device *dev, sc_error *err) {
+  uint32_t n = 0;
+  int rc = sc__hw_byte_curve(host, t, "cache_miss_share", "<working-set bytes> = share", 0.0,
+                             1.0, "a larger working set does not miss less",
+                             dev->cache_miss_ws_bytes, dev->cache_miss_share, &n, err);
+  if (rc != SC_OK || n == 0) return rc;
   if (!(dev->cache_bw_Bps > 0)) {
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'cache_miss_share': needs cache_bw_Bps, the "
                           "rate of the share that hits", host->table_where(t, "cache_miss_share"));
   }
   dev->cache_miss_points = n;
   return SC_OK;
+}
+
+/* The optional [hardware.fill_bw_Bps] <buffer bytes> = zero-fill rate in B/s of a CPU
+ * (sc_device_fill_bw): each rate in [SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX]. */
+static inline int sc__hw_fill_bw(const sc_host *host, const sc_table *t, sc_device *dev,
+                                 sc_error *err) {
+  uint32_t n = 0;
+  int rc = sc__hw_byte_curve(host, t, "fill_bw_Bps", "<buffer bytes> = B/s", SC_RANGE_BPS_MIN,
+                             SC_RANGE_BPS_MAX, NULL, dev->fill_bytes, dev->fill_bw_Bps, &n, err);
+  if (rc == SC_OK) dev->fill_points = n;
+  return rc;
 }
 
 /* A required non-empty string that fits dst[cap]. */

@@ -12,8 +12,9 @@
  * Working set (for the cache hit rate): the forward's traffic; the backward's is
  * tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched twice.
  * The backward's zero-fill is a pass of its own, before the scatter and the accumulate, and
- * priced apart (sc__embed_fill_s): its vocab_rows*hidden*e bytes stay in the caches while the
- * table fits the last-level cache and stream to memory past it (tests/bench/embed_sweep.c).
+ * priced apart (sc__op_fill_s): at the device's measured fill rate for a table of that size
+ * where it states one, else in the caches while the table fits the last-level cache and
+ * streamed to memory past it (tests/bench/embed_sweep.c).
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -22,23 +23,6 @@ static const char *const dim_names[] = {"tokens", "hidden", "vocab_rows"};
 static const char *const feature_names[] = {"log10_bytes", "log10_tokens", "log2_hidden",
                                             "log10_vocab_rows", "backward"};
 #define NFEATURES (sizeof feature_names / sizeof feature_names[0])
-
-/* The zero-fill of a gradient table of fill bytes: at the cache rate while the table fits
- * the last-level cache (the stores land there), else streamed to memory, which a
- * write-allocate device's STREAM count prices at 4/3 of mem_bw_Bps (no line is read first).
- * A device that states a measured miss-share curve (cache_miss_share) splits the fill by the
- * curve's share at the table's size instead of at the cache's nominal size. A device without
- * a cache rate streams every fill. */
-static double sc__embed_fill_s(const sc_device *dev, double fill) {
-  double dram = dev->mem_bw_Bps * dev->mem_efficiency;
-  if (dev->write_allocate) dram *= 4.0 / 3.0;
-  if (!(dev->cache_bw_Bps > dram)) return fill / dram;
-  if (dev->cache_miss_points > 0) {
-    double g = sc_device_miss_share(dev, fill);
-    return g * fill / dram + (1.0 - g) * fill / dev->cache_bw_Bps;
-  }
-  return fill < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
-}
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
                     sc_error *err) {
@@ -68,7 +52,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
                       bwd ? 0.0 : e * t * h, out);
   if (bwd) {
-    out->time_s += sc__embed_fill_s(dev, fill);
+    out->time_s += sc__op_fill_s(dev, fill);
     out->bytes += fill;
     bytes += fill;
   }

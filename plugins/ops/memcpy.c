@@ -1,22 +1,36 @@
 /*
- * memcpy: device-to-device copy. dims {bytes}; variant 0. See docs/operators.md.
- *   bytes moved = 2 * dims[0] (read and write); flops 0; the dtype is not used (any value
- *   is accepted, the device need not support it).
+ * memcpy: device-to-device copy, or zero-fill, of a buffer. dims {bytes}; variants
+ * SC_MEMCPY_*. See docs/operators.md. The dtype is not used (any value is accepted, the
+ * device need not support it); flops 0.
+ *   COPY: bytes moved = 2 * dims[0] (read and write); the destination is a fresh write (read
+ *         first by a write-allocate device).
+ *   FILL: bytes moved = dims[0] (written), priced as a zero-fill (sc__op_fill_s): at the
+ *         device's measured fill rate for a buffer of that size where it states one.
  */
 #include "op_common.h"
 
 static const char *const dim_names[] = {"bytes"};
-static const char *const feature_names[] = {"log10_bytes"};
+static const char *const feature_names[] = {"log10_bytes"}; /* of the bytes moved */
 #define NFEATURES (sizeof feature_names / sizeof feature_names[0])
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,
                     sc_error *err) {
   (void)state;
-  int rc = sc__op_check(dev, op, out, "memcpy", 1, dim_names, 1, 0, err);
+  int rc = sc__op_check(dev, op, out, "memcpy", 1, dim_names, SC_MEMCPY_VARIANT_COUNT, 0, err);
   if (rc != SC_OK) return rc;
-  double bytes = 2.0 * (double)op->dims[0];
-  /* the destination is a fresh write (read first by a write-allocate device) */
-  sc__op_roofline_mem(dev, 1.0, dev->flops_efficiency, 1.0, 0.0, bytes, bytes, 0.5 * bytes, out);
+  const int fill = op->variant == SC_MEMCPY_FILL;
+  double bytes = (fill ? 1.0 : 2.0) * (double)op->dims[0];
+  if (fill) {
+    double t = sc__op_fill_s(dev, bytes);
+    memset(out, 0, sizeof *out);
+    out->time_s = t + dev->launch_s;
+    out->bytes = bytes;
+    out->bound = dev->launch_s > t ? SC_BOUND_LATENCY : SC_BOUND_MEMORY;
+    out->bound_tier = -1;
+  } else {
+    sc__op_roofline_mem(dev, 1.0, dev->flops_efficiency, 1.0, 0.0, bytes, bytes, 0.5 * bytes,
+                        out);
+  }
   out->nfeatures = NFEATURES;
   out->features[0] = sc__op_log10(bytes);
   return SC_OK;

@@ -101,6 +101,26 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
   return SC_OK;
 }
 
+/* The time to zero-fill a buffer of fill bytes (memset, zero_()): at the device's measured
+ * fill rate for that size where it states one (sc_device_fill_bw); else at the cache rate
+ * while the buffer fits the last-level cache (the stores land there) and streamed to memory
+ * past it, which a write-allocate device's STREAM count prices at 4/3 of mem_bw_Bps (no line
+ * is read first), split by the measured miss-share curve's share at that size where the
+ * device states one instead of at the cache's nominal size; every fill streamed on a device
+ * without a cache rate. docs/operators.md, "Zero-fills". */
+static inline double sc__op_fill_s(const sc_device *dev, double fill) {
+  const double measured = sc_device_fill_bw(dev, fill);
+  if (measured > 0.0) return fill / measured;
+  double dram = dev->mem_bw_Bps * dev->mem_efficiency;
+  if (dev->write_allocate) dram *= 4.0 / 3.0;
+  if (!(dev->cache_bw_Bps > dram)) return fill / dram;
+  if (dev->cache_miss_points > 0) {
+    double g = sc_device_miss_share(dev, fill);
+    return g * fill / dram + (1.0 - g) * fill / dev->cache_bw_Bps;
+  }
+  return fill < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
+}
+
 /* Fill time, bound, flops and bytes of out from the roofline; clears the features.
  * footprint: the distinct bytes the kernel touches (its working set), which sets the cache
  * hit rate when the device states cache_bw_Bps; bytes (the traffic) is what moves. They

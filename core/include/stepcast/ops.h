@@ -17,7 +17,7 @@
  *   "embedding"     {tokens, hidden, vocab_rows}  lookup in a vocab_rows × hidden table
  *   "cross_entropy" {tokens, vocab}   vocabulary-parallel CE over vocab logits per token
  *   "optimizer"     {params}       one optimizer step over params parameters  SC_OPTIM_*
- *   "memcpy"        {bytes}        device-to-device copy of bytes              (variant 0)
+ *   "memcpy"        {bytes}        device-to-device copy, or zero-fill, of bytes  SC_MEMCPY_*
  *
  * op->dtype is the compute/activation dtype (bf16, fp16, fp32, ...). For "optimizer" it is
  * the dtype of the model (low-precision) weights; master weights and moments are fp32.
@@ -87,6 +87,9 @@ enum { SC_EMBED_FWD = 0, SC_EMBED_BWD, SC_EMBED_VARIANT_COUNT };
 /* cross_entropy: vocabulary-parallel softmax cross-entropy of the logits (forward) and its
  * gradient with respect to the logits (backward). */
 enum { SC_CE_FWD = 0, SC_CE_BWD, SC_CE_VARIANT_COUNT };
+
+/* memcpy: a device-to-device copy of bytes, or a zero-fill of bytes (memset, zero_()). */
+enum { SC_MEMCPY_COPY = 0, SC_MEMCPY_FILL, SC_MEMCPY_VARIANT_COUNT };
 
 /* optimizer: Adam (AdamW) with fp32 master weights, two fp32 moments, fp32 gradients,
  * writing back the low-precision model weights. */

@@ -298,7 +298,33 @@ typedef struct sc_device {
    * causal block computes its diagonal tiles whole and masks them, so short sequences do more
    * than half the work (sc_device_attention_causal_share). */
   uint32_t attention_block_q, attention_block_k;
+  /* Appended at ABI 1.0 (0 points = not stated: a zero-fill is priced by the memory rates
+   * and cache_miss_share, as a streaming write). The rate at which the device zero-fills a
+   * buffer (memset, zero_()), measured by its size: at fill_bytes[i] (increasing) fill_bw_Bps[i]
+   * bytes per second. A C library's memset switches from cached to non-temporal stores near
+   * the last-level cache's size, so the rate neither follows STREAM's nor falls monotonically
+   * with the size (docs/operators.md, "Zero-fills"). `stepcast sample` measures it from
+   * 1/512 to 4 times the last-level cache. Read through sc_device_fill_bw. */
+  uint32_t fill_points;
+  double fill_bytes[SC_CACHE_CURVE_POINTS];
+  double fill_bw_Bps[SC_CACHE_CURVE_POINTS];
 } sc_device;
+
+/* The zero-fill rate of a buffer of bytes on dev, bytes per second: dev->fill_bw_Bps
+ * interpolated linearly in log2(bytes) between the stated sizes, the nearest stated rate
+ * beyond them; 0 when dev states none. */
+static inline double sc_device_fill_bw(const sc_device *dev, double bytes) {
+  uint32_t n = dev->fill_points;
+  if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
+  if (n == 0) return 0.0;
+  const double *w = dev->fill_bytes, *r = dev->fill_bw_Bps;
+  if (!(bytes > w[0])) return r[0];
+  if (bytes >= w[n - 1]) return r[n - 1];
+  uint32_t i = 1;
+  while (i < n - 1 && w[i] < bytes) i++;
+  double x = log2(bytes / w[i - 1]) / log2(w[i] / w[i - 1]);
+  return r[i - 1] + x * (r[i] - r[i - 1]);
+}
 
 /* The share of a causal attention's seq_q x seq_k score matrix that dev's fused kernel
  * computes (the matmul work; docs/operators.md): 1/2 when dev states no attention tile, else
