@@ -956,6 +956,37 @@ static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev
   return SC_OK;
 }
 
+/* A microbenchmark by size: proto with dims[0] = n for each size llc x cache_curve_512ths[j]
+ * / 512 of unit bytes per n (n rounded down to a multiple of quantum, at least minimum;
+ * sizes that coincide on a tiny cache measured once), in MICRO_ROUNDS interleaved rounds;
+ * bytes[j] = unit x n, rate[j] = bytes[j] / its median, m[j] its timing. Returns the count in
+ * *np. */
+static int measure_by_size(const sc_hw_plugin *hw, void *st, const sc_device *dev,
+                           const sc_op_desc *proto, double llc, double unit, int64_t quantum,
+                           int64_t minimum, double budget_s, double *bytes, double *rate,
+                           sc_measurement *m, int *np, sc_error *err) {
+  sc_op_desc ops[CACHE_CURVE_N];
+  sc_measurement *out[CACHE_CURVE_N];
+  int k = 0;
+  for (int j = 0; j < CACHE_CURVE_N; j++) {
+    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / unit);
+    n = n < minimum ? minimum : n - n % quantum;
+    if (k > 0 && n <= ops[k - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
+    ops[k] = *proto;
+    ops[k].dims[0] = n;
+    out[k] = &m[k];
+    k++;
+  }
+  int rc = measure_rounds(hw, st, dev, ops, (size_t)k, 5, budget_s, out, err);
+  if (rc != SC_OK) return rc;
+  for (int j = 0; j < k; j++) {
+    bytes[j] = unit * (double)ops[j].dims[0];
+    rate[j] = bytes[j] / m[j].median_s;
+  }
+  *np = k;
+  return SC_OK;
+}
+
 /* The share of traffic that misses the caches by working set (sc_device_miss_share):
  * STREAM Add over three arrays of ws / 3 bytes each, for ws from llc / 512 to 4 llc
  * (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds. A shared or virtualised
@@ -966,61 +997,26 @@ static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev
 static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
                                const sc_device *dev, double llc, double budget_s,
                                sc_error *err) {
-  sc_op_desc ops[CACHE_CURVE_N];
-  sc_measurement *out[CACHE_CURVE_N];
-  int np = 0;
-  for (int j = 0; j < CACHE_CURVE_N; j++) {
-    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / (3.0 * r->esz));
-    n = n < 16 ? 16 : n - n % 16;
-    if (np > 0 && n <= ops[np - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
-    ops[np] = r->add;
-    ops[np].dims[0] = n;
-    out[np] = &r->mcurve[np];
-    np++;
-  }
-  int rc = measure_rounds(hw, st, dev, ops, (size_t)np, 5, budget_s, out, err);
-  if (rc != SC_OK) return rc;
-  for (int j = 0; j < np; j++) {
-    r->curve_ws[j] = 3.0 * r->esz * (double)ops[j].dims[0];
-    r->curve_rate[j] = r->curve_ws[j] / r->mcurve[j].median_s;
-  }
-  r->ncurve = np;
-  return SC_OK;
+  return measure_by_size(hw, st, dev, &r->add, llc, 3.0 * r->esz, 16, 16, budget_s,
+                         r->curve_ws, r->curve_rate, r->mcurve, &r->ncurve, err);
 }
 
 /* The zero-fill rate by buffer size (sc_device_fill_bw): the memcpy family's FILL (the C
  * library's memset, as the embedding backward's gradient table is cleared) of one buffer of
  * llc / 512 to 4 llc bytes (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds. A C
  * library switches memset to non-temporal stores near the last-level cache's size, so the
- * rate is not STREAM's: on the Zen 4 guest 86 GB/s at 2 MiB, 40-45 from 16 to 28 MiB and
- * 58-62 from 32 MiB on (docs/operators.md, "Zero-fills"). */
+ * rate is not STREAM's: on the Zen 4 guest 95-116 GB/s up to 8 MiB, 42-47 at 20-24 MiB and
+ * 70-76 from 32 MiB on (docs/operators.md, "Zero-fills"). */
 static int measure_fill_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
                               const sc_device *dev, double llc, double budget_s,
                               sc_error *err) {
-  sc_op_desc ops[CACHE_CURVE_N];
-  sc_measurement *out[CACHE_CURVE_N];
-  int np = 0;
-  for (int j = 0; j < CACHE_CURVE_N; j++) {
-    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0);
-    n = n < 4096 ? 4096 : n - n % 64;
-    if (np > 0 && n <= ops[np - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
-    memset(&ops[np], 0, sizeof ops[np]);
-    ops[np].family = SC_OP_MEMCPY;
-    ops[np].variant = SC_MEMCPY_FILL;
-    ops[np].dtype = SC_DTYPE_FP32;
-    ops[np].ndims = 1;
-    ops[np].dims[0] = n;
-    out[np] = &r->mfill[np];
-    np++;
-  }
-  int rc = measure_rounds(hw, st, dev, ops, (size_t)np, 5, budget_s, out, err);
-  if (rc != SC_OK) return rc;
-  for (int j = 0; j < np; j++) {
-    r->fill_bytes[j] = (double)ops[j].dims[0];
-    r->fill_rate[j] = r->fill_bytes[j] / r->mfill[j].median_s;
-  }
-  r->nfill = np;
-  return SC_OK;
+  sc_op_desc fill = {0};
+  fill.family = SC_OP_MEMCPY;
+  fill.variant = SC_MEMCPY_FILL;
+  fill.dtype = SC_DTYPE_FP32;
+  fill.ndims = 1;
+  return measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s, r->fill_bytes,
+                         r->fill_rate, r->mfill, &r->nfill, err);
 }
 
 /* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between

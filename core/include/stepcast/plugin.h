@@ -310,20 +310,24 @@ typedef struct sc_device {
   double fill_bw_Bps[SC_CACHE_CURVE_POINTS];
 } sc_device;
 
+/* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)
+ * between the points, the nearest point's y beyond them. */
+static inline double sc__curve_log2(const double *x, const double *y, uint32_t n, double at) {
+  if (!(at > x[0])) return y[0];
+  if (at >= x[n - 1]) return y[n - 1];
+  uint32_t i = 1;
+  while (i < n - 1 && x[i] < at) i++;
+  double f = log2(at / x[i - 1]) / log2(x[i] / x[i - 1]);
+  return y[i - 1] + f * (y[i] - y[i - 1]);
+}
+
 /* The zero-fill rate of a buffer of bytes on dev, bytes per second: dev->fill_bw_Bps
  * interpolated linearly in log2(bytes) between the stated sizes, the nearest stated rate
  * beyond them; 0 when dev states none. */
 static inline double sc_device_fill_bw(const sc_device *dev, double bytes) {
   uint32_t n = dev->fill_points;
   if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
-  if (n == 0) return 0.0;
-  const double *w = dev->fill_bytes, *r = dev->fill_bw_Bps;
-  if (!(bytes > w[0])) return r[0];
-  if (bytes >= w[n - 1]) return r[n - 1];
-  uint32_t i = 1;
-  while (i < n - 1 && w[i] < bytes) i++;
-  double x = log2(bytes / w[i - 1]) / log2(w[i] / w[i - 1]);
-  return r[i - 1] + x * (r[i] - r[i - 1]);
+  return n > 0 ? sc__curve_log2(dev->fill_bytes, dev->fill_bw_Bps, n, bytes) : 0.0;
 }
 
 /* The share of a causal attention's seq_q x seq_k score matrix that dev's fused kernel
@@ -361,15 +365,7 @@ static inline double sc_device_miss_share(const sc_device *dev, double footprint
   if (!(dev->cache_bw_Bps > dram)) return 1.0;
   uint32_t n = dev->cache_miss_points;
   if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
-  if (n > 0) {
-    const double *w = dev->cache_miss_ws_bytes, *g = dev->cache_miss_share;
-    if (!(footprint > w[0])) return g[0];
-    if (footprint >= w[n - 1]) return g[n - 1];
-    uint32_t i = 1;
-    while (i < n - 1 && w[i] < footprint) i++;
-    double x = log2(footprint / w[i - 1]) / log2(w[i] / w[i - 1]);
-    return g[i - 1] + x * (g[i] - g[i - 1]);
-  }
+  if (n > 0) return sc__curve_log2(dev->cache_miss_ws_bytes, dev->cache_miss_share, n, footprint);
   if (!(dev->l2_bytes > 0.0)) return 1.0;
   return footprint > 0.0 ? footprint / (footprint + dev->l2_bytes) : 0.0;
 }

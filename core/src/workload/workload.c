@@ -304,7 +304,8 @@ static void linear(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_w
   if (cast && B->p->dtype == SC_DTYPE_FP8) {
     char cl[32];
     snprintf(cl, sizeof cl, "%s.fp8_cast", label);
-    op(B, l, ph, rep, where, SC_OP_MEMCPY, 0, cl, DIMS(2 * dims[0] * dims[1] * dims[3]));
+    op(B, l, ph, rep, where, SC_OP_MEMCPY, SC_MEMCPY_COPY, cl,
+       DIMS(2 * dims[0] * dims[1] * dims[3]));
   }
   uint32_t before = l->nops;
   op(B, l, ph, rep, where, SC_OP_GEMM, SC_GEMM_PLAIN, label, dims, nd);
