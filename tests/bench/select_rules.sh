@@ -1,10 +1,11 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the eight CPU sample sets kept in
+# never saw (docs/validation.md, "The selection rule"). Fits the ten CPU sample sets kept in
 # the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
-# Zen 4 runs in passes and the Zen 4 run with the attention tile) with the fit options given
-# (e.g. --select both --margin 3; none: fit's default, the strict rule on the four sets in
-# passes and the loose one elsewhere), and compares, per family, the hybrid the rule selects
+# Zen 4 runs in passes, the Zen 4 run with the attention tile and the two with the row
+# exposures off powers of two, the second with the measured zero-fill) with the fit options given
+# (e.g. --select both --margin 3; none: fit's default, the strict rule on the sets whose
+# passes disagreed by more than 10 % and the loose one elsewhere), and compares, per family, the hybrid the rule selects
 # on the training rows alone with the roofline, both scored on the held-out rows (the
 # report's "hybrid, selected" column).
 #
@@ -25,7 +26,9 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-passes/run1/host-cpu:$d/host-cpu-zen4-passes/run1/host-cpu.toml \
          $d/host-cpu-zen4-passes/run2/host-cpu:$d/host-cpu-zen4-passes/run2/host-cpu.toml \
          $d/host-cpu-zen4-passes/host-cpu:$d/host-cpu-zen4-passes/host-cpu.toml \
-         $d/host-cpu-zen4-tile/host-cpu:$d/host-cpu-zen4-tile/host-cpu.toml; do
+         $d/host-cpu-zen4-tile/host-cpu:$d/host-cpu-zen4-tile/host-cpu.toml \
+         $d/host-cpu-zen4-expo/host-cpu:$d/host-cpu-zen4-expo/host-cpu.toml \
+         $d/host-cpu-zen4-fill/host-cpu:$d/host-cpu-zen4-fill/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
