@@ -21,12 +21,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   const int fill = op->variant == SC_MEMCPY_FILL;
   double bytes = (fill ? 1.0 : 2.0) * (double)op->dims[0];
   if (fill) {
-    double t = sc__op_fill_s(dev, bytes);
-    memset(out, 0, sizeof *out);
-    out->time_s = t + dev->launch_s;
-    out->bytes = bytes;
-    out->bound = dev->launch_s > t ? SC_BOUND_LATENCY : SC_BOUND_MEMORY;
-    out->bound_tier = -1;
+    sc__op_result(dev, sc__op_fill_s(dev, bytes), 0.0, bytes, SC_BOUND_MEMORY, out);
   } else {
     sc__op_roofline_mem(dev, 1.0, dev->flops_efficiency, 1.0, 0.0, bytes, bytes, 0.5 * bytes,
                         out);

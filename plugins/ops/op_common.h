@@ -121,6 +121,20 @@ static inline double sc__op_fill_s(const sc_device *dev, double fill) {
   return fill < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
 }
 
+/* out for an operator whose device time is t seconds (launch overhead added): bound, unless
+ * the launch dominates (latency); flops and bytes as given; the features cleared. */
+static inline void sc__op_result(const sc_device *dev, double t, double flops, double bytes,
+                                 sc_bound bound, sc_estimate *out) {
+  memset(out, 0, sizeof *out);
+  out->time_s = t + dev->launch_s;
+  out->flops = flops;
+  out->bytes = bytes;
+  out->bound = dev->launch_s > t ? SC_BOUND_LATENCY : bound;
+  out->busbw_Bps = 0.0;
+  out->bound_tier = -1;
+  out->nfeatures = 0;
+}
+
 /* Fill time, bound, flops and bytes of out from the roofline; clears the features.
  * footprint: the distinct bytes the kernel touches (its working set), which sets the cache
  * hit rate when the device states cache_bw_Bps; bytes (the traffic) is what moves. They
@@ -144,15 +158,7 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
   const double g = sc_device_miss_share(dev, footprint);
   tm = g < 1.0 ? g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps : tdram;
   double t = (tc > tm ? tc : tm) + exposure * (tc > tm ? tm : tc);
-  memset(out, 0, sizeof *out);
-  out->time_s = t + dev->launch_s;
-  out->flops = flops;
-  out->bytes = bytes;
-  if (dev->launch_s > t) out->bound = SC_BOUND_LATENCY;
-  else out->bound = tc >= tm ? SC_BOUND_COMPUTE : SC_BOUND_MEMORY;
-  out->busbw_Bps = 0.0;
-  out->bound_tier = -1;
-  out->nfeatures = 0;
+  sc__op_result(dev, t, flops, bytes, tc >= tm ? SC_BOUND_COMPUTE : SC_BOUND_MEMORY, out);
 }
 
 /* The roofline that overlaps compute and memory fully (exposure 0). */
