@@ -79,18 +79,30 @@ static inline int sc__hw_opt_number(const sc_host *host, const sc_table *t, cons
   return rc;
 }
 
-/* A required whole number in [1, 2^31). */
-static inline int sc__hw_count(const sc_host *host, const sc_table *t, const char *prefix,
-                               const char *key, uint32_t *out, sc_error *err) {
+/* A whole number in [1, max] into *out (max at most 2^31 - 1); required, or optional and
+ * then left unchanged when absent. */
+static inline int sc__hw_whole(const sc_host *host, const sc_table *t, const char *prefix,
+                               const char *key, int required, double max, uint32_t *out,
+                               sc_error *err) {
   double v = 0;
-  int rc = sc__hw_number(host, t, prefix, key, 1, 0, &v, err);
+  int rc = sc__hw_number(host, t, prefix, key, required, 0, &v, err);
+  if (rc == SC_ENOTFOUND && !required) return SC_OK;
   if (rc != SC_OK) return rc;
-  if (!(v >= 1 && v < 2147483648.0 && v == floor(v))) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number >= 1 (is %g)",
-                          host->table_where(t, key), prefix, key, v);
+  if (!(v >= 1 && v <= max && v == floor(v))) {
+    if (max >= 2147483647.0)
+      return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number >= 1 "
+                            "(is %g)", host->table_where(t, key), prefix, key, v);
+    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s%s': must be a whole number in [1, %g] "
+                          "(is %g)", host->table_where(t, key), prefix, key, max, v);
   }
   *out = (uint32_t)v;
   return SC_OK;
+}
+
+/* A required whole number in [1, 2^31). */
+static inline int sc__hw_count(const sc_host *host, const sc_table *t, const char *prefix,
+                               const char *key, uint32_t *out, sc_error *err) {
+  return sc__hw_whole(host, t, prefix, key, 1, 2147483647.0, out, err);
 }
 
 /* An optional fraction in (0, 1] into *out; absent leaves *out unchanged. */
@@ -116,21 +128,6 @@ static inline int sc__hw_fraction(const sc_host *host, const sc_table *t, const 
   return sc__hw_opt_fraction(host, t, "", key, out, err);
 }
 
-/* An optional whole number in [1, max] into *out; absent leaves *out unchanged. */
-static inline int sc__hw_opt_count(const sc_host *host, const sc_table *t, const char *key,
-                                   double max, uint32_t *out, sc_error *err) {
-  double v = 0;
-  int rc = sc__hw_number(host, t, "", key, 0, 0, &v, err);
-  if (rc == SC_ENOTFOUND) return SC_OK;
-  if (rc != SC_OK) return rc;
-  if (!(v >= 1 && v <= max && v == floor(v))) {
-    return sc_plugin_fail(err, SC_ESPEC, "%s: key '%s': must be a whole number in [1, %g] "
-                          "(is %g)", host->table_where(t, key), key, max, v);
-  }
-  *out = (uint32_t)v;
-  return SC_OK;
-}
-
 /* The optional attention_fwd_efficiency, attention_bwd_efficiency, attention_block_q and
  * attention_block_k of t (a tile of at most 65536 rows or keys). */
 static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_table *t,
@@ -141,9 +138,9 @@ static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_ta
     rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
                              &dev->attention_bwd_efficiency, err);
   if (rc == SC_OK)
-    rc = sc__hw_opt_count(host, t, "attention_block_q", 65536, &dev->attention_block_q, err);
+    rc = sc__hw_whole(host, t, "", "attention_block_q", 0, 65536, &dev->attention_block_q, err);
   if (rc == SC_OK)
-    rc = sc__hw_opt_count(host, t, "attention_block_k", 65536, &dev->attention_block_k, err);
+    rc = sc__hw_whole(host, t, "", "attention_block_k", 0, 65536, &dev->attention_block_k, err);
   return rc;
 }
 
