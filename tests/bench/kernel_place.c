@@ -1,9 +1,10 @@
 /*
  * kernel_place: the CPU kernels whose loops call libm once per element (expf), timed in this
  * executable, to set beside the cpu plugin's timing of the same shapes (docs/validation.md,
- * "The row maxima inline: the cross-entropy gap"). The same C ran 16-24 % slower here and in
- * train_step than in the plugin for the causal attention forward on the Zen 4 guest: the
- * speed of such a loop depends on where the linker put it.
+ * "The row maxima inline: the cross-entropy gap" and "One object for the CPU kernels"). Run
+ * it several times, alternated with another build of it: on a shared guest one process in
+ * two or three ran every shape 10-20 % slower, whichever build it was (a spell of the host,
+ * not the code's placement), and a single run told the two apart by nothing else.
  *
  *   cmake --build build-rel --target kernel_place
  *   OPENBLAS_NUM_THREADS=1 ./build-rel/bin/kernel_place
