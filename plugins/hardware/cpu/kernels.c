@@ -19,8 +19,8 @@
 
 /* ---- GEMM --------------------------------------------------------------------------- */
 
-SC__CPU_KERNEL_FIRST void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, const float *A,
-                                 const float *B, float *C) {
+SC__CPU_KERNEL_FIRST void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                       const float *A, const float *B, float *C) {
   for (int64_t i = 0; i < batch; i++) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                 A + i * m * k, (int)k, B + i * k * n, (int)n, 0.0f, C + i * m * n, (int)n);
