@@ -9,6 +9,7 @@
  *   cmake --build build-rel --target gemm_trans
  *   OPENBLAS_NUM_THREADS=1 ./build-rel/bin/gemm_trans [M N K ...]
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,12 +58,19 @@ int main(int argc, char **argv) {
       return 2;
     }
     for (int i = 1; i + 2 < argc && rc == 0; i += 3) {
-      int64_t m = atoll(argv[i]), n = atoll(argv[i + 1]), k = atoll(argv[i + 2]);
-      if (m < 1 || n < 1 || k < 1 || m > 65536 || n > 65536 || k > 65536) {
-        fprintf(stderr, "gemm_trans: dimensions must be whole numbers in [1, 65536]\n");
-        return 2;
+      int64_t d[3];
+      for (int j = 0; j < 3; j++) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(argv[i + j], &end, 10);
+        if (errno != 0 || end == argv[i + j] || *end != '\0' || v < 1 || v > 65536) {
+          fprintf(stderr, "gemm_trans: argument %d ('%s'): a dimension must be a whole number "
+                  "in [1, 65536]\n", i + j, argv[i + j]);
+          return 2;
+        }
+        d[j] = v;
       }
-      rc = shape(m, n, k);
+      rc = shape(d[0], d[1], d[2]);
     }
   } else {
     for (size_t i = 0; i < sizeof def / sizeof def[0] && rc == 0; i++)
