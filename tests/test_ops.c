@@ -484,17 +484,24 @@ START_TEST(test_row_rate) {
 }
 END_TEST
 
+/* A device for the row-exposure tests: vector rate 2e10 FLOP/s, memory 1e11 B/s, an L1 of
+ * l1 bytes and one row_exposure entry, multiple for (family, variant). */
+static sc_device exposure_dev(double l1, const char *family, uint32_t variant, double multiple) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 1e11;
+  dev.vector_flops_per_s = 2e10;
+  dev.l1_bytes = l1;
+  snprintf(dev.row_exposure[0].family, sizeof dev.row_exposure[0].family, "%s", family);
+  dev.row_exposure[0].multiple[variant] = multiple;
+  return dev;
+}
+
 /* Row kernels past the L1: a device with l1_bytes and a row_exposure for (norm, variant) adds
  * exposure x ramp x min(compute, memory) to the max, the ramp clamp(row_bytes / l1 - 1/4, 0, 1)
  * of the norm's per-row working set (layer-norm backward, fp32: 24 bytes per column). Narrow
  * rows, other variants, other families and a device without an L1 keep the roofline. */
 START_TEST(test_row_exposure) {
-  sc_device dev = a100();
-  dev.mem_bw_Bps = 1e11;
-  dev.vector_flops_per_s = 2e10;
-  dev.l1_bytes = 49152;
-  snprintf(dev.row_exposure[0].family, sizeof dev.row_exposure[0].family, "norm");
-  dev.row_exposure[0].multiple[SC_NORM_OP_LAYERNORM_BWD] = 1.5;
+  sc_device dev = exposure_dev(49152, "norm", SC_NORM_OP_LAYERNORM_BWD, 1.5);
   ck_assert(sc_device_row_exposure(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD, 12288) == 0.0);
   ck_assert(sc_device_row_exposure(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD, 24576) == 0.375);
   ck_assert(sc_device_row_exposure(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD, 49152) == 1.125);
@@ -529,12 +536,7 @@ END_TEST
  * however narrow the rows (sc_device_exposure, no ramp); the other variant, and a device
  * without an L1, keep the roofline. */
 START_TEST(test_softmax_exposure) {
-  sc_device dev = a100();
-  dev.mem_bw_Bps = 1e11;
-  dev.vector_flops_per_s = 2e10;
-  dev.l1_bytes = 32768;
-  snprintf(dev.row_exposure[0].family, sizeof dev.row_exposure[0].family, "softmax");
-  dev.row_exposure[0].multiple[SC_SOFTMAX_FWD] = 0.8;
+  sc_device dev = exposure_dev(32768, "softmax", SC_SOFTMAX_FWD, 0.8);
   ck_assert(sc_device_exposure(&dev, "softmax", SC_SOFTMAX_FWD) == 0.8);
   ck_assert(sc_device_exposure(&dev, "softmax", SC_SOFTMAX_BWD) == 0.0);
   ck_assert(sc_device_exposure(&dev, "norm", SC_NORM_OP_LAYERNORM_BWD) == 0.0);
