@@ -60,13 +60,6 @@ static inline void *sc__cpu_buf_alloc(size_t bytes, unsigned index, void **raw) 
   return (void *)(a + off);
 }
 
-/* max(a, b) for the kernels' row maxima, inline: glibc's fmaxf is a call per element
- * (gcc keeps it a call for its NaN rules), and a loop of calls ran at 5.0 ns per element in
- * the cpu plugin and 5.8-6.2 in train_step and standalone builds of the same source, by where
- * the linker put the code (docs/validation.md, "Kernels out of line, ..."); the scores and
- * logits are finite. */
-static inline float sc__cpu_maxf(float a, float b) { return b > a ? b : a; }
-
 /* ---- GEMM --------------------------------------------------------------------------- */
 
 /* C[i] = A[i] B[i] for i < batch; A is m x k, B k x n, C m x n, consecutive in memory. */
@@ -106,14 +99,6 @@ SC__CPU_KERNEL void sc__cpu_softmax_bwd(int64_t rows, int64_t cols, float scale,
                                         const float *y, float *dx);
 
 /* ---- Element-wise ------------------------------------------------------------------- */
-
-#define SC__CPU_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-
-/* tanh(u) = 1 - 2 / (1 + exp(2u)), without branches on u (glibc's tanhf switches formulas by
- * |u|; on activations those branches are data-dependent, and a measurement repeating the same
- * small input lets the branch predictor learn them, which a training step never does).
- * exp overflowing to +inf gives 1, underflowing to 0 gives -1. */
-static inline float sc__cpu_tanh(float u) { return 1.0f - 2.0f / (1.0f + expf(2.0f * u)); }
 
 /* y = gelu(x + bias[i % nbias]) (tanh form). The bias index wraps with a counter, not a
  * division per element. */
@@ -166,14 +151,6 @@ SC__CPU_KERNEL void sc__cpu_rope(int64_t n, const float *x, const float *cs, int
 /* Scratch floats attention needs: one block of scores and one of probabilities. */
 static inline size_t sc__cpu_attn_scratch_floats(int64_t seq_k) {
   return (size_t)2 * SC__CPU_ATTN_BLOCK * (size_t)seq_k + SC__CPU_ATTN_BLOCK;
-}
-
-/* Keys query row i may see: all, or 0 .. i + (seq_k - seq_q) when causal. */
-static inline int64_t sc__cpu_attn_kmax(int64_t row_end, int64_t seq_q, int64_t seq_k,
-                                        int causal) {
-  if (!causal) return seq_k;
-  int64_t k = row_end + (seq_k - seq_q);
-  return k < seq_k ? (k > 0 ? k : 1) : seq_k;
 }
 
 /* Q [B][H][sq][d], K, V [B][G][sk][d], O [B][H][sq][d], lse [B][H][sq]. */

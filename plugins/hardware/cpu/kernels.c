@@ -17,6 +17,30 @@
  * page offset in every binary. */
 #define SC__CPU_KERNEL_FIRST SC__CPU_KERNEL __attribute__((aligned(4096)))
 
+/* ---- Helpers of the kernels (inline) ------------------------------------------------ */
+
+/* max(a, b) for the kernels' row maxima, inline: glibc's fmaxf is a call per element (gcc
+ * keeps it a call for its NaN rules), 5.0 ns per logit in the cross-entropy forward where the
+ * inline comparison takes 3.9 (docs/validation.md, "The row maxima inline"); the scores and
+ * logits are finite. */
+static inline float sc__cpu_maxf(float a, float b) { return b > a ? b : a; }
+
+#define SC__CPU_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+/* tanh(u) = 1 - 2 / (1 + exp(2u)), without branches on u (glibc's tanhf switches formulas by
+ * |u|; on activations those branches are data-dependent, and a measurement repeating the same
+ * small input lets the branch predictor learn them, which a training step never does).
+ * exp overflowing to +inf gives 1, underflowing to 0 gives -1. */
+static inline float sc__cpu_tanh(float u) { return 1.0f - 2.0f / (1.0f + expf(2.0f * u)); }
+
+/* Keys query row i may see: all, or 0 .. i + (seq_k - seq_q) when causal. */
+static inline int64_t sc__cpu_attn_kmax(int64_t row_end, int64_t seq_q, int64_t seq_k,
+                                        int causal) {
+  if (!causal) return seq_k;
+  int64_t k = row_end + (seq_k - seq_q);
+  return k < seq_k ? (k > 0 ? k : 1) : seq_k;
+}
+
 /* ---- GEMM --------------------------------------------------------------------------- */
 
 SC__CPU_KERNEL_FIRST void sc__cpu_gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
