@@ -19,14 +19,31 @@
  * noise of one machine's samples (1-3 points of MAPE). */
 #define FIT_MARGIN 0.01
 
-/* The rule that makes a residual active (--select, --margin): "either" (the default), a kind
- * that beats the roofline by more than margin cross-validated or held out and is within
- * margin of it in both; "both", one that beats it by more than margin in each. */
+/* The rule that makes a residual active (--select, --margin). "chain" (the default): a kind
+ * within margin of the roofline cross-validated and on each of NCHAIN forward-chained
+ * held-out splits (fitted on the smallest share of the rows by analytical time, tested on all
+ * the larger ones), whose mean error over those splits beats the roofline's by more than
+ * margin; a family with fewer than FIT_CHAIN_MIN_ROWS rows to judge on falls back to
+ * "either". "either": a kind that beats the roofline by more than
+ * margin cross-validated or held out and is within margin of it in both; "both", one that
+ * beats it by more than margin in each. */
 typedef struct fit_rule {
-  int both;
+  int chain;     /* the chained rule where a family has the rows for it */
+  int both;      /* otherwise "both" (else "either") */
   double margin; /* MAPE, a fraction */
-  int noisy;     /* "both" chosen by default for a noisy samples file (FIT_NOISY_P90) */
 } fit_rule;
+
+/* The chained held-out splits: fit on the smallest chain_at[c] of the rows (by analytical
+ * time), test on the rest. Extrapolation to larger shapes is what the held-out check asks of
+ * a residual, and one split of a few rows decides by noise: over the 17 CPU sample sets of
+ * docs/validation.md ("The selection rule") the chained rule took the selected hybrid's
+ * held-out MAPE to 5.80 %, against 6.12 % for the rule it replaced and 6.47 % for the
+ * roofline. */
+#define NCHAIN 4
+static const double chain_at[NCHAIN] = {0.5, 0.625, 0.75, 0.875};
+/* Fewer rows than this to judge on (a family, or the training rows of the held-out split):
+ * the splits would test one to three rows each, and the either/both rule decides instead. */
+#define FIT_CHAIN_MIN_ROWS 16
 
 /* The 90th percentile of how far a samples file's passes disagreed, in per cent, from its
  * "# passes.spread = ..." line (stepcast sample writes it after the rows); -1 when the file
@@ -46,23 +63,35 @@ static double passes_spread_p90(const char *path) {
   return p90;
 }
 
-/* Above this 90th percentile of the passes' disagreement (per cent) the default rule is the
- * strict one, "both" with a margin of FIT_NOISY_MARGIN: over the eight CPU sample sets of
- * docs/validation.md ("The selection rule"), the four in passes had 18-44 %, and choosing so
- * took the selected hybrid's held-out MAPE from 6.96 % (the loose rule everywhere) to 6.10 %,
- * against 6.38 % for the roofline. Samples without passes (one pass, an older sampler, the
- * published GPU rows) keep the loose rule. */
+/* Above this 90th percentile of the passes' disagreement (per cent), a fit under the
+ * either/both rule notes that the samples are noisy: one held-out split of a few rows then
+ * decides by the noise, which the chained rule (the default) is there to avoid. */
 #define FIT_NOISY_P90 10.0
-#define FIT_NOISY_MARGIN 0.03
 
-/* Where the rule asks a kind to beat the analytical estimate by the margin, in words (the
- * report and the residuals header). */
+/* Where the either/both rule asks a kind to beat the analytical estimate by the margin, in
+ * words. */
 static const char *rule_where(const fit_rule *r) {
-  if (r->noisy)
-    return "both cross-validated and held out (--select both: the default for samples whose "
-           "passes disagreed by more than 10 % at the 90th percentile)";
   return r->both ? "both cross-validated and held out (--select both)"
                  : "cross-validated or held out and within that margin of it in both";
+}
+
+/* The rule r in words, for the report and the residuals header: which kinds qualify and
+ * which of them is used; an names the analytical estimate ("roofline"). */
+static void rule_text(const fit_rule *r, const char *an, char *buf, size_t n) {
+  char fallback[400];
+  snprintf(fallback, sizeof fallback, "those that beat the %s by more than a MAPE margin of "
+           "%g%% %s, the one with the lower held-out error", an, 100.0 * r->margin,
+           rule_where(r));
+  if (!r->chain) {
+    snprintf(buf, n, "of the two kinds, %s", fallback);
+    return;
+  }
+  snprintf(buf, n, "of the two kinds, those within a MAPE margin of %g%% of the %s "
+           "cross-validated and on each of %d chained held-out splits (fitted on the smallest "
+           "50, 62.5, 75 and 87.5%% by analytical time, tested on the rest) and better than it "
+           "by more than that margin on the splits' mean, the one with the lower mean "
+           "(--select chain; where fewer than %d rows are there to judge on, %s)",
+           100.0 * r->margin, an, NCHAIN, FIT_CHAIN_MIN_ROWS, fallback);
 }
 
 static void fit_usage(FILE *out) {
@@ -74,11 +103,12 @@ static void fit_usage(FILE *out) {
           "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
           "Reports MAPE of the analytical, hybrid and learned estimators by k-fold cross-\n"
           "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
-          "marks per family and target a kind active when it beats the analytical estimate\n"
-          "by more than %g%% MAPE cross-validated or held out and is within that margin of it\n"
-          "in both (the lower held-out error of two such; on samples of a noisy machine, by\n"
-          "3%% in both; --select, --margin), and writes DIR/residuals.toml, the gbdt JSON\n"
-          "files and DIR/report.md.\n\n"
+          "marks per family and target a kind active when it is within %g%% MAPE of the\n"
+          "analytical estimate cross-validated and on each of four chained held-out splits\n"
+          "(fit on the smallest 50, 62.5, 75 and 87.5%% by analytical time, test on the rest)\n"
+          "and beats it by more than that margin on their mean (the lower mean of two such;\n"
+          "--select, --margin), and writes DIR/residuals.toml, the gbdt JSON files and\n"
+          "DIR/report.md.\n\n"
           "With --comm, the samples are measured nccl-tests rows (the columns of stepcast comm\n"
           "--validate) of one system: per collective kind, residuals of the topology's\n"
           "analytical estimate (what stepcast comm predicts) on the collective's features\n"
@@ -100,14 +130,14 @@ static void fit_usage(FILE *out) {
           "                     held out (default 0.25)\n"
           "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
           "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
-          "  --select either|both  which residuals become active: 'either' beats the\n"
-          "                     analytical estimate by more than the margin cross-validated\n"
-          "                     or held out and is within it in both; 'both' beats it by\n"
-          "                     more than the margin in each. Default: 'both' with a margin\n"
-          "                     of 3 when the samples' passes disagreed by more than 10 %%\n"
-          "                     at the 90th percentile (a noisy, shared machine: docs/\n"
-          "                     validation.md, \"The selection rule\"), else 'either'\n"
-          "  --margin P         that margin in points of MAPE (default 1, or 3 as above)\n"
+          "  --select chain|either|both  which residuals become active: 'chain' (the\n"
+          "                     default) as above, for a family with 16 rows or more to\n"
+          "                     judge on (fewer: 'either'); 'either' beats the analytical\n"
+          "                     estimate by more than the margin cross-validated or on the\n"
+          "                     one held-out split and is within it in both; 'both' beats\n"
+          "                     it by more than the margin in each (docs/validation.md,\n"
+          "                     \"The selection rule\")\n"
+          "  --margin P         that margin in points of MAPE (default 1)\n"
           "  --rows FILE        also write every sample's analytical estimate beside its\n"
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
           "                     bound, analytical_s, measured_s, measured/analytical; with\n"
@@ -132,6 +162,7 @@ typedef struct fam_data {
   size_t *order;  /* indices by analytical time, ascending */
   /* results */
   double cv[NEST + 1], ho[NEST + 1]; /* [0] analytical, then the four */
+  double ch[NCHAIN][NEST + 1];       /* the chained splits, the same order */
   size_t ntrain;
   /* per target (hybrid, learned): the estimator an inner split of the training rows picks
    * (-1 = the roofline, else an index of est_kind) and its held-out error */
@@ -198,12 +229,13 @@ static double roofline_err(const fam_data *fd, size_t r) {
 
 /* Mean relative errors of the roofline ([0]) and the four estimators ([1 + e]) on the m
  * smallest rows of fd (fd->order[0..m)): k-fold cross-validated into cv (the rows, by size,
- * dealt round-robin so that every fold spans every size) and held out into ho (fitted on
- * the smallest *mt of them, tested on the rest). */
-
+ * dealt round-robin so that every fold spans every size), held out into ho (fitted on the
+ * smallest *mt of them, tested on the rest) and, where m >= FIT_CHAIN_MIN_ROWS, on each
+ * chained split into ch[c] (fitted on the smallest chain_at[c] of them, tested on the rest;
+ * left unset below that). */
 static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldout,
-                     const sc_fit_opts *o, double *cv, double *ho, size_t *mt, size_t *train,
-                     size_t *test, sc_error *err) {
+                     const sc_fit_opts *o, double *cv, double *ho, double (*ch)[NEST + 1],
+                     size_t *mt, size_t *train, size_t *test, sc_error *err) {
   const size_t *ord = fd->order;
   int rc = SC_OK;
   for (int e = 0; e <= NEST; e++) cv[e] = ho[e] = 0.0;
@@ -226,18 +258,48 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
   for (int e = 0; e < NEST && rc == SC_OK; e++)
     rc = eval_split(fd, e, ord, *mt, ord + *mt, m - *mt, o, &ho[1 + e], err);
   for (int e = 0; e <= NEST; e++) ho[e] /= (double)(m - *mt);
+  for (int c = 0; m >= FIT_CHAIN_MIN_ROWS && c < NCHAIN && rc == SC_OK; c++) {
+    size_t k = (size_t)ceil((double)m * chain_at[c]);
+    for (int e = 0; e <= NEST; e++) ch[c][e] = 0.0;
+    for (size_t i = k; i < m; i++) ch[c][0] += roofline_err(fd, ord[i]);
+    for (int e = 0; e < NEST && rc == SC_OK; e++)
+      rc = eval_split(fd, e, ord, k, ord + k, m - k, o, &ch[c][1 + e], err);
+    for (int e = 0; e <= NEST; e++) ch[c][e] /= (double)(m - k);
+  }
   return rc;
 }
 
-/* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on:
- * among t's two kinds, those that qualify under rule r (with "either", they help somewhere
- * and hurt nowhere beyond the noise: they beat the roofline by more than the margin
- * cross-validated, inside the sampled range, or held out, beyond it, and are within the
- * margin of it in both; with "both", they beat it by more than the margin in each), the one
- * with the lower held-out error (linear on ties); -1, the roofline, when neither qualifies. */
-static int choose(const double *cv, const double *ho, int t, const fit_rule *r) {
+/* The estimator used for target t (0 hybrid, 1 learned) from the errors of errors_on over
+ * rows rows: among t's two kinds, those that qualify under rule r, the best (linear on ties);
+ * -1, the roofline, when neither qualifies. The chained rule (r->chain and rows >=
+ * FIT_CHAIN_MIN_ROWS): within the margin of the roofline cross-validated and on every
+ * chained split, better than it by more than the margin on the splits' mean; the best has
+ * the lower mean. Else "either" (they help somewhere and hurt nowhere beyond the noise: they
+ * beat the roofline by more than the margin cross-validated, inside the sampled range, or
+ * held out, beyond it, and are within the margin of it in both) or "both" (they beat it by
+ * more than the margin in each); the best has the lower held-out error. */
+static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], size_t rows,
+                  int t, const fit_rule *r) {
   int best = -1;
   const double m = r->margin;
+  if (r->chain && rows >= FIT_CHAIN_MIN_ROWS) {
+    double best_mean = 0.0;
+    for (int e = 2 * t; e <= 2 * t + 1; e++) {
+      double mean = 0.0, mean0 = 0.0;
+      int ok = cv[1 + e] <= cv[0] + m;
+      for (int c = 0; c < NCHAIN; c++) {
+        mean += ch[c][1 + e] / NCHAIN;
+        mean0 += ch[c][0] / NCHAIN;
+        if (ch[c][1 + e] > ch[c][0] + m) ok = 0;
+      }
+      if (!ok || !(mean < mean0 - m)) continue;
+      if (best < 0 || mean < best_mean) {
+        best = e;
+        best_mean = mean;
+      }
+    }
+    return best;
+  }
   for (int e = 2 * t; e <= 2 * t + 1; e++) {
     int cv_better = cv[1 + e] < cv[0] - m, ho_better = ho[1 + e] < ho[0] - m;
     int helps = r->both ? cv_better && ho_better : cv_better || ho_better;
@@ -258,15 +320,16 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
     goto done;
   }
-  rc = errors_on(fd, n, folds, heldout, o, fd->cv, fd->ho, &fd->ntrain, train, test, err);
+  rc = errors_on(fd, n, folds, heldout, o, fd->cv, fd->ho, fd->ch, &fd->ntrain, train, test,
+                 err);
   if (rc == SC_OK) {
-    double icv[NEST + 1], iho[NEST + 1];
+    double icv[NEST + 1], iho[NEST + 1], ich[NCHAIN][NEST + 1];
     size_t imt = 0;
     int inner = fd->ntrain >= 2 * (size_t)folds && fd->ntrain >= 4;
     if (inner)
-      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, &imt, train, test, err);
+      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, ich, &imt, train, test, err);
     for (int t = 0; t < 2 && rc == SC_OK; t++) {
-      fd->sel[t] = inner ? choose(icv, iho, t, rule) : -1;
+      fd->sel[t] = inner ? choose(icv, iho, ich, fd->ntrain, t, rule) : -1;
       fd->sel_ho[t] = fd->ho[fd->sel[t] + 1];
     }
   }
@@ -293,7 +356,7 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     free(y);
   }
   for (int t = 0; t < 2 && rc == SC_OK; t++) { /* the active kind per target */
-    int e = choose(fd->cv, fd->ho, t, rule);
+    int e = choose(fd->cv, fd->ho, fd->ch, n, t, rule);
     if (e >= 0) final[e].active = 1;
   }
 done:
@@ -325,14 +388,15 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
               fds[i].sel[t] < 0 ? an : sc_resid_kind_name(est_kind[fds[i].sel[t]]));
     fprintf(out, " |\n");
   }
-  fprintf(out, "\nThe rule for the model --estimator uses, per family and target: of the two "
-          "kinds, those that beat the %s by more than a MAPE margin of %g%% %s, the one with "
-          "the lower held-out "
-          "error; none (the %s) when neither qualifies. Selected: that rule applied to the training rows "
-          "alone (cross-validated, and their largest %.0f%% held out), scored on the held-out "
-          "rows: what --estimator would have reached on shapes it never saw. The active models "
-          "below follow the rule on every row and are fitted on every row.\n",
-          an, 100.0 * rule->margin, rule_where(rule), an, 100.0 * heldout);
+  char text[1024];
+  rule_text(rule, an, text, sizeof text);
+  fprintf(out, "\nThe rule for the model --estimator uses, per family and target: %s; none "
+          "(the %s) when neither qualifies. Selected: that rule applied to the training rows "
+          "alone (cross-validated, their largest %.0f%% held out and their chained splits), "
+          "scored on the held-out rows: what --estimator would have reached on shapes it never "
+          "saw. The active models below follow the rule on every row and are fitted on every "
+          "row.\n",
+          text, an, 100.0 * heldout);
 }
 
 /* Append feature j's name, quoted, to fd->names (the list residuals.toml writes). */
@@ -539,11 +603,10 @@ int sc_cli_fit(int argc, char **argv) {
   char skipped[512] = "";
   size_t nrows = 0;
   sc_topology topo;
-  char hwbuf[SC_PATH_MAX], path[4200], header[2048], cmd[1024];
+  char hwbuf[SC_PATH_MAX], path[4200], header[4096], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
-  fit_rule rule = {0, FIT_MARGIN, 0};
-  int select_given = 0, margin_given = 0;
+  fit_rule rule = {1, 0, FIT_MARGIN};
   sc_fit_opts o;
   sc_error err;
   sc_sample_set set;
@@ -584,10 +647,11 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
     else if (strcmp(a, "--select") == 0) {
-      if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0)
-        return sc_cli_usage_error("fit", "--select: '%s' is not 'either' or 'both'", v);
+      if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0)
+        return sc_cli_usage_error("fit", "--select: '%s' is not 'chain', 'either' or 'both'",
+                                  v);
       rule.both = strcmp(v, "both") == 0;
-      select_given = 1;
+      rule.chain = strcmp(v, "chain") == 0;
     }
     else if (strcmp(a, "--folds") == 0) {
       long k = strtol(v, &end, 10);
@@ -611,7 +675,6 @@ int sc_cli_fit(int argc, char **argv) {
           return sc_cli_usage_error("fit", "--margin: '%s' is not a number of MAPE points in "
                                     "[0, 50]", v);
         rule.margin = x / 100.0;
-        margin_given = 1;
       } else {
         if (bad || x < 0) return sc_cli_usage_error("fit", "--lambda: '%s' is not a number >= 0", v);
         o.lambda = x;
@@ -642,19 +705,11 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm == NULL && sc_samples_read(samples, &set, &err) != SC_OK) return sc_cli_fail(&err);
   if (comm == NULL) {
     double p90 = passes_spread_p90(samples);
-    if (p90 > FIT_NOISY_P90 && !select_given) {
-      rule.both = rule.noisy = 1;
-      if (!margin_given) rule.margin = FIT_NOISY_MARGIN;
+    if (p90 > FIT_NOISY_P90 && !rule.chain) {
       fprintf(stderr, "stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
-              "90th percentile (a noisy machine): a residual becomes active only if it beats "
-              "the analytical estimate by %g points both cross-validated and held out "
-              "(--select both; --select either for the looser rule; docs/validation.md, "
-              "\"The selection rule\")\n", samples, p90, 100.0 * rule.margin);
-    } else if (p90 > FIT_NOISY_P90 && !rule.both) {
-      fprintf(stderr, "stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
-              "90th percentile (a noisy machine); --select both --margin 3 keeps residuals "
-              "that only fit the noise out (docs/validation.md, \"The selection rule\")\n",
-              samples, p90);
+              "90th percentile (a noisy machine), where one held-out split of a few rows "
+              "decides by the noise; --select chain (the default) judges on four "
+              "(docs/validation.md, \"The selection rule\")\n", samples, p90);
     }
   }
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
@@ -718,20 +773,20 @@ int sc_cli_fit(int argc, char **argv) {
     char stamp[64];
     gmtime_r(&wall, &tmv);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    char text[1024];
+    rule_text(&rule, "analytical estimate", text, sizeof text);
     /* A header longer than the buffer is cut; it is a comment block, nothing parses it. */
     int hn = snprintf(header, sizeof header,
              "%s '%s', written by stepcast fit (docs/learned.md).\n"
              "command: %s\ndate: %s\nsamples: %s (%zu rows%s%s); %s: %s\n"
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
-             "active: the kind the estimator uses: of those better than the analytical estimate "
-             "by more than a MAPE margin of %g%% %s, the one "
-             "with the lower held-out error (none: the family stays analytical); inactive gbdt "
-             "models are not kept (report.md has their errors).",
+             "active: the kind the estimator uses: %s (none: the family stays analytical); "
+             "inactive gbdt models are not kept (report.md has their errors).",
              comm ? "Collective residual models of topology" : "Residual models of device",
              target_name, cmd, stamp, source, nrows, comm ? " of system " : "",
              comm ? system : "", comm ? "topology" : "hardware", basis, folds,
-             100.0 * (1.0 - heldout), 100.0 * rule.margin, rule_where(&rule));
+             100.0 * (1.0 - heldout), text);
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);

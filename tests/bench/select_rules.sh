@@ -1,14 +1,13 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the eleven CPU sample sets kept in
-# the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
-# Zen 4 runs in passes, the Zen 4 run with the attention tile and the two with the row
-# exposures off powers of two, the second with the measured zero-fill, and the one with the
-# inline row maxima) with the fit options given
-# (e.g. --select both --margin 3; none: fit's default, the strict rule on the sets whose
-# passes disagreed by more than 10 % and the loose one elsewhere), and compares, per family, the hybrid the rule selects
-# on the training rows alone with the roofline, both scored on the held-out rows (the
-# report's "hybrid, selected" column).
+# never saw (docs/validation.md, "The selection rule"). Fits the seventeen CPU sample sets kept
+# in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
+# Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
+# the row exposures off powers of two, the second with the measured zero-fill, the one with the
+# inline row maxima and the two with the kernels compiled once) with the fit options given
+# (e.g. --select either, --select both --margin 3; none: fit's default, the chained rule), and
+# compares, per family, the hybrid the rule selects on the training rows alone with the
+# roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
 #
 #   tests/bench/select_rules.sh [STEPCAST] [fit options...]
 #
@@ -30,7 +29,13 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-tile/host-cpu:$d/host-cpu-zen4-tile/host-cpu.toml \
          $d/host-cpu-zen4-expo/host-cpu:$d/host-cpu-zen4-expo/host-cpu.toml \
          $d/host-cpu-zen4-fill/host-cpu:$d/host-cpu-zen4-fill/host-cpu.toml \
-         $d/host-cpu-zen4-maxf/host-cpu:$d/host-cpu-zen4-maxf/host-cpu.toml; do
+         $d/host-cpu-zen4-maxf/host-cpu:$d/host-cpu-zen4-maxf/host-cpu.toml \
+         $d/host-cpu-zen4-obj/host-cpu:$d/host-cpu-zen4-obj/host-cpu.toml \
+         $d/host-cpu-zen4-obj/run2/host-cpu:$d/host-cpu-zen4-obj/run2/host-cpu.toml \
+         $d/host-cpu-zen4-tile/r0057/host-cpu:$d/host-cpu-zen4-tile/r0057/host-cpu.toml \
+         $d/host-cpu-zen4-tile/r0113/host-cpu:$d/host-cpu-zen4-tile/r0113/host-cpu.toml \
+         $d/host-cpu-zen4-tile/r0124/host-cpu:$d/host-cpu-zen4-tile/r0124/host-cpu.toml \
+         $d/host-cpu-zen4-tile/r0207/host-cpu:$d/host-cpu-zen4-tile/r0207/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
