@@ -1,10 +1,11 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the seventeen CPU sample sets kept
+# never saw (docs/validation.md, "The selection rule"). Fits the eighteen CPU sample sets kept
 # in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
 # Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
 # the row exposures off powers of two, the second with the measured zero-fill, the one with the
-# inline row maxima and the two with the kernels compiled once) with the fit options given
+# inline row maxima, the two with the kernels compiled once and the first fitted under the
+# chained rule) with the fit options given
 # (e.g. --select either, --select both --margin 3; none: fit's default, the chained rule), and
 # compares, per family, the hybrid the rule selects on the training rows alone with the
 # roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
@@ -35,7 +36,8 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0057/host-cpu:$d/host-cpu-zen4-tile/r0057/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0113/host-cpu:$d/host-cpu-zen4-tile/r0113/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0124/host-cpu:$d/host-cpu-zen4-tile/r0124/host-cpu.toml \
-         $d/host-cpu-zen4-tile/r0207/host-cpu:$d/host-cpu-zen4-tile/r0207/host-cpu.toml; do
+         $d/host-cpu-zen4-tile/r0207/host-cpu:$d/host-cpu-zen4-tile/r0207/host-cpu.toml \
+         $d/host-cpu-zen4-chain/host-cpu:$d/host-cpu-zen4-chain/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
