@@ -230,8 +230,8 @@ static double roofline_err(const fam_data *fd, size_t r) {
 /* Mean relative errors of the roofline ([0]) and the four estimators ([1 + e]) on the m
  * smallest rows of fd (fd->order[0..m)): k-fold cross-validated into cv (the rows, by size,
  * dealt round-robin so that every fold spans every size), held out into ho (fitted on the
- * smallest *mt of them, tested on the rest) and, where m >= FIT_CHAIN_MIN_ROWS, on each
- * chained split into ch[c] (fitted on the smallest chain_at[c] of them, tested on the rest;
+ * smallest *mt of them, tested on the rest) and, where ch is not NULL and m >=
+ * FIT_CHAIN_MIN_ROWS, on each chained split into ch[c] (fitted on the smallest chain_at[c] of them, tested on the rest;
  * left unset below that). */
 static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldout,
                      const sc_fit_opts *o, double *cv, double *ho, double (*ch)[NEST + 1],
@@ -258,7 +258,7 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
   for (int e = 0; e < NEST && rc == SC_OK; e++)
     rc = eval_split(fd, e, ord, *mt, ord + *mt, m - *mt, o, &ho[1 + e], err);
   for (int e = 0; e <= NEST; e++) ho[e] /= (double)(m - *mt);
-  for (int c = 0; m >= FIT_CHAIN_MIN_ROWS && c < NCHAIN && rc == SC_OK; c++) {
+  for (int c = 0; ch != NULL && m >= FIT_CHAIN_MIN_ROWS && c < NCHAIN && rc == SC_OK; c++) {
     size_t k = (size_t)ceil((double)m * chain_at[c]);
     for (int e = 0; e <= NEST; e++) ch[c][e] = 0.0;
     for (size_t i = k; i < m; i++) ch[c][0] += roofline_err(fd, ord[i]);
@@ -320,14 +320,16 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
     goto done;
   }
-  rc = errors_on(fd, n, folds, heldout, o, fd->cv, fd->ho, fd->ch, &fd->ntrain, train, test,
-                 err);
+  /* the chained splits only where the rule reads them */
+  rc = errors_on(fd, n, folds, heldout, o, fd->cv, fd->ho, rule->chain ? fd->ch : NULL,
+                 &fd->ntrain, train, test, err);
   if (rc == SC_OK) {
     double icv[NEST + 1], iho[NEST + 1], ich[NCHAIN][NEST + 1];
     size_t imt = 0;
     int inner = fd->ntrain >= 2 * (size_t)folds && fd->ntrain >= 4;
     if (inner)
-      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, ich, &imt, train, test, err);
+      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, rule->chain ? ich : NULL, &imt,
+                     train, test, err);
     for (int t = 0; t < 2 && rc == SC_OK; t++) {
       fd->sel[t] = inner ? choose(icv, iho, ich, fd->ntrain, t, rule) : -1;
       fd->sel_ho[t] = fd->ho[fd->sel[t] + 1];
