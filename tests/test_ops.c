@@ -453,6 +453,78 @@ START_TEST(test_write_allocate) {
 }
 END_TEST
 
+/* A device stating an in-place rate (rmw_bw_Bps): traffic wholly in place (fresh 0) goes to
+ * memory at it, in place of 4/3 of mem_bw_Bps; operators with fresh writes keep STREAM's
+ * count, and a device without it is unchanged. */
+START_TEST(test_rmw_rate) {
+  sc_device dev = a100();
+  dev.mem_bw_Bps = 3e10;
+  dev.write_allocate = 1;
+  dev.launch_s = 0;
+  dev.peak_flops_per_s[SC_DTYPE_FP32] = 1e15; /* memory-bound throughout */
+  dev.vector_flops_per_s = 1e15;
+  sc_device rmw = dev;
+  rmw.rmw_bw_Bps = 4.5e10;
+  /* the cross-entropy backward rewrites its probabilities in place: 8 bytes per element */
+  sc_estimate e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
+  REL(e.time_s, 8e6 / 4e10);
+  e = run(&rmw, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
+  REL(e.time_s, 8e6 / 4.5e10);
+  /* the embedding backward: its scatter and accumulate at the in-place rate, its table's
+   * zero-fill (4/3 of mem_bw_Bps, no fill curve) apart and unchanged */
+  const double t = 256, h = 512, v = 32768, fill = 4.0 * v * h;
+  const double moved = 12.0 * t * h + 8.0 * t + v * h * 12.0; /* dy; G's rows; G, main_grad */
+  e = run(&rmw, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 256, 512, 32768));
+  REL(e.time_s, moved / 4.5e10 + fill / 4e10);
+  e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 256, 512, 32768));
+  REL(e.time_s, moved / 4e10 + fill / 4e10);
+  /* fresh writes: unchanged (STREAM Add's own count) */
+  e = run(&rmw, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 12e6 / 3e10);
+  e = run(&rmw, DESC("memcpy", SC_MEMCPY_COPY, SC_DTYPE_FP32, 1000000));
+  REL(e.time_s, 3e6 / 4e10);
+}
+END_TEST
+
+/* Gathers: the expected distinct rows of an embedding lookup; on a device stating a gather
+ * curve, the forward adds tokens x the curve at its working set (the distinct rows and the
+ * output) and the backward at its scatter's (the gradient table and the output gradient),
+ * interpolated in log2 of the size; without it, nothing. */
+START_TEST(test_gather_curve) {
+  ck_assert(sc_expected_distinct(0.5, 10) == 0.0);
+  ck_assert(sc_expected_distinct(10, 0) == 0.0);
+  REL(sc_expected_distinct(1, 1000), 1.0);
+  REL(sc_expected_distinct(5, 1), 1.0);
+  REL(sc_expected_distinct(2, 2), 1.5);                       /* 2 (1 - 1/4) */
+  REL(sc_expected_distinct(1e6, 2e6), 2e6 * -expm1(1e6 * log1p(-0.5e-6)));
+  sc_device dev = a100();
+  dev.launch_s = 0;
+  const sc_estimate f0 = run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_FP32, 1000, 256,
+                                        2000));
+  const sc_estimate b0 = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 256,
+                                        2000));
+  dev.gather_points = 2;
+  dev.gather_ws_bytes[0] = 1e6, dev.gather_row_s[0] = 0.0;
+  dev.gather_ws_bytes[1] = 16e6, dev.gather_row_s[1] = 100e-9;
+  ck_assert(sc_device_gather_row_s(&dev, 1e3) == 0.0);
+  ck_assert(sc_device_gather_row_s(&dev, 1e9) == 100e-9);
+  REL(sc_device_gather_row_s(&dev, 4e6), 50e-9);
+  /* forward: 1024-byte rows, 1000 tokens from 2000 rows */
+  const double ws_f = 1024.0 * (sc_expected_distinct(1000, 2000) + 1000) + 8000;
+  sc_estimate e = run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_FP32, 1000, 256, 2000));
+  REL(e.time_s, f0.time_s + 1000 * 100e-9 * log2(ws_f / 1e6) / 4.0);
+  /* backward: the scatter's rows over the 2000-row gradient table and the output gradient */
+  const double ws_b = 1024.0 * (2000 + 1000) + 8000;
+  e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 256, 2000));
+  REL(e.time_s, b0.time_s + 1000 * 100e-9 * log2(ws_b / 1e6) / 4.0);
+  /* other families do not read it */
+  sc_device none = dev;
+  none.gather_points = 0;
+  REL(run(&dev, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000)).time_s,
+      run(&none, DESC("elementwise", SC_EW_ADD, SC_DTYPE_FP32, 1000000)).time_s);
+}
+END_TEST
+
 /* A row kernel's rate by row width: sc_device_row_rate interpolates the stated multiples
  * linearly in log2(cols) between stated widths and holds the nearest beyond them; the norm's
  * compute time divides by it; unstated kernels and families keep their rate. */
@@ -658,26 +730,26 @@ START_TEST(test_cache_bandwidth) {
   e = run(&dev, DESC("cross_entropy", SC_CE_BWD, SC_DTYPE_FP32, 1000, 1000));
   REL(e.bytes, 8e6);
   REL(e.time_s, 8e6 * (0.5 / 1e11 + 0.5 / 4e11));
-  /* embedding backward, 1000 tokens x 100 hidden, 40000 rows, fp32: traffic 4e5 + 8e3 +
-   * 16 x 4e6 = 64408000 bytes, of which the zero-fill of the 16e6-byte table is a pass of its
-   * own: past the 4e6-byte cache, at the DRAM rate; the scatter and accumulate's 48408000
+  /* embedding backward, 1000 tokens x 100 hidden, 40000 rows, fp32: traffic 3 x 4e5 + 8e3 +
+   * 16 x 4e6 = 65208000 bytes, of which the zero-fill of the 16e6-byte table is a pass of its
+   * own: past the 4e6-byte cache, at the DRAM rate; the scatter and accumulate's 49208000
    * over a working set of 4e5 + 8e3 + 8 x 4e6 = 32408000 at the hit rate */
   e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
-  REL(e.bytes, 64408000.0);
+  REL(e.bytes, 65208000.0);
   {
     double g = 32408000.0 / (32408000.0 + 4e6);
-    REL(e.time_s, 48408000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 16e6 / 1e11);
+    REL(e.time_s, 49208000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 16e6 / 1e11);
     /* a table that fits the cache is filled at the cache rate */
     dev.l2_bytes = 32e6;
     g = 32408000.0 / (32408000.0 + 32e6);
     e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
-    REL(e.time_s, 48408000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 16e6 / 4e11);
+    REL(e.time_s, 49208000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 16e6 / 4e11);
     /* past it, on a write-allocate device, streamed at 4/3 of the (STREAM-counted) rate */
     dev.l2_bytes = 4e6;
     dev.write_allocate = 1;
     g = 32408000.0 / (32408000.0 + 4e6);
     e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
-    REL(e.time_s, 48408000.0 * (g / (1e11 * 4.0 / 3.0) + (1.0 - g) / 4e11) +
+    REL(e.time_s, 49208000.0 * (g / (1e11 * 4.0 / 3.0) + (1.0 - g) / 4e11) +
                       16e6 / (1e11 * 4.0 / 3.0));
     dev.write_allocate = 0;
   }
@@ -716,15 +788,15 @@ START_TEST(test_cache_miss_curve) {
     REL(e.time_s, 12e6 * (g / 1e11 + (1.0 - g) / 4e11));
   }
   /* embedding backward (test_cache_bandwidth's shape): the 16e6-byte zero-fill at the
-   * curve's share 1.0, the rest over its 32408000-byte working set, past the last point */
+   * curve's share 1.0, the rest (49208000 bytes) over its 32408000-byte working set, past the last point */
   {
     sc_estimate e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 40000));
-    REL(e.time_s, 48408000.0 / 1e11 + 16e6 / 1e11);
+    REL(e.time_s, 49208000.0 / 1e11 + 16e6 / 1e11);
     /* a 4e6-byte table (10000 rows): the fill at the curve's 0.2 at 4e6; the rest,
-     * 4e5 + 8e3 + 12 x 1e6 bytes over a working set of 4e5 + 8e3 + 8 x 1e6 */
+     * 3 x 4e5 + 8e3 + 12 x 1e6 bytes over a working set of 4e5 + 8e3 + 8 x 1e6 */
     e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 100, 10000));
     double g = 0.2 + 0.8 * log2(8408000.0 / 4e6) / 2.0;
-    REL(e.time_s, 12408000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 4e6 * (0.2 / 1e11 + 0.8 / 4e11));
+    REL(e.time_s, 13208000.0 * (g / 1e11 + (1.0 - g) / 4e11) + 4e6 * (0.2 / 1e11 + 0.8 / 4e11));
   }
   /* a cache rate below the DRAM rate turns the curve off as well */
   dev.cache_bw_Bps = 5e10;
@@ -773,13 +845,13 @@ START_TEST(test_vector_families) {
   REL(e.flops, 7.0 * 2048 * 2049);
   e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_BF16, 1024, 2048));
   REL(e.bytes, 6.0 * 2097152);
-  /* Embedding fwd 4096 tokens x 1024: 2*2*T*h + 8*T; bwd T*h*2 + 8T + V*h*(2*2 + 8). */
+  /* Embedding fwd 4096 tokens x 1024: 2*2*T*h + 8*T; bwd T*h*3*2 + 8T + V*h*(2*2 + 8). */
   e = run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_BF16, 4096, 1024, 25000));
   REL(e.bytes, 4.0 * 4096 * 1024 + 8.0 * 4096);
   ck_assert_double_eq(e.flops, 0.0);
   e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_BF16, 4096, 1024, 25000));
-  REL(e.bytes, 315621376.0);
-  REL(e.time_s, 315621376.0 / bw);
+  REL(e.bytes, 332398592.0);
+  REL(e.time_s, 332398592.0 / bw);
   /* Cross-entropy 4096 x 25000 bf16: fwd (2 + 28) B per logit, bwd (2 + 12). */
   e = run(&dev, DESC("cross_entropy", SC_CE_FWD, SC_DTYPE_BF16, 4096, 25000));
   REL(e.bytes, 30.0 * 4096 * 25000);
@@ -842,6 +914,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_attention_softmax_rate);
   tcase_add_test(tc, test_attention_tile);
   tcase_add_test(tc, test_write_allocate);
+  tcase_add_test(tc, test_rmw_rate);
+  tcase_add_test(tc, test_gather_curve);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_softmax_exposure);
   tcase_add_test(tc, test_fill_curve);

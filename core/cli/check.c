@@ -84,6 +84,8 @@ static void print_device(const sc_device *d, const char *path) {
     printf("  vector kernels   %.2f GFLOP/s\n", d->vector_flops_per_s / 1e9);
   if (d->cache_bw_Bps > 0)
     printf("  cache bandwidth  %.1f GB/s\n", d->cache_bw_Bps / 1e9);
+  if (d->rmw_bw_Bps > 0)
+    printf("  in-place rate    %.1f GB/s\n", d->rmw_bw_Bps / 1e9);
   printf("  mem efficiency   %.3f\n", d->mem_efficiency);
   printf("  launch           %.2f us\n", d->launch_s * 1e6);
   printf("  tile             %ux%ux%u\n", d->tile_m, d->tile_n, d->tile_k);
@@ -103,6 +105,12 @@ static void print_device(const sc_device *d, const char *path) {
     printf("  %-16s (MB: GB/s):", "zero-fill");
     for (uint32_t j = 0; j < d->fill_points && j < SC_CACHE_CURVE_POINTS; j++)
       printf("%s %.3g %.1f", j ? "," : "", d->fill_bytes[j] / 1e6, d->fill_bw_Bps[j] / 1e9);
+    printf("\n");
+  }
+  if (d->gather_points > 0) {
+    printf("  %-16s (MB: ns per row):", "gather rows");
+    for (uint32_t j = 0; j < d->gather_points && j < SC_CACHE_CURVE_POINTS; j++)
+      printf("%s %.3g %.1f", j ? "," : "", d->gather_ws_bytes[j] / 1e6, d->gather_row_s[j] * 1e9);
     printf("\n");
   }
   print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,

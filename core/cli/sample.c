@@ -35,8 +35,10 @@ static void sample_usage(FILE *out) {
           "vector kernel's rate on a cache-resident shape, attention's matmul and\n"
           "softmax parts (head dims 32 and 128), the operand traffic sgemm does not\n"
           "overlap (GEMMs with one dimension of 16), STREAM Add and a zero-fill (memset)\n"
-          "at 14 sizes up to 4 x the last-level cache, and, after the plan, the norm and\n"
-          "softmax kernels' exposed memory time past that cache; it prints them as\n"
+          "at 14 sizes up to 4 x the last-level cache, an in-place a += b over 2^24\n"
+          "floats (before, through and after the plan, as STREAM Add), and, after the\n"
+          "plan, the norm and softmax kernels' exposed memory time past that cache and\n"
+          "the time per row of gathers of 1 KiB rows at the 14 sizes; it prints them as\n"
           "[hardware] lines to copy. Each row holds repetitions, median and spread.\n\n"
           "options:\n"
           "  --device KIND      hardware plugin that measures (cpu; cuda where the cuda\n"
@@ -141,20 +143,26 @@ static int want(const char *families, const char *f) {
 
 /* The per-kernel microbenchmarks of a CPU (the [hardware.kernel_flops_per_s] tables): every
  * variant of the vector families on one cache-resident shape (arrays of 64 to 256 KiB, inside
- * a core's L2), timed, its rate = the operator plugin's FLOP count / the median time. */
+ * a core's L2), timed, its rate = the operator plugin's FLOP count / the median time (less
+ * the zero-fill its plugin prices apart, LESS_FILL). */
 typedef struct kernel_micro {
   const char *family;
   uint32_t variant;
   uint32_t ndims;
   int64_t dims[3];
   const char *what;
-  int row; /* ROW_RATE | ROW_EXPOSURE: what else is measured of a multi-pass row kernel */
+  int row; /* ROW_RATE | ROW_EXPOSURE: what else is measured of a multi-pass row kernel;
+            * LESS_FILL: how its rate is taken */
 } kernel_micro;
 #define ROW_RATE 1     /* its rate by row width, in cache (measure_row_rates) */
 #define ROW_EXPOSURE 2 /* its exposure past the last-level cache (measure_row_exposure) */
 #define ROW_RAMP 4     /* that exposure ramps with the row's working set over the L1
                         * (sc_device_row_exposure): measured on rows past it */
 #define NORM_ROW (ROW_RATE | ROW_EXPOSURE | ROW_RAMP)
+#define LESS_FILL 8    /* the kernel zero-fills a dims[2] x dims[1] fp32 table first, which
+                        * its plugin prices apart at the device's fill rate (the embedding
+                        * backward, sc__op_fill_s): that time, at the measured fill curve, is
+                        * taken off the median before the rate is taken */
 
 static const kernel_micro kernel_micros[] = {
     {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward", NORM_ROW},
@@ -175,7 +183,7 @@ static const kernel_micro kernel_micros[] = {
     {"elementwise", SC_EW_ROPE_FWD, 1, {32768, 0, 0}, "rotary embedding forward", 0},
     {"elementwise", SC_EW_ROPE_BWD, 1, {32768, 0, 0}, "rotary embedding backward", 0},
     {"optimizer", SC_OPTIM_ADAM, 1, {16384, 0, 0}, "AdamW step", 0},
-    {"embedding", SC_EMBED_BWD, 3, {64, 256, 128}, "embedding backward", 0},
+    {"embedding", SC_EMBED_BWD, 3, {64, 256, 128}, "embedding backward", LESS_FILL},
     {"cross_entropy", SC_CE_FWD, 2, {8, 4096, 0}, "cross-entropy forward", 0},
     {"cross_entropy", SC_CE_BWD, 2, {8, 4096, 0}, "cross-entropy backward", 0},
 };
@@ -188,7 +196,8 @@ static void print_dims(FILE *o, const kernel_micro *km) {
 }
 
 /* Measure every kernel_micros entry of a family in families (NULL = all) on hw; rate[i] is 0
- * for the skipped ones. FLOPs come from the operator plugins (on dev with its fp32 rate). */
+ * for the skipped ones. FLOPs come from the operator plugins (on dev with its fp32 rate); a
+ * LESS_FILL entry's table fill is taken off at dev's fill curve (none stated: nothing). */
 static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
                                 const char *families, double budget_s, double *rate,
                                 sc_measurement *meas, sc_error *err) {
@@ -208,7 +217,13 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
       return sc_error_set(err, e2.code, "sample: kernel microbenchmark %s: %s", k->what, e2.msg);
     int rc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &op, 9, budget_s, &meas[i], err);
     if (rc != SC_OK) return rc;
-    if (e.flops > 0 && meas[i].median_s > 0) rate[i] = e.flops / meas[i].median_s;
+    double t = meas[i].median_s;
+    if (k->row & LESS_FILL) {
+      const double table = 4.0 * (double)k->dims[2] * (double)k->dims[1];
+      const double fbw = sc_device_fill_bw(dev, table);
+      if (fbw > 0.0 && t > 2.0 * table / fbw) t -= table / fbw; /* a fill of at most half */
+    }
+    if (e.flops > 0 && t > 0) rate[i] = e.flops / t;
   }
   return SC_OK;
 }
@@ -622,6 +637,20 @@ typedef struct micro_run {
   sc_measurement mfill[CACHE_CURVE_N];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
+  /* CPU: the in-place read-modify-write rate (rmw_rate) at the same points: rmw[0] the
+   * embedding backward that accumulates, rmw[1] its table's fill alone; 0 = not measurable */
+  sc_op_desc rmw[2];
+  sc_measurement mrmw[2];
+  double rmw_runs[SAMPLE_MAX_BW_RUNS + 1], rmw_bw;
+  int nrmw;
+  /* CPU, after the plan: the gather curve (measure_gather_curve): at each working set
+   * gather_ws, the lookup of gather_tokens rows, its timing, the roofline it is measured
+   * against and the time per row past it (made non-decreasing); ngather = 0 when not
+   * measured */
+  int ngather;
+  int64_t gather_tokens[CACHE_CURVE_N];
+  double gather_ws[CACHE_CURVE_N], gather_roof[CACHE_CURVE_N], gather_row[CACHE_CURVE_N];
+  sc_measurement mgather[CACHE_CURVE_N];
   double mem_bw; /* the median of bw_runs once the plan is done */
   sc_device kd;  /* dev with the measured rates (FLOP counts, the row kernels) */
 } micro_run;
@@ -659,6 +688,10 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
              "(micro.stream_add_bw_Bps)\n", r->mem_bw, r->nbw);
   fprintf(o, "cache_bw_Bps = %.4g  # MEASURED: STREAM Add over 3 x 16 KiB, cache resident "
              "(micro.stream_add_cache_bw_Bps)\n", r->cache_bw);
+  if (r->rmw_bw > 0)
+    fprintf(o, "rmw_bw_Bps = %.4g  # MEASURED: in place, main_grad += G over 2^24 floats, 12 B "
+               "per element, the median of %d runs before, through and after the plan "
+               "(micro.rmw_bw_Bps)\n", r->rmw_bw, r->nrmw);
   if (r->gemm_exposed_bw > 0) {
     fprintf(o, "gemm_exposed_bw_Bps = %.4g  # MEASURED: the rate of the operand traffic sgemm "
                "does not overlap, from GEMMs with one dimension of 16 and two of %lld against "
@@ -697,6 +730,15 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
       fprintf(o, "%.0f = %.3f  # %.4g B/s\n", r->curve_ws[j], r->curve_share[j],
               r->curve_rate[j]);
   }
+  if (r->ngather > 0) {
+    fprintf(o, "\n[hardware.gather_row_s]  # MEASURED: embedding lookups of 1 KiB rows at random, "
+               "the time per row past the roofline of this file at each working set (bytes), "
+               "made non-decreasing (micro.gather)\n");
+    for (int j = 0; j < r->ngather; j++)
+      fprintf(o, "%.0f = %.4g  # %.4g s measured, %.4g s roofline, %lld rows\n", r->gather_ws[j],
+              r->gather_row[j], r->mgather[j].median_s, r->gather_roof[j],
+              (long long)r->gather_tokens[j]);
+  }
   if (r->nfill > 0) {
     fprintf(o, "\n[hardware.fill_bw_Bps]  # MEASURED: the zero-fill (memset) of one buffer of "
                "each size (bytes), bytes per second (micro.fill_curve)\n");
@@ -715,6 +757,7 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
     if (first) fprintf(o, "\n[hardware.kernel_flops_per_s.%s]\n", km->family);
     fprintf(o, "%u = %.4g  # MEASURED: %s", km->variant, r->krate[k], km->what);
     print_dims(o, km);
+    if ((km->row & LESS_FILL) && r->nfill > 0) fprintf(o, ", less its table's zero-fill");
     fprintf(o, " (micro.kernel.%s.%u_flops_per_s)\n", km->family, km->variant);
   }
   if (hc->l1d > 0) {
@@ -766,6 +809,33 @@ static int stream_bw(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *
   return rc;
 }
 
+/* The in-place read-modify-write rate (sc_device.rmw_bw_Bps) in *rate: ops[0] is the
+ * embedding backward of one token over a table of n = dims[1] x dims[2] fp32 (it zero-fills
+ * its gradient table, scatters the one row, then accumulates main_grad += G over the n
+ * floats), ops[1] the zero-fill of that table alone, both in rounds interleaved rounds of
+ * min_reps (m gets their timings); the accumulate's 12 bytes per element (read G, read and
+ * write main_grad: STREAM's count of an Add) over the difference of the medians. 0 when the
+ * fill is not less than the whole (nothing measurable). */
+static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev,
+                          const sc_op_desc *ops, size_t n, uint32_t min_reps, double budget_s,
+                          sc_measurement **out, sc_error *err);
+static int rmw_rate(const sc_hw_plugin *hw, void *st, const sc_device *dev,
+                    const sc_op_desc *ops, int rounds, uint32_t min_reps, double budget_s,
+                    double *rate, sc_measurement *m, sc_error *err) {
+  sc_measurement *out[2] = {&m[0], &m[1]};
+  int rc = SC_OK;
+  if (rounds > 1) {
+    rc = measure_rounds(hw, st, dev, ops, 2, min_reps, budget_s, out, err);
+  } else {
+    for (int i = 0; i < 2 && rc == SC_OK; i++)
+      rc = hw->measure(st, dev, &ops[i], min_reps, budget_s / 2.0, &m[i], err);
+  }
+  if (rc != SC_OK) return rc;
+  const double dt = m[0].median_s - m[1].median_s;
+  *rate = dt > 0 ? 12.0 * (double)ops[0].dims[1] * (double)ops[0].dims[2] / dt : 0.0;
+  return SC_OK;
+}
+
 /* The pass of a shape whose median to keep: the median of the pass medians (the lower of
  * two), so that one slow spell of a shared machine (a whole burst 1.3-1.8x slow) does not
  * become the shape's time. m[0..n) are the passes' measurements, n >= 1. */
@@ -790,12 +860,14 @@ static size_t median_pass(const sc_measurement *m, size_t n) {
  * shared machine's memory bandwidth drifts over a run by 10 % and more, and the
  * memory-bound samples follow it: STREAM Add (add, esz bytes per element) runs again after
  * every tenth of the measurements, into bw[*nbw...] (at most SAMPLE_MAX_BW_RUNS in all), so
- * that the hardware file can state the rate of the whole run. *done gets the shapes
+ * that the hardware file can state the rate of the whole run; with rmw (2 ops, rmw_rate),
+ * the in-place rate too, into rmwr[*nrmw...]. *done gets the shapes
  * measured (in at least one pass). The rows are written once the passes are done, then a
  * comment with how far the passes disagreed. */
 static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
                     const plan *pl, FILE *f, double seconds, long min_reps, int passes, int tty,
-                    const sc_op_desc *add, double esz, double *bw, int *nbw, size_t *done,
+                    const sc_op_desc *add, double esz, double *bw, int *nbw,
+                    const sc_op_desc *rmw, double *rmwr, int *nrmw, size_t *done,
                     sc_error *err) {
   const size_t n = pl->n, total = n * (size_t)passes;
   const size_t every = total >= 10 ? (total + 9) / 10 : total + 1;
@@ -831,6 +903,13 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
       if ((rc = stream_bw(reg, hw, dev, add, esz, 5, 0.3, &bw[*nbw], &m, err)) != SC_OK)
         goto out;
       (*nbw)++;
+      if (rmw != NULL) {
+        sc_measurement mm[2];
+        if ((rc = rmw_rate(hw, sc_registry_state(reg, &hw->hdr), dev, rmw, 1, 3, 0.1,
+                           &rmwr[*nrmw], mm, err)) != SC_OK)
+          goto out;
+        (*nrmw)++;
+      }
     }
     if (skip[i]) continue;
     int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &pl->ops[i],
@@ -1142,6 +1221,20 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   r->mem_bw = r->bw_runs[0];
   r->kd = *dev;
   if (gpu) return SC_OK;
+  /* CPU: the in-place read-modify-write rate over 2^24 floats, STREAM Add's size (rmw_rate);
+   * again through and after the plan */
+  r->rmw[0].family = SC_OP_EMBEDDING; r->rmw[0].variant = SC_EMBED_BWD;
+  r->rmw[0].dtype = SC_DTYPE_FP32; r->rmw[0].ndims = 3;
+  r->rmw[0].dims[0] = 1; r->rmw[0].dims[1] = 1024; r->rmw[0].dims[2] = 16384;
+  r->rmw[1].family = SC_OP_MEMCPY; r->rmw[1].variant = SC_MEMCPY_FILL;
+  r->rmw[1].dtype = SC_DTYPE_FP32; r->rmw[1].ndims = 1;
+  r->rmw[1].dims[0] = 4 * 1024 * 16384;
+  if (tty) fprintf(stderr, "in-place a += b over 2^24 floats...");
+  int wrc = quick ? rmw_rate(hw, st, dev, r->rmw, 1, 2, 0.1, &r->rmw_runs[0], r->mrmw, err)
+                  : rmw_rate(hw, st, dev, r->rmw, MICRO_ROUNDS, 5, 1.0, &r->rmw_runs[0], r->mrmw,
+                             err);
+  if (wrc != SC_OK) return wrc;
+  r->nrmw = 1;
   if (gemm_in_rounds) {
     if (tty) fprintf(stderr, "\nSTREAM Add from 1/512 to 4 x the last-level cache...");
     int crc = measure_cache_curve(r, hw, st, dev, caps->llc, quick ? 0.3 : 1.5, err);
@@ -1174,6 +1267,11 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
   r->kd.peak_flops_per_s[SC_DTYPE_FP32] = r->gemm_rate;
   r->kd.mem_bw_Bps = r->mem_bw;
   r->kd.flops_efficiency = r->kd.mem_efficiency = 1.0;
+  r->kd.fill_points = (uint32_t)r->nfill; /* for the LESS_FILL kernels */
+  for (int j = 0; j < r->nfill; j++) {
+    r->kd.fill_bytes[j] = r->fill_bytes[j];
+    r->kd.fill_bw_Bps[j] = r->fill_rate[j];
+  }
   if (tty) fprintf(stderr, "per-kernel rates (%zu kernels)...", NKERNEL_MICROS);
   int rc = measure_kernel_rates(reg, hw, &r->kd, families, quick ? 0.05 : 0.3, r->krate,
                                 r->kmeas, err);
@@ -1223,6 +1321,15 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
                "count), before the plan: median %.4g s of %u (min %.4g, max %.4g); run again "
                "through the plan (the trailer)\n",
             r->ma.median_s, r->ma.reps, r->ma.min_s, r->ma.max_s);
+    if (r->nrmw > 0) {
+      fprintf(f, "# micro.rmw_bw_Bps.first = %.4g\n", r->rmw_runs[0]);
+      fprintf(f, "# micro.rmw = main_grad += G over 2^24 floats (12 bytes per element): the "
+                 "embedding backward 1 x 1024 x 16384 fp32 (zero-fill, one row, accumulate) "
+                 "median %.4g s of %u less the zero-fill of its 64 MiB table median %.4g s of "
+                 "%u, in %d interleaved rounds, before the plan; run again through the plan "
+                 "(the trailer)\n", r->mrmw[0].median_s, r->mrmw[0].reps, r->mrmw[1].median_s,
+              r->mrmw[1].reps, MICRO_ROUNDS);
+    }
     fprintf(f, "# micro.attention_fwd_efficiency = %.4g\n", r->attn_eff[0]);
     fprintf(f, "# micro.attention_bwd_efficiency = %.4g\n", r->attn_eff[1]);
     fprintf(f, "# micro.kernel.attention.0_flops_per_s = %.4g\n", r->attn_sm[0]);
@@ -1259,8 +1366,11 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
       fprintf(f, "# micro.kernel.%s.%u = %s", km->family, km->variant, km->what);
       print_dims(f, km);
       fprintf(f, " fp32 (the %s plugin's FLOP count): median %.4g s of %u (min %.4g, max "
-              "%.4g)\n", km->family, r->kmeas[k].median_s, r->kmeas[k].reps,
-              r->kmeas[k].min_s, r->kmeas[k].max_s);
+              "%.4g)%s\n", km->family, r->kmeas[k].median_s, r->kmeas[k].reps,
+              r->kmeas[k].min_s, r->kmeas[k].max_s,
+              (km->row & LESS_FILL) && r->nfill > 0
+                  ? "; the rate over the median less its table's zero-fill at the fill curve"
+                  : "");
     }
     for (size_t k = 0; k < NKERNEL_MICROS; k++) {
       const kernel_micro *km = &kernel_micros[k];
@@ -1295,6 +1405,68 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
   fprintf(f, "%s\n", SC_SAMPLES_COLUMNS);
 }
 
+/* The gather curve (sc_device.gather_row_s): embedding lookups of tokens rows of 1 KiB
+ * (GATHER_COLS fp32) from a table of 2 x tokens rows, at working sets (the rows touched, the
+ * expected distinct ones, and the output: the embedding plugin's count) from llc / 512 to
+ * 4 llc (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds (one round of 2 repetitions
+ * with quick: a test's instrumented build); each time per row is the
+ * median's excess over the plugin's estimate on kd (the file's device without the curve),
+ * over the tokens, at least 0 and made non-decreasing (a larger working set does not cost
+ * less per row: a dip is a quiet spell of a shared machine). */
+#define GATHER_COLS 256
+static int measure_gather_curve(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
+                                const sc_device *kd, double llc, int quick, double budget_s,
+                                sc_error *err) {
+  sc_op_desc ops[CACHE_CURVE_N];
+  sc_measurement *out[CACHE_CURVE_N];
+  const double row = 4.0 * GATHER_COLS;
+  int k = 0;
+  r->ngather = 0;
+  for (int j = 0; j < CACHE_CURVE_N; j++) {
+    /* tokens for the working set: row bytes (distinct, about 0.79 of the tokens, and output)
+     * and 8 bytes of id per token */
+    const double per = row * (1.0 + 2.0 * -expm1(-0.5)) + 8.0;
+    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / per);
+    if (n < 16) n = 16;
+    if (k > 0 && n <= ops[k - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
+    memset(&ops[k], 0, sizeof ops[k]);
+    ops[k].family = SC_OP_EMBEDDING;
+    ops[k].variant = SC_EMBED_FWD;
+    ops[k].dtype = SC_DTYPE_FP32;
+    ops[k].ndims = 3;
+    ops[k].dims[0] = n;
+    ops[k].dims[1] = GATHER_COLS;
+    ops[k].dims[2] = 2 * n;
+    out[k] = &r->mgather[k];
+    k++;
+  }
+  void *st = sc_registry_state(reg, &hw->hdr);
+  int rc = SC_OK;
+  if (quick) {
+    for (int j = 0; j < k && rc == SC_OK; j++)
+      rc = hw->measure(st, kd, &ops[j], 2, budget_s / k, out[j], err);
+  } else {
+    rc = measure_rounds(hw, st, kd, ops, (size_t)k, 5, budget_s, out, err);
+  }
+  if (rc != SC_OK) return rc;
+  double floor_s = 0.0;
+  for (int j = 0; j < k; j++) {
+    sc_estimate e;
+    sc_error e2;
+    const double t = (double)ops[j].dims[0];
+    if (sc_registry_estimate_op(reg, kd, &ops[j], &e, &e2) != SC_OK)
+      return sc_error_set(err, e2.code, "sample: gather curve: %s", e2.msg);
+    r->gather_tokens[j] = ops[j].dims[0];
+    r->gather_ws[j] = row * (sc_expected_distinct(t, 2.0 * t) + t) + 8.0 * t;
+    r->gather_roof[j] = e.time_s;
+    double c = (r->mgather[j].median_s - e.time_s) / t;
+    if (c > floor_s) floor_s = c;
+    r->gather_row[j] = floor_s;
+  }
+  r->ngather = k;
+  return SC_OK;
+}
+
 /* After the plan: the run's memory bandwidth (the median of the STREAM runs) and, on a CPU
  * whose caches sysfs gives, the row kernels past the L1 against the device the file will
  * describe; both into the samples file's trailer. */
@@ -1310,11 +1482,25 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   if (r->ncurve > 0 && sc_cache_miss_curve(r->curve_rate, r->ncurve, r->cache_bw, r->mem_bw,
                                            r->curve_share) == SC_OK)
     r->nshare = r->ncurve;
+  if (r->nrmw > 0) {
+    double pos[SAMPLE_MAX_BW_RUNS + 1];
+    int npos = 0;
+    fprintf(f, "# micro.rmw_bw_Bps.runs =");
+    for (int k = 0; k < r->nrmw; k++) {
+      fprintf(f, " %.4g", r->rmw_runs[k]);
+      if (r->rmw_runs[k] > 0) pos[npos++] = r->rmw_runs[k];
+    }
+    fprintf(f, "  (before, through and after the plan; 0 = the fill took as long)\n");
+    r->rmw_bw = npos > 0 ? sc__median(pos, (size_t)npos) : 0.0;
+    fprintf(f, "# micro.rmw_bw_Bps = %.4g  (their median: the hardware file's rmw_bw_Bps%s)\n",
+            r->rmw_bw, npos > 0 ? "" : "; none measurable, not stated");
+  }
   if (r->gpu || !(caps->l1d > 0 && caps->llc > 0)) return SC_OK;
   r->kd.mem_bw_Bps = r->mem_bw;
   r->kd.cache_bw_Bps = r->cache_bw;
   r->kd.l2_bytes = caps->llc;
   r->kd.write_allocate = 1;
+  r->kd.rmw_bw_Bps = r->rmw_bw;
   r->kd.vector_flops_per_s = r->vector_rate;
   set_kernel_rates(&r->kd, r->krate);
   set_row_rates(&r->kd, (const double(*)[SC_ROW_RATE_WIDTHS])r->rrate);
@@ -1330,7 +1516,20 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
                                 quick ? 0.05 : 0.3, r->rexpo, r->rdims, r->rmeas, r->rroof, err);
   if (rc != SC_OK) return rc;
+  if (tty) fprintf(stderr, "\ngathers of 1 KiB rows from 1/512 to 4 x the last-level cache...");
+  /* against the file's device: the kernel rates, the cache curve and the in-place rate, no
+   * gather curve */
+  rc = measure_gather_curve(r, reg, hw, &r->kd, caps->llc, quick, quick ? 0.1 : 1.5, err);
+  if (rc != SC_OK) return rc;
   if (tty) fprintf(stderr, "\n");
+  for (int j = 0; j < r->ngather; j++)
+    fprintf(f, "# micro.gather.%.0f = embedding lookup %lld x %d x %lld fp32 (1 KiB rows at "
+               "random from a table of twice the tokens; working set %.0f bytes): median %.4g "
+               "s of %u (round medians %.4g to %.4g), the roofline %.4g s: %.4g s per row "
+               "past it (made non-decreasing)\n", r->gather_ws[j],
+            (long long)r->gather_tokens[j], GATHER_COLS, 2LL * (long long)r->gather_tokens[j],
+            r->gather_ws[j], r->mgather[j].median_s, r->mgather[j].reps, r->mgather[j].p10_s,
+            r->mgather[j].p90_s, r->gather_roof[j], r->gather_row[j]);
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     if (!(r->rdims[k][0] > 0)) continue;
@@ -1498,12 +1697,22 @@ int sc_cli_sample(int argc, char **argv) {
       goto fail;
     write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps, passes);
     t0 = now_s();
+    /* the in-place rate through the plan too, as STREAM's (not with --quick: a test's
+     * instrumented build spends seconds on each) */
+    const sc_op_desc *rmw = mr.nrmw > 0 && !quick ? mr.rmw : NULL;
     if (run_plan(reg, hw, &dev, &pl, f, seconds, min_reps, passes, tty, &mr.add, mr.esz, mr.bw_runs,
-                 &mr.nbw, &done, &err) != SC_OK ||
+                 &mr.nbw, rmw, mr.rmw_runs, &mr.nrmw, &done, &err) != SC_OK ||
         stream_bw(reg, hw, &dev, &mr.add, mr.esz, 5, 0.3, &mr.bw_runs[mr.nbw], &last, &err) !=
             SC_OK)
       goto fail;
     mr.nbw++;
+    if (mr.nrmw > 0) {
+      sc_measurement mm[2];
+      if (rmw_rate(hw, sc_registry_state(reg, &hw->hdr), &dev, mr.rmw, 1, 3, 0.1,
+                   &mr.rmw_runs[mr.nrmw], mm, &err) != SC_OK)
+        goto fail;
+      mr.nrmw++;
+    }
     fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", done,
             pl.n, now_s() - t0, out);
     if (measure_after_plan(&mr, f, reg, hw, &caps, device, families, quick, tty, &err) != SC_OK)

@@ -44,7 +44,7 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
                                        "gemm_exposed_knee_bytes", "cache_miss_share",
                                        "attention_block_q", "attention_block_k", "fill_bw_Bps",
-                                       NULL};
+                                       "rmw_bw_Bps", "gather_row_s", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -89,6 +89,9 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
                               err)) != SC_OK ||
       (rc = sc__hw_opt_number(host, t, "cache_bw_Bps", 0, &dev->cache_bw_Bps, err)) != SC_OK)
     return rc;
+  /* absent: 0, in-place traffic at 4/3 of mem_bw_Bps on a write-allocate device */
+  if ((rc = sc__hw_opt_number(host, t, "rmw_bw_Bps", 0, &dev->rmw_bw_Bps, err)) != SC_OK)
+    return rc;
   /* The attention kernel's fraction of the fp32 peak (the sgemm rate), forward and backward,
    * as for a GPU (no flops_efficiency_by_dtype on a CPU: its one peak is measured). */
   if ((rc = sc__hw_attention_efficiencies(host, t, dev, err)) != SC_OK) return rc;
@@ -109,6 +112,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_cache_miss_share(host, t, dev, err)) != SC_OK) return rc;
   /* The measured zero-fill rate, by buffer size. */
   if ((rc = sc__hw_fill_bw(host, t, dev, err)) != SC_OK) return rc;
+  /* The measured time per row of a gather past its roofline, by working set. */
+  if ((rc = sc__hw_gather_row(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

@@ -436,6 +436,18 @@ static inline int sc__hw_fill_bw(const sc_host *host, const sc_table *t, sc_devi
   return rc;
 }
 
+/* The optional [hardware.gather_row_s] <working-set bytes> = seconds per row of a CPU
+ * (sc_device_gather_row_s): each in [0, 1e-3] and none below the one before. */
+static inline int sc__hw_gather_row(const sc_host *host, const sc_table *t, sc_device *dev,
+                                    sc_error *err) {
+  uint32_t n = 0;
+  int rc = sc__hw_byte_curve(host, t, "gather_row_s", "<working-set bytes> = seconds per row",
+                             0.0, 1e-3, "a larger working set does not cost less per row",
+                             dev->gather_ws_bytes, dev->gather_row_s, &n, err);
+  if (rc == SC_OK) dev->gather_points = n;
+  return rc;
+}
+
 /* A required non-empty string that fits dst[cap]. */
 static inline int sc__hw_string(const sc_host *host, const sc_table *t, const char *key,
                                 char *dst, size_t cap, sc_error *err) {

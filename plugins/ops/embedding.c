@@ -6,11 +6,19 @@
  *             ids); flops 0 (a vocabulary-parallel lookup's masking is not counted)
  *   backward: PyTorch's dense embedding backward zero-fills a vocab_rows x hidden gradient
  *             and scatter-adds the output gradient into it; Megatron then adds it into the
- *             fp32 main gradient. bytes = tokens*hidden*e (read dy) + 8*tokens (ids)
- *             + vocab_rows*hidden*(e [zero-fill] + e [read grad] + 8 [read and write fp32
- *             main_grad]); flops = tokens*hidden + vocab_rows*hidden (the two additions)
- * Working set (for the cache hit rate): the forward's traffic; the backward's is
- * tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched twice.
+ *             fp32 main gradient. bytes = tokens*hidden*3e (read dy, read and write the
+ *             gradient's rows) + 8*tokens (ids) + vocab_rows*hidden*(e [zero-fill] + e [read
+ *             grad] + 8 [read and write fp32 main_grad]); flops = tokens*hidden +
+ *             vocab_rows*hidden (the two additions)
+ * Working set (for the cache hit rate): the forward's is the rows it touches, the expected
+ * distinct ones of tokens drawn from vocab_rows (sc_expected_distinct; the same ids come back
+ * to rows already read), and its output: e*hidden*(distinct + tokens) + 8*tokens; the
+ * backward's is tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched
+ * twice. Both are gathers of tokens rows at random places: on a device that states a gather
+ * curve (sc_device_gather_row_s) each row adds its measured time per row, in sequence with
+ * the roofline (the curve is measured as the excess over it), at the working set the rows
+ * are gathered from: the forward's above; the scatter's, the gradient table it updates and
+ * the output gradient it reads (e*vocab_rows*hidden + e*tokens*hidden + 8*tokens).
  * The backward's zero-fill is a pass of its own, before the scatter and the accumulate, and
  * priced apart (sc__op_fill_s): at the device's measured fill rate for a table of that size
  * where it states one, else in the caches while the table fits the last-level cache and
@@ -42,11 +50,12 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   } else {
     flops = t * h + v * h;
     fill = e * v * h;
-    bytes = e * t * h + 8.0 * t + v * h * (e + 8.0); /* after the fill */
+    bytes = 3.0 * e * t * h + 8.0 * t + v * h * (e + 8.0); /* after the fill */
   }
-  /* working set: the backward touches the gradient table (filled, then read) and the fp32
-   * main gradient (read, write) */
-  double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0) : bytes;
+  /* working set: the forward's distinct rows and its output; the backward touches the
+   * gradient table (filled, then read) and the fp32 main gradient (read, write) */
+  double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0)
+                  : e * h * (sc_expected_distinct(t, v) + t) + 8.0 * t;
   /* fresh writes: the forward's output; the backward's scatter and accumulate write in
    * place */
   sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
@@ -56,6 +65,8 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     out->bytes += fill;
     bytes += fill;
   }
+  /* the rows' starts (0: no gather curve stated) */
+  out->time_s += t * sc_device_gather_row_s(dev, bwd ? e * (v + t) * h + 8.0 * t : ws);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;

@@ -142,7 +142,8 @@ static inline void sc__op_result(const sc_device *dev, double t, double flops, d
  * read-modify-write).
  * fresh: the bytes the kernel writes to lines it did not read (new outputs), which a
  * write-allocate device (dev->write_allocate) reads first; < 0 = not stated, the STREAM-like
- * mix the device's bandwidth was measured with (bytes at mem_bw_Bps).
+ * mix the device's bandwidth was measured with (bytes at mem_bw_Bps); 0 = every write in
+ * place (at the device's rmw_bw_Bps where it states one).
  * exposure >= 0: the multiple of min(compute, memory) time not overlapped (0: the max). */
 static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, double eff,
                                            double util, double flops, double bytes,
@@ -151,9 +152,12 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
   double tc = flops > 0.0 ? flops / (peak * eff * util) : 0.0;
   double dram = dev->mem_bw_Bps * dev->mem_efficiency, tm;
   /* the DRAM time of the traffic: STREAM Add counts 12 bytes per element of the 16 that
-   * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate */
+   * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate;
+   * traffic wholly in place (fresh 0) at the device's measured in-place rate where it
+   * states one (rmw_bw_Bps, docs/operators.md "In-place updates") */
   double tdram = (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
                                                        : bytes / dram;
+  if (fresh == 0.0 && dev->rmw_bw_Bps > 0.0) tdram = bytes / dev->rmw_bw_Bps;
   /* the share that misses the caches (1, all of it, on a device without a cache rate) */
   const double g = sc_device_miss_share(dev, footprint);
   tm = g < 1.0 ? g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps : tdram;

@@ -308,6 +308,29 @@ typedef struct sc_device {
   uint32_t fill_points;
   double fill_bytes[SC_CACHE_CURVE_POINTS];
   double fill_bw_Bps[SC_CACHE_CURVE_POINTS];
+  /* Appended at ABI 1.0 (0 = not stated: in-place traffic moves at 4/3 of mem_bw_Bps on a
+   * write-allocate device, its bytes without the read-for-ownership STREAM Add pays). The
+   * memory rate of an in-place read-modify-write stream, a += b (12 bytes counted per
+   * element, as STREAM's): the traffic of an operator that writes only lines it has read
+   * (fresh = 0: the embedding backward's gradient accumulation, the optimizer) goes to memory
+   * at this rate instead. Two read streams and a write-back run faster than STREAM Add's
+   * three reads and a write: on the Zen 4 guest about 1.5 x its mem_bw_Bps, not 4/3
+   * (docs/operators.md, "In-place updates"). `stepcast sample` measures it before, through
+   * and after its plan, as mem_bw_Bps. */
+  double rmw_bw_Bps;
+  /* Appended at ABI 1.0 (0 points = not stated: a gather's rows stream as its bytes). The
+   * time a gather of rows at random places (an embedding lookup, the scatter of its backward)
+   * spends per row beyond its streaming roofline, by the working set its rows and output
+   * keep: each row starts where the prefetcher has no stream, so its first lines wait for the
+   * level the row lives in, and past the TLB's reach for a page walk as well. At
+   * gather_ws_bytes[i] (increasing) gather_row_s[i] seconds per row (non-decreasing, >= 0).
+   * On the Zen 4 guest about 0 up to 2 MB, 20-80 ns in the L3 and 100-120 ns past it, for
+   * 1 KiB rows (docs/operators.md, "Gathers"). `stepcast sample` measures it with embedding
+   * lookups of 1 KiB rows from 1/512 to 4 times the last-level cache, as the excess over the
+   * roofline of the file it writes. Read through sc_device_gather_row_s. */
+  uint32_t gather_points;
+  double gather_ws_bytes[SC_CACHE_CURVE_POINTS];
+  double gather_row_s[SC_CACHE_CURVE_POINTS];
 } sc_device;
 
 /* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)
@@ -328,6 +351,23 @@ static inline double sc_device_fill_bw(const sc_device *dev, double bytes) {
   uint32_t n = dev->fill_points;
   if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
   return n > 0 ? sc__curve_log2(dev->fill_bytes, dev->fill_bw_Bps, n, bytes) : 0.0;
+}
+
+/* The time per row that a gather of rows at random places spends on dev beyond its streaming
+ * roofline, for a working set of footprint bytes: dev->gather_row_s interpolated linearly in
+ * log2(footprint) between the stated sizes, the nearest beyond them; 0 when dev states none. */
+static inline double sc_device_gather_row_s(const sc_device *dev, double footprint) {
+  uint32_t n = dev->gather_points;
+  if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
+  return n > 0 ? sc__curve_log2(dev->gather_ws_bytes, dev->gather_row_s, n, footprint) : 0.0;
+}
+
+/* The expected number of distinct rows among draws rows drawn uniformly at random, with
+ * replacement, from rows rows: rows (1 - (1 - 1/rows)^draws); 0 when either is < 1. An
+ * embedding lookup's tokens touch this many of its table's rows. */
+static inline double sc_expected_distinct(double draws, double rows) {
+  if (!(draws >= 1.0) || !(rows >= 1.0)) return 0.0;
+  return rows * -expm1(draws * log1p(-1.0 / rows));
 }
 
 /* The share of a causal attention's seq_q x seq_k score matrix that dev's fused kernel
