@@ -35,10 +35,11 @@ typedef struct fit_rule {
 
 /* The chained held-out splits: fit on the smallest chain_at[c] of the rows (by analytical
  * time), test on the rest. Extrapolation to larger shapes is what the held-out check asks of
- * a residual, and one split of a few rows decides by noise: over the 18 CPU sample sets of
+ * a residual, and one split of a few rows decides by noise: over the 20 CPU sample sets of
  * docs/validation.md ("The chained rule") the chained rule's selected hybrid holds out at
- * 5.67 %, against 6.15 % for "either", 5.81 % for "both" by 3 points and 6.32 % for the
- * roofline (on the 17 it was chosen on, 5.80 % against 6.12 % for the rule it replaced). */
+ * 5.66 %, against 6.14 % for "either", 5.77 % for "both" by 3 points and 6.20 % for the
+ * roofline (on the 17 it was chosen on, with the analytical model of that time, 5.80 %
+ * against 6.12 % for the rule it replaced). */
 #define NCHAIN 4
 static const double chain_at[NCHAIN] = {0.5, 0.625, 0.75, 0.875};
 /* Fewer rows than this to judge on (a family, or the training rows of the held-out split):

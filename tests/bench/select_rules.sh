@@ -1,11 +1,12 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the eighteen CPU sample sets kept
+# never saw (docs/validation.md, "The selection rule"). Fits the twenty CPU sample sets kept
 # in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
 # Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
 # the row exposures off powers of two, the second with the measured zero-fill, the one with the
-# inline row maxima, the two with the kernels compiled once and the first fitted under the
-# chained rule) with the fit options given
+# inline row maxima, the two with the kernels compiled once, the first fitted under the
+# chained rule and the two with the in-place rate and the gather curve) with the fit options
+# given
 # (e.g. --select either, --select both --margin 3; none: fit's default, the chained rule), and
 # compares, per family, the hybrid the rule selects on the training rows alone with the
 # roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
@@ -37,7 +38,9 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0113/host-cpu:$d/host-cpu-zen4-tile/r0113/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0124/host-cpu:$d/host-cpu-zen4-tile/r0124/host-cpu.toml \
          $d/host-cpu-zen4-tile/r0207/host-cpu:$d/host-cpu-zen4-tile/r0207/host-cpu.toml \
-         $d/host-cpu-zen4-chain/host-cpu:$d/host-cpu-zen4-chain/host-cpu.toml; do
+         $d/host-cpu-zen4-chain/host-cpu:$d/host-cpu-zen4-chain/host-cpu.toml \
+         $d/host-cpu-zen4-gather/host-cpu:$d/host-cpu-zen4-gather/host-cpu.toml \
+         $d/host-cpu-zen4-gather/noisy/host-cpu:$d/host-cpu-zen4-gather/noisy/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"

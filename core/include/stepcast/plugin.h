@@ -322,10 +322,11 @@ typedef struct sc_device {
    * time a gather of rows at random places (an embedding lookup, the scatter of its backward)
    * spends per row beyond its streaming roofline, by the working set its rows and output
    * keep: each row starts where the prefetcher has no stream, so its first lines wait for the
-   * level the row lives in, and past the TLB's reach for a page walk as well. At
+   * level the row lives in (not page walks: on 2 MiB pages the Zen 4 guest gathers at the
+   * same rate, docs/learned.md). At
    * gather_ws_bytes[i] (increasing) gather_row_s[i] seconds per row (non-decreasing, >= 0).
-   * On the Zen 4 guest about 0 up to 2 MB, 20-80 ns in the L3 and 100-120 ns past it, for
-   * 1 KiB rows (docs/operators.md, "Gathers"). `stepcast sample` measures it with embedding
+   * On the Zen 4 guest about 0 up to 2 MB, 18-51 ns at 12.6-16.8 MB and 44-149 ns past the
+   * L3, for 1 KiB rows (docs/operators.md, "Gathers"). `stepcast sample` measures it with embedding
    * lookups of 1 KiB rows from 1/512 to 4 times the last-level cache, as the excess over the
    * roofline of the file it writes. Read through sc_device_gather_row_s. */
   uint32_t gather_points;
