@@ -812,10 +812,11 @@ static int stream_bw(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *
 /* The in-place read-modify-write rate (sc_device.rmw_bw_Bps) in *rate: ops[0] is the
  * embedding backward of one token over a table of n = dims[1] x dims[2] fp32 (it zero-fills
  * its gradient table, scatters the one row, then accumulates main_grad += G over the n
- * floats), ops[1] the zero-fill of that table alone, both in rounds interleaved rounds of
- * min_reps (m gets their timings); the accumulate's 12 bytes per element (read G, read and
- * write main_grad: STREAM's count of an Add) over the difference of the medians. 0 when the
- * fill is not less than the whole (nothing measurable). */
+ * floats), ops[1] the zero-fill of that table alone, both in `rounds` interleaved rounds
+ * (one: each measured once) of at least min_reps repetitions (m gets their timings); the
+ * accumulate's 12 bytes per element (read G, read and write main_grad: STREAM's count of an
+ * Add) over the difference of the medians. 0 when the fill is not less than the whole
+ * (nothing measurable). */
 static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev,
                           const sc_op_desc *ops, size_t n, uint32_t min_reps, double budget_s,
                           sc_measurement **out, sc_error *err);
