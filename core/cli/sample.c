@@ -837,6 +837,14 @@ static int rmw_rate(const sc_hw_plugin *hw, void *st, const sc_device *dev,
   return SC_OK;
 }
 
+/* The in-place rate again, through and after the plan: one round of three repetitions each,
+ * as STREAM Add's reruns. */
+static int rmw_again(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
+                     const sc_op_desc *ops, double *rate, sc_error *err) {
+  sc_measurement m[2];
+  return rmw_rate(hw, sc_registry_state(reg, &hw->hdr), dev, ops, 1, 3, 0.1, rate, m, err);
+}
+
 /* The pass of a shape whose median to keep: the median of the pass medians (the lower of
  * two), so that one slow spell of a shared machine (a whole burst 1.3-1.8x slow) does not
  * become the shape's time. m[0..n) are the passes' measurements, n >= 1. */
@@ -905,10 +913,7 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
         goto out;
       (*nbw)++;
       if (rmw != NULL) {
-        sc_measurement mm[2];
-        if ((rc = rmw_rate(hw, sc_registry_state(reg, &hw->hdr), dev, rmw, 1, 3, 0.1,
-                           &rmwr[*nrmw], mm, err)) != SC_OK)
-          goto out;
+        if ((rc = rmw_again(reg, hw, dev, rmw, &rmwr[*nrmw], err)) != SC_OK) goto out;
         (*nrmw)++;
       }
     }
@@ -1421,12 +1426,12 @@ static int measure_gather_curve(micro_run *r, sc_registry *reg, const sc_hw_plug
   sc_op_desc ops[CACHE_CURVE_N];
   sc_measurement *out[CACHE_CURVE_N];
   const double row = 4.0 * GATHER_COLS;
+  /* bytes of working set per token: a row of output, about 0.79 of a distinct row read
+   * (2 (1 - e^-1/2) for a table of twice the tokens) and 8 bytes of id */
+  const double per = row * (1.0 + 2.0 * -expm1(-0.5)) + 8.0;
   int k = 0;
   r->ngather = 0;
   for (int j = 0; j < CACHE_CURVE_N; j++) {
-    /* tokens for the working set: row bytes (distinct, about 0.79 of the tokens, and output)
-     * and 8 bytes of id per token */
-    const double per = row * (1.0 + 2.0 * -expm1(-0.5)) + 8.0;
     int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / per);
     if (n < 16) n = 16;
     if (k > 0 && n <= ops[k - 1].dims[0]) continue; /* a tiny cache: sizes that coincide */
@@ -1708,10 +1713,7 @@ int sc_cli_sample(int argc, char **argv) {
       goto fail;
     mr.nbw++;
     if (mr.nrmw > 0) {
-      sc_measurement mm[2];
-      if (rmw_rate(hw, sc_registry_state(reg, &hw->hdr), &dev, mr.rmw, 1, 3, 0.1,
-                   &mr.rmw_runs[mr.nrmw], mm, &err) != SC_OK)
-        goto fail;
+      if (rmw_again(reg, hw, &dev, mr.rmw, &mr.rmw_runs[mr.nrmw], &err) != SC_OK) goto fail;
       mr.nrmw++;
     }
     fprintf(stderr, "stepcast sample: %zu of %zu shapes measured in %.1f s -> %s\n", done,

@@ -155,9 +155,9 @@ static inline void sc__op_roofline_exposed(const sc_device *dev, double peak, do
    * move with write-allocate, so the bytes that really move go at 4/3 of the counted rate;
    * traffic wholly in place (fresh 0) at the device's measured in-place rate where it
    * states one (rmw_bw_Bps, docs/operators.md "In-place updates") */
-  double tdram = (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
-                                                       : bytes / dram;
-  if (fresh == 0.0 && dev->rmw_bw_Bps > 0.0) tdram = bytes / dev->rmw_bw_Bps;
+  double tdram = (fresh == 0.0 && dev->rmw_bw_Bps > 0.0)  ? bytes / dev->rmw_bw_Bps
+                 : (dev->write_allocate && fresh >= 0.0) ? (bytes + fresh) / (dram * 4.0 / 3.0)
+                                                         : bytes / dram;
   /* the share that misses the caches (1, all of it, on a device without a cache rate) */
   const double g = sc_device_miss_share(dev, footprint);
   tm = g < 1.0 ? g * tdram + (1.0 - g) * bytes / dev->cache_bw_Bps : tdram;
