@@ -525,37 +525,6 @@ START_TEST(test_gather_curve) {
 }
 END_TEST
 
-/* Scatters: on a device stating a scatter curve the backward adds tokens x it at its
- * scatter's working set, in place of the gather curve (which the forward keeps); without
- * one, the gather curve; with neither, nothing. */
-START_TEST(test_scatter_curve) {
-  sc_device dev = a100();
-  dev.launch_s = 0;
-  const sc_estimate b0 = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 256,
-                                        2000));
-  ck_assert(sc_device_scatter_row_s(&dev, 1e9) == 0.0);
-  dev.gather_points = 1;
-  dev.gather_ws_bytes[0] = 1e6, dev.gather_row_s[0] = 40e-9;
-  ck_assert(sc_device_scatter_row_s(&dev, 1e9) == 40e-9); /* no scatter curve: the gather's */
-  const sc_estimate f1 = run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_FP32, 1000, 256,
-                                        2000));
-  dev.scatter_points = 2;
-  dev.scatter_ws_bytes[0] = 1e6, dev.scatter_row_s[0] = 10e-9;
-  dev.scatter_ws_bytes[1] = 16e6, dev.scatter_row_s[1] = 250e-9;
-  ck_assert(sc_device_scatter_row_s(&dev, 1e3) == 10e-9);
-  ck_assert(sc_device_scatter_row_s(&dev, 1e9) == 250e-9);
-  REL(sc_device_scatter_row_s(&dev, 4e6), 130e-9);
-  ck_assert(sc_device_gather_row_s(&dev, 1e9) == 40e-9); /* the gather curve unchanged */
-  /* the backward: the 2000-row gradient table and the output gradient */
-  const double ws_b = 1024.0 * (2000 + 1000) + 8000;
-  sc_estimate e = run(&dev, DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 256, 2000));
-  REL(e.time_s, b0.time_s + 1000 * (10e-9 + 240e-9 * log2(ws_b / 1e6) / 4.0));
-  /* the forward keeps the gather curve */
-  REL(run(&dev, DESC("embedding", SC_EMBED_FWD, SC_DTYPE_FP32, 1000, 256, 2000)).time_s,
-      f1.time_s);
-}
-END_TEST
-
 /* A row kernel's rate by row width: sc_device_row_rate interpolates the stated multiples
  * linearly in log2(cols) between stated widths and holds the nearest beyond them; the norm's
  * compute time divides by it; unstated kernels and families keep their rate. */
@@ -947,7 +916,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_rmw_rate);
   tcase_add_test(tc, test_gather_curve);
-  tcase_add_test(tc, test_scatter_curve);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_softmax_exposure);
   tcase_add_test(tc, test_fill_curve);

@@ -113,13 +113,6 @@ static void print_device(const sc_device *d, const char *path) {
       printf("%s %.3g %.1f", j ? "," : "", d->gather_ws_bytes[j] / 1e6, d->gather_row_s[j] * 1e9);
     printf("\n");
   }
-  if (d->scatter_points > 0) {
-    printf("  %-16s (MB: ns per row):", "scatter rows");
-    for (uint32_t j = 0; j < d->scatter_points && j < SC_CACHE_CURVE_POINTS; j++)
-      printf("%s %.3g %.1f", j ? "," : "", d->scatter_ws_bytes[j] / 1e6,
-             d->scatter_row_s[j] * 1e9);
-    printf("\n");
-  }
   print_kernel_table(d->kernel_rates[0].family, d->kernel_rates[0].flops_per_s,
                      sizeof d->kernel_rates[0], "kernel rate", 1e-9, " GFLOP/s");
   print_kernel_table(d->row_exposure[0].family, d->row_exposure[0].multiple,

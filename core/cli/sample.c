@@ -651,20 +651,6 @@ typedef struct micro_run {
   int64_t gather_tokens[CACHE_CURVE_N];
   double gather_ws[CACHE_CURVE_N], gather_roof[CACHE_CURVE_N], gather_row[CACHE_CURVE_N];
   sc_measurement mgather[CACHE_CURVE_N];
-  /* CPU, after the plan: the scatter curve (measure_scatter_curve): at each working set
-   * scatter_ws, the backward of scatter_tokens rows into a table of as many and of one row
-   * into the same table (mscatter[j][0], [1]), the rooflines' difference and the time per
-   * row past it (made non-decreasing); nscatter = 0 when not measured */
-  int nscatter;
-  int64_t scatter_tokens[CACHE_CURVE_N];
-  double scatter_ws[CACHE_CURVE_N], scatter_roof[CACHE_CURVE_N], scatter_row[CACHE_CURVE_N];
-  sc_measurement mscatter[CACHE_CURVE_N][2];
-  /* ... and at the largest working set, rows of 4 KiB (mscatter4: the backward of
-   * scatter4_tokens rows, of one row), their time per row past the roofline: the trailer
-   * gives it against the curve's there, a check of the per-row model across row widths */
-  int64_t scatter4_tokens;
-  double scatter4_ws, scatter4_roof, scatter4_row;
-  sc_measurement mscatter4[2];
   double mem_bw; /* the median of bw_runs once the plan is done */
   sc_device kd;  /* dev with the measured rates (FLOP counts, the row kernels) */
 } micro_run;
@@ -752,17 +738,6 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
       fprintf(o, "%.0f = %.4g  # %.4g s measured, %.4g s roofline, %lld rows\n", r->gather_ws[j],
               r->gather_row[j], r->mgather[j].median_s, r->gather_roof[j],
               (long long)r->gather_tokens[j]);
-  }
-  if (r->nscatter > 0) {
-    fprintf(o, "\n[hardware.scatter_row_s]  # MEASURED: embedding backwards of 1 KiB rows into a "
-               "table of as many rows, less the backward of one row, the time per row past the "
-               "roofline of this file at each working set (bytes), made non-decreasing "
-               "(micro.scatter)\n");
-    for (int j = 0; j < r->nscatter; j++)
-      fprintf(o, "%.0f = %.4g  # %.4g s measured, %.4g s roofline, %lld rows\n",
-              r->scatter_ws[j], r->scatter_row[j],
-              r->mscatter[j][0].median_s - r->mscatter[j][1].median_s, r->scatter_roof[j],
-              (long long)r->scatter_tokens[j]);
   }
   if (r->nfill > 0) {
     fprintf(o, "\n[hardware.fill_bw_Bps]  # MEASURED: the zero-fill (memset) of one buffer of "
@@ -1498,89 +1473,6 @@ static int measure_gather_curve(micro_run *r, sc_registry *reg, const sc_hw_plug
   return SC_OK;
 }
 
-/* The scatter curve (sc_device.scatter_row_s): at working sets (the gradient table and the
- * output gradient: the embedding plugin's count for its scatter) from llc / 512 to 4 llc
- * (cache_curve_512ths), the embedding backward of n tokens of 1 KiB (GATHER_COLS fp32) into a
- * table of n rows and the backward of one token into the same table, the two interleaved in
- * MICRO_ROUNDS rounds (one round of 2 repetitions with quick). The difference leaves the
- * scatter of n - 1 rows: the zero-fill and the accumulate, the same in both, cancel, and
- * with them what their pricing misses. Each time per row is the difference's excess over the
- * same difference of the plugin's estimates on kd (the file's device without the curves),
- * over the n - 1 rows, at least 0 and made non-decreasing, as the gather curve. Then the
- * same at the largest working set with rows of 4 KiB (a quarter of the tokens): the plugin
- * prices a row whatever its width, which the trailer's ratio of the two checks.
- * scatter_pair measures one such pair, n tokens of cols into n rows and one token, and gives
- * the rooflines' difference and the time per row past it. */
-static int scatter_pair(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *kd,
-                        int64_t n, int64_t cols, int quick, double budget_s, sc_measurement *m,
-                        double *roof, double *row_s, sc_error *err) {
-  sc_op_desc ops[2];
-  memset(ops, 0, sizeof ops);
-  for (int i = 0; i < 2; i++) {
-    ops[i].family = SC_OP_EMBEDDING;
-    ops[i].variant = SC_EMBED_BWD;
-    ops[i].dtype = SC_DTYPE_FP32;
-    ops[i].ndims = 3;
-    ops[i].dims[0] = i == 0 ? n : 1;
-    ops[i].dims[1] = cols;
-    ops[i].dims[2] = n;
-  }
-  void *st = sc_registry_state(reg, &hw->hdr);
-  sc_measurement *out[2] = {&m[0], &m[1]};
-  int rc = SC_OK;
-  if (quick) {
-    for (int i = 0; i < 2 && rc == SC_OK; i++)
-      rc = hw->measure(st, kd, &ops[i], 2, budget_s / 2.0, out[i], err);
-  } else {
-    rc = measure_rounds(hw, st, kd, ops, 2, 5, budget_s, out, err);
-  }
-  if (rc != SC_OK) return rc;
-  sc_estimate e[2];
-  for (int i = 0; i < 2; i++) {
-    sc_error e2;
-    if (sc_registry_estimate_op(reg, kd, &ops[i], &e[i], &e2) != SC_OK)
-      return sc_error_set(err, e2.code, "sample: scatter curve: %s", e2.msg);
-  }
-  *roof = e[0].time_s - e[1].time_s;
-  *row_s = (m[0].median_s - m[1].median_s - *roof) / (double)(n - 1);
-  return SC_OK;
-}
-
-static int measure_scatter_curve(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw,
-                                 const sc_device *kd, double llc, int quick, double budget_s,
-                                 sc_error *err) {
-  const double row = 4.0 * GATHER_COLS, per = 2.0 * row + 8.0; /* a table row, dy, an id */
-  double floor_s = 0.0;
-  int k = 0;
-  r->nscatter = 0;
-  for (int j = 0; j < CACHE_CURVE_N; j++) {
-    int64_t n = (int64_t)(llc * cache_curve_512ths[j] / 512.0 / per);
-    if (n < 16) n = 16;
-    if (k > 0 && n <= r->scatter_tokens[k - 1]) continue; /* a tiny cache */
-    double c;
-    int rc = scatter_pair(reg, hw, kd, n, GATHER_COLS, quick, budget_s / (CACHE_CURVE_N + 2),
-                          r->mscatter[k], &r->scatter_roof[k], &c, err);
-    if (rc != SC_OK) return rc;
-    r->scatter_tokens[k] = n;
-    r->scatter_ws[k] = per * (double)n;
-    if (c > floor_s) floor_s = c;
-    r->scatter_row[k] = floor_s;
-    k++;
-  }
-  r->nscatter = k;
-  if (k == 0) return SC_OK;
-  /* rows four times as wide at the largest working set: a quarter of the rows */
-  const int64_t n4 = r->scatter_tokens[k - 1] / 4;
-  if (n4 < 16) return SC_OK;
-  int rc = scatter_pair(reg, hw, kd, n4, 4 * GATHER_COLS, quick, 2.0 * budget_s /
-                        (CACHE_CURVE_N + 2), r->mscatter4, &r->scatter4_roof, &r->scatter4_row,
-                        err);
-  if (rc != SC_OK) return rc;
-  r->scatter4_tokens = n4;
-  r->scatter4_ws = (2.0 * 4.0 * row + 8.0) * (double)n4;
-  return SC_OK;
-}
-
 /* After the plan: the run's memory bandwidth (the median of the STREAM runs) and, on a CPU
  * whose caches sysfs gives, the row kernels past the L1 against the device the file will
  * describe; both into the samples file's trailer. */
@@ -1635,9 +1527,6 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
    * gather curve */
   rc = measure_gather_curve(r, reg, hw, &r->kd, caps->llc, quick, quick ? 0.1 : 1.5, err);
   if (rc != SC_OK) return rc;
-  if (tty) fprintf(stderr, "\nscatters of 1 KiB rows from 1/512 to 4 x the last-level cache...");
-  rc = measure_scatter_curve(r, reg, hw, &r->kd, caps->llc, quick, quick ? 0.1 : 3.0, err);
-  if (rc != SC_OK) return rc;
   if (tty) fprintf(stderr, "\n");
   for (int j = 0; j < r->ngather; j++)
     fprintf(f, "# micro.gather.%.0f = embedding lookup %lld x %d x %lld fp32 (1 KiB rows at "
@@ -1647,28 +1536,6 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
             (long long)r->gather_tokens[j], GATHER_COLS, 2LL * (long long)r->gather_tokens[j],
             r->gather_ws[j], r->mgather[j].median_s, r->mgather[j].reps, r->mgather[j].p10_s,
             r->mgather[j].p90_s, r->gather_roof[j], r->gather_row[j]);
-  for (int j = 0; j < r->nscatter; j++)
-    fprintf(f, "# micro.scatter.%.0f = embedding backward %lld x %d x %lld fp32 less the "
-               "backward 1 x %d x %lld (1 KiB rows scatter-added at random into a table of as "
-               "many rows; working set %.0f bytes): medians %.4g and %.4g s of %u and %u, the "
-               "rooflines' difference %.4g s: %.4g s per row past it (made non-decreasing)\n",
-            r->scatter_ws[j], (long long)r->scatter_tokens[j], GATHER_COLS,
-            (long long)r->scatter_tokens[j], GATHER_COLS, (long long)r->scatter_tokens[j],
-            r->scatter_ws[j], r->mscatter[j][0].median_s, r->mscatter[j][1].median_s,
-            r->mscatter[j][0].reps, r->mscatter[j][1].reps, r->scatter_roof[j],
-            r->scatter_row[j]);
-  if (r->nscatter > 0 && r->scatter4_tokens > 0)
-    fprintf(f, "# micro.scatter_4k = embedding backward %lld x %d x %lld fp32 less the backward "
-               "1 x %d x %lld (4 KiB rows; working set %.0f bytes): medians %.4g and %.4g s, the "
-               "rooflines' difference %.4g s: %.4g s per row past it, %.3g x the 1 KiB rows' "
-               "%.4g there (the plugin prices a scattered row whatever its width)\n",
-            (long long)r->scatter4_tokens, 4 * GATHER_COLS, (long long)r->scatter4_tokens,
-            4 * GATHER_COLS, (long long)r->scatter4_tokens, r->scatter4_ws,
-            r->mscatter4[0].median_s, r->mscatter4[1].median_s, r->scatter4_roof,
-            r->scatter4_row,
-            r->scatter_row[r->nscatter - 1] > 0
-                ? r->scatter4_row / r->scatter_row[r->nscatter - 1] : 0.0,
-            r->scatter_row[r->nscatter - 1]);
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     if (!(r->rdims[k][0] > 0)) continue;

@@ -44,8 +44,7 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
                                        "gemm_exposed_knee_bytes", "cache_miss_share",
                                        "attention_block_q", "attention_block_k", "fill_bw_Bps",
-                                       "rmw_bw_Bps", "gather_row_s", "scatter_row_s",
-                                       NULL};
+                                       "rmw_bw_Bps", "gather_row_s", NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -115,8 +114,6 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_fill_bw(host, t, dev, err)) != SC_OK) return rc;
   /* The measured time per row of a gather past its roofline, by working set. */
   if ((rc = sc__hw_gather_row(host, t, dev, err)) != SC_OK) return rc;
-  /* ... and of a scatter-add's (the embedding backward's). */
-  if ((rc = sc__hw_scatter_row(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
 }
 

@@ -448,18 +448,6 @@ static inline int sc__hw_gather_row(const sc_host *host, const sc_table *t, sc_d
   return rc;
 }
 
-/* The optional [hardware.scatter_row_s] <working-set bytes> = seconds per row of a CPU
- * (sc_device_scatter_row_s): each in [0, 1e-3] and none below the one before. */
-static inline int sc__hw_scatter_row(const sc_host *host, const sc_table *t, sc_device *dev,
-                                     sc_error *err) {
-  uint32_t n = 0;
-  int rc = sc__hw_byte_curve(host, t, "scatter_row_s", "<working-set bytes> = seconds per row",
-                             0.0, 1e-3, "a larger working set does not cost less per row",
-                             dev->scatter_ws_bytes, dev->scatter_row_s, &n, err);
-  if (rc == SC_OK) dev->scatter_points = n;
-  return rc;
-}
-
 /* A required non-empty string that fits dst[cap]. */
 static inline int sc__hw_string(const sc_host *host, const sc_table *t, const char *key,
                                 char *dst, size_t cap, sc_error *err) {

@@ -14,13 +14,11 @@
  * distinct ones of tokens drawn from vocab_rows (sc_expected_distinct; the same ids come back
  * to rows already read), and its output: e*hidden*(distinct + tokens) + 8*tokens; the
  * backward's is tokens*hidden*e + 8*tokens + vocab_rows*hidden*(e + 4), each table touched
- * twice. Both touch tokens rows at random places: on a device that states the curves each
- * row adds its measured time per row, in sequence with the roofline (the curves are measured
- * as the excess over it), at the working set the rows come from: the forward, a gather
- * (sc_device_gather_row_s), at its working set above; the backward, a scatter-add
- * (sc_device_scatter_row_s: a read-modify-write of each row; the gather curve where the
- * device states no scatter curve), at the gradient table it updates and the output gradient
- * it reads (e*vocab_rows*hidden + e*tokens*hidden + 8*tokens).
+ * twice. Both are gathers of tokens rows at random places: on a device that states a gather
+ * curve (sc_device_gather_row_s) each row adds its measured time per row, in sequence with
+ * the roofline (the curve is measured as the excess over it), at the working set the rows
+ * are gathered from: the forward's above; the scatter's, the gradient table it updates and
+ * the output gradient it reads (e*vocab_rows*hidden + e*tokens*hidden + 8*tokens).
  * The backward's zero-fill is a pass of its own, before the scatter and the accumulate, and
  * priced apart (sc__op_fill_s): at the device's measured fill rate for a table of that size
  * where it states one, else in the caches while the table fits the last-level cache and
@@ -68,8 +66,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     bytes += fill;
   }
   /* the rows' starts (0: no gather curve stated) */
-  out->time_s += bwd ? t * sc_device_scatter_row_s(dev, e * (v + t) * h + 8.0 * t)
-                     : t * sc_device_gather_row_s(dev, ws);
+  out->time_s += t * sc_device_gather_row_s(dev, bwd ? e * (v + t) * h + 8.0 * t : ws);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;

@@ -319,33 +319,19 @@ typedef struct sc_device {
    * and after its plan, as mem_bw_Bps. */
   double rmw_bw_Bps;
   /* Appended at ABI 1.0 (0 points = not stated: a gather's rows stream as its bytes). The
-   * time a gather of rows at random places (an embedding lookup; the scatter of its backward
-   * where the device states no scatter curve) spends per row beyond its streaming roofline,
-   * by the working set its rows and output keep: each row starts where the prefetcher has no
-   * stream, so its first lines wait for the level the row lives in (not page walks: on 2 MiB
-   * pages the Zen 4 guest gathers at the same rate, docs/learned.md). At gather_ws_bytes[i]
-   * (increasing) gather_row_s[i] seconds per row (non-decreasing, >= 0). On the Zen 4 guest
-   * about 0 up to 2 MB, 18-51 ns at 12.6-16.8 MB and 44-149 ns past the L3, for 1 KiB rows
-   * (docs/operators.md, "Gathers"). `stepcast sample` measures it with embedding lookups of
-   * 1 KiB rows from 1/512 to 4 times the last-level cache, as the excess over the roofline of
-   * the file it writes. Read through sc_device_gather_row_s. */
+   * time a gather of rows at random places (an embedding lookup, the scatter of its backward)
+   * spends per row beyond its streaming roofline, by the working set its rows and output
+   * keep: each row starts where the prefetcher has no stream, so its first lines wait for the
+   * level the row lives in (not page walks: on 2 MiB pages the Zen 4 guest gathers at the
+   * same rate, docs/learned.md). At
+   * gather_ws_bytes[i] (increasing) gather_row_s[i] seconds per row (non-decreasing, >= 0).
+   * On the Zen 4 guest about 0 up to 2 MB, 18-51 ns at 12.6-16.8 MB and 44-149 ns past the
+   * L3, for 1 KiB rows (docs/operators.md, "Gathers"). `stepcast sample` measures it with embedding
+   * lookups of 1 KiB rows from 1/512 to 4 times the last-level cache, as the excess over the
+   * roofline of the file it writes. Read through sc_device_gather_row_s. */
   uint32_t gather_points;
   double gather_ws_bytes[SC_CACHE_CURVE_POINTS];
   double gather_row_s[SC_CACHE_CURVE_POINTS];
-  /* Appended at ABI 1.0 (0 points = not stated: a scatter's rows cost what the gather curve
-   * gives at its working set). The time a scatter-add of rows into places at random (the
-   * embedding backward's, into a gradient table its zero-fill has just sent to memory with
-   * non-temporal stores) spends per row beyond its roofline, by the working set (the table
-   * and the rows added): each row is read, added to and later written back from a line the
-   * prefetcher did not fetch, a read-modify-write a gather does not pay. At
-   * scatter_ws_bytes[i] (increasing) scatter_row_s[i] seconds per row (non-decreasing, >= 0).
-   * `stepcast sample` measures it with embedding backwards of 1 KiB rows into a table of as
-   * many rows as tokens, from 1/512 to 4 times the last-level cache, less the same backward
-   * of one token (the zero-fill and accumulate cancel), as the excess over the roofline of
-   * the file it writes (docs/operators.md, "Gathers"). Read through sc_device_scatter_row_s. */
-  uint32_t scatter_points;
-  double scatter_ws_bytes[SC_CACHE_CURVE_POINTS];
-  double scatter_row_s[SC_CACHE_CURVE_POINTS];
 } sc_device;
 
 /* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)
@@ -375,17 +361,6 @@ static inline double sc_device_gather_row_s(const sc_device *dev, double footpri
   uint32_t n = dev->gather_points;
   if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
   return n > 0 ? sc__curve_log2(dev->gather_ws_bytes, dev->gather_row_s, n, footprint) : 0.0;
-}
-
-/* The time per row that a scatter-add of rows into places at random spends on dev beyond its
- * roofline, for a working set of footprint bytes: dev->scatter_row_s interpolated linearly in
- * log2(footprint) between the stated sizes, the nearest beyond them; where dev states no
- * scatter curve, sc_device_gather_row_s (0 when it states neither). */
-static inline double sc_device_scatter_row_s(const sc_device *dev, double footprint) {
-  uint32_t n = dev->scatter_points;
-  if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
-  return n > 0 ? sc__curve_log2(dev->scatter_ws_bytes, dev->scatter_row_s, n, footprint)
-               : sc_device_gather_row_s(dev, footprint);
 }
 
 /* The expected number of distinct rows among draws rows drawn uniformly at random, with
