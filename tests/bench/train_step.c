@@ -61,6 +61,16 @@ static double t_fam[F_COUNT];
     stmt;                                 \
     t_fam[slot] += now_s() - t_;          \
   } while (0)
+/* The embedding's four calls apart (the token lookup, the position lookup, the position
+ * table's backward, the token table's backward), as stepcast ops lists them. */
+enum { E_EMBED, E_POS, E_POS_BWD, E_EMBED_BWD, E_COUNT };
+static double t_emb[E_COUNT];
+#define TIMED_EMB(which, stmt)            \
+  do {                                    \
+    double e_ = now_s();                  \
+    TIMED(F_EMB, stmt);                   \
+    t_emb[which] += now_s() - e_;         \
+  } while (0)
 static void prof_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A,
                       int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                       int64_t ldc) {
@@ -327,11 +337,12 @@ int main(int argc, char **argv) {
   for (int it = 0; it <= steps; it++) { /* step 0 is the warm-up */
     double t0 = now_s();
     t_gemm = t_attn = 0.0;
-    double fam0[F_COUNT];
+    double fam0[F_COUNT], emb0[E_COUNT];
     memcpy(fam0, t_fam, sizeof fam0);
+    memcpy(emb0, t_emb, sizeof emb0);
     /* ---------------- forward ---------------- */
-    TIMED(F_EMB, sc__cpu_embed_fwd(T, h, ids, wte, e1));                          /* embed */
-    TIMED(F_EMB, sc__cpu_embed_fwd(T, h, pos, wpe, e2));                          /* embed_pos */
+    TIMED_EMB(E_EMBED, sc__cpu_embed_fwd(T, h, ids, wte, e1));                    /* embed */
+    TIMED_EMB(E_POS, sc__cpu_embed_fwd(T, h, pos, wpe, e2));                      /* embed_pos */
     TIMED(F_EW, sc__cpu_add((int64_t)th, e1, e2, e));                            /* embed_pos_add */
     /* embed_dropout */
     TIMED(F_EW, sc__cpu_dropout_fwd((int64_t)th, p_drop, 11u + (uint64_t)it, e, ac[0].x, mask0));
@@ -424,8 +435,8 @@ int main(int argc, char **argv) {
     /* embed_dropout.bwd */
     TIMED(F_EW, sc__cpu_dropout_bwd((int64_t)th, p_drop, dx, mask0, dxb));
     /* embed_pos.bwd */
-    TIMED(F_EMB, sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe));
-    TIMED(F_EMB, sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte));              /* embed.bwd */
+    TIMED_EMB(E_POS_BWD, sc__cpu_embed_bwd(T, h, S, pos, dxb, gpos, dwpe));
+    TIMED_EMB(E_EMBED_BWD, sc__cpu_embed_bwd(T, h, Vp, ids, dxb, gtok, dwte));    /* embed.bwd */
     /* ---------------- optimizer ---------------- */
     double to = now_s();
     sc__cpu_adam((int64_t)nparams, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, it + 1, P, G, M1, M2);
@@ -439,6 +450,7 @@ int main(int argc, char **argv) {
       step_sum += times[it];
     } else {
       memcpy(t_fam, fam0, sizeof fam0); /* the warm-up's calls are not counted */
+      memcpy(t_emb, emb0, sizeof emb0);
     }
     last_loss = 0.0f;
     for (int64_t t = 0; t < T; t++) last_loss += loss[t] / (float)T;
@@ -527,6 +539,10 @@ int main(int argc, char **argv) {
       pfh[k] = have_h ? term_s(&rh.breakdown, nms[k]) : NAN;
       printf("    %-13s %9.3f %9.3f %9.3f\n", nms[k], ma[k] * 1e3, pfa[k] * 1e3, pfh[k] * 1e3);
     }
+    printf("    (of embedding: embed %.3f ms, embed_pos %.3f ms, embed_pos.bwd %.3f ms, "
+           "embed.bwd %.3f ms; stepcast ops --model FILE --dtype fp32 estimates each)\n",
+           t_emb[E_EMBED] / steps * 1e3, t_emb[E_POS] / steps * 1e3,
+           t_emb[E_POS_BWD] / steps * 1e3, t_emb[E_EMBED_BWD] / steps * 1e3);
   }
   printf("csv,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", model_name, (long long)L,
          (long long)h, (long long)A, (long long)f, (long long)V, (long long)S, (long long)B,
