@@ -525,6 +525,74 @@ START_TEST(test_gather_curve) {
 }
 END_TEST
 
+/* Cold parameters (SC_OP_COLD): the embedding priced as on the same device with every curve
+ * by working set reduced to its last point (past every cache), or, on a device without
+ * curves, with no cache rate; warm and cold agree where the table is past the caches
+ * anyway. Ids in order (SC_OP_ROWS_IN_ORDER): no gather curve time. Other families ignore
+ * the flags. */
+START_TEST(test_embedding_cold) {
+  sc_device dev = a100();
+  dev.launch_s = 0;
+  dev.cache_bw_Bps = 1e13;
+  dev.l2_bytes = 40e6;
+  dev.write_allocate = 1;
+  dev.cache_miss_points = 2;
+  dev.cache_miss_ws_bytes[0] = 1e6, dev.cache_miss_share[0] = 0.05;
+  dev.cache_miss_ws_bytes[1] = 1e8, dev.cache_miss_share[1] = 0.9;
+  dev.fill_points = 2;
+  dev.fill_bytes[0] = 1e6, dev.fill_bw_Bps[0] = 9e12;
+  dev.fill_bytes[1] = 1e8, dev.fill_bw_Bps[1] = 2e12;
+  dev.gather_points = 2;
+  dev.gather_ws_bytes[0] = 1e6, dev.gather_row_s[0] = 0.0;
+  dev.gather_ws_bytes[1] = 1e8, dev.gather_row_s[1] = 120e-9;
+  sc_device last = dev; /* each curve its last point alone */
+  last.cache_miss_points = last.fill_points = last.gather_points = 1;
+  last.cache_miss_ws_bytes[0] = 1e8, last.cache_miss_share[0] = 0.9;
+  last.fill_bytes[0] = 1e8, last.fill_bw_Bps[0] = 2e12;
+  last.gather_ws_bytes[0] = 1e8, last.gather_row_s[0] = 120e-9;
+  for (uint32_t v = 0; v < SC_EMBED_VARIANT_COUNT; v++) {
+    sc_op_desc warm = DESC("embedding", v, SC_DTYPE_FP32, 1000, 256, 4000); /* 4 MB table */
+    sc_op_desc cold = warm;
+    cold.flags = SC_OP_COLD;
+    const double tw = run(&dev, warm).time_s, tc = run(&dev, cold).time_s;
+    ck_assert_msg(tc > 1.5 * tw, "variant %u: cold %g s, warm %g s", v, tc, tw);
+    REL(tc, run(&last, warm).time_s);
+    /* a table past the last point: the same either way */
+    sc_op_desc big = DESC("embedding", v, SC_DTYPE_FP32, 100000, 256, 400000);
+    sc_op_desc bigc = big;
+    bigc.flags = SC_OP_COLD;
+    REL(run(&dev, bigc).time_s, run(&dev, big).time_s);
+  }
+  /* without curves: cold as with no cache rate (every byte from memory) */
+  sc_device plain = a100();
+  plain.launch_s = 0;
+  plain.cache_bw_Bps = 1e13;
+  plain.l2_bytes = 40e6;
+  plain.write_allocate = 1;
+  sc_device nocache = plain;
+  nocache.cache_bw_Bps = 0;
+  for (uint32_t v = 0; v < SC_EMBED_VARIANT_COUNT; v++) {
+    sc_op_desc o = DESC("embedding", v, SC_DTYPE_FP32, 1000, 256, 4000);
+    o.flags = SC_OP_COLD;
+    sc_op_desc w = o;
+    w.flags = 0;
+    REL(run(&plain, o).time_s, run(&nocache, w).time_s);
+    ck_assert(run(&plain, o).time_s > run(&plain, w).time_s);
+  }
+  /* ids in order: the gather curve's time goes */
+  sc_op_desc pos = DESC("embedding", SC_EMBED_FWD, SC_DTYPE_FP32, 1000, 256, 1000);
+  pos.flags = SC_OP_COLD;
+  const double with_rows = run(&dev, pos).time_s;
+  pos.flags = SC_OP_COLD | SC_OP_ROWS_IN_ORDER;
+  REL(run(&dev, pos).time_s, with_rows - 1000 * 120e-9);
+  /* other families: the flags change nothing */
+  sc_op_desc g = DESC("gemm", 0, SC_DTYPE_FP32, 1, 512, 512, 512);
+  const double tg = run(&dev, g).time_s;
+  g.flags = SC_OP_COLD | SC_OP_ROWS_IN_ORDER;
+  REL(run(&dev, g).time_s, tg);
+}
+END_TEST
+
 /* A row kernel's rate by row width: sc_device_row_rate interpolates the stated multiples
  * linearly in log2(cols) between stated widths and holds the nearest beyond them; the norm's
  * compute time divides by it; unstated kernels and families keep their rate. */
@@ -916,6 +984,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_write_allocate);
   tcase_add_test(tc, test_rmw_rate);
   tcase_add_test(tc, test_gather_curve);
+  tcase_add_test(tc, test_embedding_cold);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_softmax_exposure);
   tcase_add_test(tc, test_fill_curve);

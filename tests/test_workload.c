@@ -239,6 +239,19 @@ START_TEST(test_hand_shapes) {
   ck_assert_int_eq(find_op(f, "qkv")->where, SC_WHERE_LAYER);
   ck_assert_uint_eq(find_op(f, "embed")->repeat, 1);
   ck_assert_int_eq(find_op(f, "embed")->where, SC_WHERE_STAGE);
+  /* the embedding's table is cold in a step; the positions come in order; nothing else is
+   * flagged */
+  ck_assert_uint_eq(find_op(f, "embed")->desc.flags, SC_OP_COLD);
+  ck_assert_uint_eq(find_op(f, "embed_pos")->desc.flags, SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
+  ck_assert_uint_eq(find_op(f, "qkv")->desc.flags, 0);
+  ck_assert_uint_eq(find_op(f, "norm1")->desc.flags, 0);
+  {
+    const sc_work_list *b = &W.per_micro[SC_PHASE_BWD];
+    ck_assert_uint_eq(find_op(b, "embed.bwd")->desc.flags, SC_OP_COLD);
+    ck_assert_uint_eq(find_op(b, "embed_pos.bwd")->desc.flags,
+                      SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
+    ck_assert_uint_eq(find_op(b, "embed_dropout.bwd")->desc.flags, 0);
+  }
   ck_assert_ptr_null(find_op(f, "logits"));
   ck_assert_ptr_null(find_op(f, "rope"));
   /* SP collectives: all-gather before QKV and fc1, reduce-scatter after proj and fc2,

@@ -23,6 +23,12 @@
  * priced apart (sc__op_fill_s): at the device's measured fill rate for a table of that size
  * where it states one, else in the caches while the table fits the last-level cache and
  * streamed to memory past it (tests/bench/embed_sweep.c).
+ * Cold (op->flags & SC_OP_COLD, set by the workload: in a training step the table and the
+ * gradients were last touched a step before): every working set above, and the fill's,
+ * past every cache the device describes (SC__OP_COLD_WS): the roofline's traffic at the
+ * miss share, the fill and the rows at the curves' last points (docs/operators.md, "Cold
+ * parameters"). `stepcast sample` measures warm, back to back, and prices warm. Ids in
+ * order (op->flags & SC_OP_ROWS_IN_ORDER, the position embedding's): no gather curve time.
  * Arithmetic at the device's fp32 rate.
  */
 #include "op_common.h"
@@ -53,20 +59,26 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     bytes = 3.0 * e * t * h + 8.0 * t + v * h * (e + 8.0); /* after the fill */
   }
   /* working set: the forward's distinct rows and its output; the backward touches the
-   * gradient table (filled, then read) and the fp32 main gradient (read, write) */
+   * gradient table (filled, then read) and the fp32 main gradient (read, write). Cold
+   * (SC_OP_COLD: in a training step, the table and the gradients last touched a step
+   * before): past every cache, for the roofline, the fill and the rows alike. */
+  const int cold = (op->flags & SC_OP_COLD) != 0;
   double ws = bwd ? e * t * h + 8.0 * t + v * h * (e + 4.0)
                   : e * h * (sc_expected_distinct(t, v) + t) + 8.0 * t;
+  if (cold) ws = SC__OP_COLD_WS;
   /* fresh writes: the forward's output; the backward's scatter and accumulate write in
    * place */
   sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
                       bwd ? 0.0 : e * t * h, out);
   if (bwd) {
-    out->time_s += sc__op_fill_s(dev, fill);
+    out->time_s += sc__op_fill_at_s(dev, fill, cold ? SC__OP_COLD_WS : fill);
     out->bytes += fill;
     bytes += fill;
   }
-  /* the rows' starts (0: no gather curve stated) */
-  out->time_s += t * sc_device_gather_row_s(dev, bwd ? e * (v + t) * h + 8.0 * t : ws);
+  /* the rows' starts (0: no gather curve stated; none when the ids come in order) */
+  if (!(op->flags & SC_OP_ROWS_IN_ORDER))
+    out->time_s += t * sc_device_gather_row_s(dev, cold ? SC__OP_COLD_WS
+                                                  : bwd ? e * (v + t) * h + 8.0 * t : ws);
   double f[NFEATURES] = {sc__op_log10(bytes), sc__op_log10(t), sc__op_log2(h), sc__op_log10(v),
                          (double)bwd};
   out->nfeatures = NFEATURES;

@@ -101,25 +101,35 @@ static inline int sc__op_vector_peak(const sc_device *dev, const char *family, u
   return SC_OK;
 }
 
-/* The time to zero-fill a buffer of fill bytes (memset, zero_()): at the device's measured
- * fill rate for that size where it states one (sc_device_fill_bw); else at the cache rate
- * while the buffer fits the last-level cache (the stores land there) and streamed to memory
- * past it, which a write-allocate device's STREAM count prices at 4/3 of mem_bw_Bps (no line
- * is read first), split by the measured miss-share curve's share at that size where the
- * device states one instead of at the cache's nominal size; every fill streamed on a device
- * without a cache rate. docs/operators.md, "Zero-fills". */
-static inline double sc__op_fill_s(const sc_device *dev, double fill) {
-  const double measured = sc_device_fill_bw(dev, fill);
+/* The time to zero-fill a buffer of fill bytes (memset, zero_()) whose cache state is that
+ * of a buffer of at bytes (fill itself, or SC__OP_COLD_WS for a cold one): at the device's
+ * measured fill rate for that size where it states one (sc_device_fill_bw); else at the
+ * cache rate while the buffer fits the last-level cache (the stores land there) and
+ * streamed to memory past it, which a write-allocate device's STREAM count prices at 4/3 of
+ * mem_bw_Bps (no line is read first), split by the measured miss-share curve's share at
+ * that size where the device states one instead of at the cache's nominal size; every fill
+ * streamed on a device without a cache rate. docs/operators.md, "Zero-fills".
+ * sc__op_fill_s: at = fill. */
+static inline double sc__op_fill_at_s(const sc_device *dev, double fill, double at) {
+  const double measured = sc_device_fill_bw(dev, at);
   if (measured > 0.0) return fill / measured;
   double dram = dev->mem_bw_Bps * dev->mem_efficiency;
   if (dev->write_allocate) dram *= 4.0 / 3.0;
   if (!(dev->cache_bw_Bps > dram)) return fill / dram;
   if (dev->cache_miss_points > 0) {
-    double g = sc_device_miss_share(dev, fill);
+    double g = sc_device_miss_share(dev, at);
     return g * fill / dram + (1.0 - g) * fill / dev->cache_bw_Bps;
   }
-  return fill < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
+  return at < dev->l2_bytes ? fill / dev->cache_bw_Bps : fill / dram;
 }
+static inline double sc__op_fill_s(const sc_device *dev, double fill) {
+  return sc__op_fill_at_s(dev, fill, fill);
+}
+
+/* The working set at which an operator's cold operands (SC_OP_COLD) are priced: past every
+ * cache a device describes, so that every curve by working set gives its last point and
+ * the smooth hit rate ws / (ws + cache) is 1 to double precision. */
+#define SC__OP_COLD_WS 1e18
 
 /* out for an operator whose device time is t seconds (launch overhead added): bound, unless
  * the launch dominates (latency); flops and bytes as given; the features cleared. */

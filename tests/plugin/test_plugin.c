@@ -569,20 +569,24 @@ START_TEST(test_memo_op) {
   ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &op, &b, &err), SC_OK);
   ck_assert_uint_eq(count_calls, 5);
   op.ndims = 3;
-  strcpy(dev.name, "othergpu");
+  op.flags = SC_OP_COLD; /* cold parameters: another question */
   ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &op, &b, &err), SC_OK);
   ck_assert_uint_eq(count_calls, 6);
+  op.flags = 0;
+  strcpy(dev.name, "othergpu");
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &op, &b, &err), SC_OK);
+  ck_assert_uint_eq(count_calls, 7);
   /* Back to the first question: a hit. */
   strcpy(dev.name, "testgpu");
   ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &op, &b, &err), SC_OK);
-  ck_assert_uint_eq(count_calls, 6);
+  ck_assert_uint_eq(count_calls, 7);
   sc_registry_memo_stats(reg, &hits, &lookups);
   ck_assert_uint_eq(hits, 3);
-  ck_assert_uint_eq(lookups, 9);
+  ck_assert_uint_eq(lookups, 10);
   /* Clearing forgets. */
   sc_registry_memo_clear(reg);
   ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &op, &b, &err), SC_OK);
-  ck_assert_uint_eq(count_calls, 7);
+  ck_assert_uint_eq(count_calls, 8);
   sc_registry_free(reg);
 }
 END_TEST

@@ -500,7 +500,24 @@ typedef struct sc_op_desc {
   sc_dtype dtype;
   uint32_t ndims;
   int64_t dims[SC_OP_MAX_DIMS];
+  /* Appended at ABI 1.0 (0: none): SC_OP_* bits saying how the operator runs within the
+   * step. A plugin that has no use for one prices the operator as without it. */
+  uint32_t flags;
 } sc_op_desc;
+
+/* sc_op_desc.flags: the operator's parameters (a table it reads, the gradients it fills and
+ * accumulates into) were last touched a whole training step before, and everything the
+ * step did since has evicted them: they come from memory, not from a cache. The workload
+ * sets it on the embedding's lookups and backwards; `stepcast sample` measures operators
+ * back to back on the same buffers (warm) and sets none. The embedding prices a cold table
+ * at a working set past every cache the device describes (docs/operators.md, "Cold
+ * parameters"). */
+#define SC_OP_COLD 1u
+/* sc_op_desc.flags: an embedding whose ids come in order (learned positions: 0, 1, 2, ...),
+ * so that its rows are one stream and none starts where the prefetcher has none: no gather
+ * curve time (docs/operators.md, "Gathers"). The workload sets it on the position
+ * embedding's lookup and backward. */
+#define SC_OP_ROWS_IN_ORDER 2u
 
 /* What an estimator returns for one operator or collective. */
 typedef struct sc_estimate {

@@ -78,8 +78,8 @@ static inline void sc__kput_u64(sc__kbuf *b, uint64_t v) { sc__kput(b, &v, sizeo
 static inline void sc__kput_f64(sc__kbuf *b, double v) { sc__kput(b, &v, sizeof v); }
 size_t sc__memo_key_op(unsigned char *buf, size_t cap, const sc_device *dev,
                        const sc_op_desc *op) {
-  /* 'O', variant, dtype, ndims, dims[ndims], device name + NUL, family + NUL. */
-  uint32_t head[3];
+  /* 'O', variant, dtype, ndims, flags, dims[ndims], device name + NUL, family + NUL. */
+  uint32_t head[4];
   uint32_t nd = op->ndims <= SC_OP_MAX_DIMS ? op->ndims : SC_OP_MAX_DIMS;
   size_t dlen = strnlen(dev->name, sizeof dev->name);
   size_t flen = strlen(op->family);
@@ -95,6 +95,7 @@ size_t sc__memo_key_op(unsigned char *buf, size_t cap, const sc_device *dev,
   head[0] = op->variant;
   head[1] = (uint32_t)op->dtype;
   head[2] = nd;
+  head[3] = op->flags;
   *p++ = 'O';
   memcpy(p, head, sizeof head);
   p += sizeof head;

@@ -31,7 +31,7 @@
 
 static int okey_eq(const sc__sweep_omemo_key *a, const sc__sweep_omemo_key *b) {
   if (a->family != b->family || a->variant != b->variant || a->dtype != b->dtype ||
-      a->ndims != b->ndims)
+      a->ndims != b->ndims || a->flags != b->flags)
     return 0;
   for (uint32_t i = 0; i < a->ndims; i++)
     if (a->dims[i] != b->dims[i]) return 0;
@@ -58,8 +58,10 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err)
     k.variant = d->variant;
     k.dtype = (uint32_t)d->dtype;
     k.ndims = d->ndims;
+    k.flags = d->flags;
     uint64_t x = (uint64_t)(uintptr_t)d->family * 0x9E3779B97F4A7C15ull;
-    x ^= ((uint64_t)k.variant << 40) ^ ((uint64_t)k.dtype << 32) ^ k.ndims;
+    x ^= ((uint64_t)k.variant << 40) ^ ((uint64_t)k.dtype << 32) ^ k.ndims ^
+         ((uint64_t)k.flags << 20);
     for (uint32_t i = 0; i < d->ndims; i++) {
       k.dims[i] = d->dims[i];
       x = (x ^ (uint64_t)d->dims[i]) * 0x100000001B3ull;

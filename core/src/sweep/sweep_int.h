@@ -27,7 +27,7 @@ typedef struct sc__sweep_chunk_val {
 #define SC__SWEEP_OMEMO 8192u /* power of two */
 typedef struct sc__sweep_omemo_key {
   const char *family;
-  uint32_t variant, dtype, ndims, pad;
+  uint32_t variant, dtype, ndims, flags;
   int64_t dims[SC_OP_MAX_DIMS];
 } sc__sweep_omemo_key;
 typedef struct sc__sweep_omemo {

@@ -269,6 +269,7 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
   o->desc.dtype = B->d.act;
   o->desc.ndims = nd;
   for (uint32_t i = 0; i < SC_OP_MAX_DIMS; i++) o->desc.dims[i] = i < nd ? dims[i] : 0;
+  o->desc.flags = 0;
   copy_label(o->label, label);
   o->phase = ph;
   o->repeat = rep;
@@ -486,6 +487,13 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
 }
 
+/* The operator op() just appended (when it appended one) gets flags (SC_OP_*): the
+ * embedding's parameters are cold, last touched a step before; the position embedding's
+ * rows come in order. */
+static void flag(const bld *B, sc_work_list *l, uint32_t before, uint32_t flags) {
+  if (!B->overflow && l->nops > before) l->ops[l->nops - 1].desc.flags |= flags;
+}
+
 static void embedding_fwd(bld *B, sc_work_list *l) {
   const sc__dims *d = &B->d;
   const sc_model *m = B->m;
@@ -493,10 +501,14 @@ static void embedding_fwd(bld *B, sc_work_list *l) {
   sc_work_where S = SC_WHERE_STAGE;
   /* VocabParallelEmbedding: each rank looks up its vocabulary rows (zeros elsewhere), then
    * the partial sums are all-reduced (SP: reduce-scattered along the sequence). */
+  uint32_t n0 = l->nops;
   op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed", DIMS(d->T, d->h, d->V_t));
+  flag(B, l, n0, SC_OP_COLD);
   tp_reduce(B, l, ph, 1, S, "embed.ar", "embed.rs");
   if (m->position == SC_POS_LEARNED) {
+    n0 = l->nops;
     op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed_pos", DIMS(d->T_sp, d->h, m->max_seq));
+    flag(B, l, n0, SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
     op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_ADD, "embed_pos_add", DIMS(d->T_sp * d->h));
   }
   op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_FWD, "embed_dropout", DIMS(d->T_sp * d->h));
@@ -510,12 +522,16 @@ static void embedding_bwd(bld *B, sc_work_list *l) {
   op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_BWD, "embed_dropout.bwd",
      DIMS(d->T_sp * d->h));
   if (m->position == SC_POS_LEARNED) {
+    uint32_t n0 = l->nops;
     op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed_pos.bwd",
        DIMS(d->T_sp, d->h, m->max_seq));
+    flag(B, l, n0, SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
   }
   /* The backward of the reduce-scatter is an all-gather; of the all-reduce, the identity. */
   sp_gather(B, l, ph, 1, S, "embed.ag");
+  uint32_t n0 = l->nops;
   op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed.bwd", DIMS(d->T, d->h, d->V_t));
+  flag(B, l, n0, SC_OP_COLD);
 }
 
 static void output_fwd(bld *B, sc_work_list *l) {
