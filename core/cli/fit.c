@@ -395,11 +395,10 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
   rule_text(rule, an, text, sizeof text);
   fprintf(out, "\nThe rule for the model --estimator uses, per family and target: %s; none "
           "(the %s) when neither qualifies. Selected: that rule applied to the training rows "
-          "alone (cross-validated, their largest %.0f%% held out and their chained splits), "
-          "scored on the held-out rows: what --estimator would have reached on shapes it never "
-          "saw. The active models below follow the rule on every row and are fitted on every "
-          "row.\n",
-          text, an, 100.0 * heldout);
+          "alone (cross-validated and their largest %.0f%% held out%s), scored on the "
+          "held-out rows: what --estimator would have reached on shapes it never saw. The "
+          "active models below follow the rule on every row and are fitted on every row.\n",
+          text, an, 100.0 * heldout, rule->chain ? ", and their chained splits" : "");
 }
 
 /* Append feature j's name, quoted, to fd->names (the list residuals.toml writes). */
