@@ -439,6 +439,25 @@ START_TEST(vary_parse_apply) {
                 "%s", err.msg);
   ck_assert(sc_vary_parse("hardware.flops_efficiency=1e-300x", &v, &err) == SC_OK);
   ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
+  /* a CPU's figures; a multiplier of one the device does not state (0) is refused */
+  ck_assert(sc_vary_parse("hardware.rmw_bw_Bps=2x,4.5e10", &v, &err) == SC_OK);
+  d = dev;
+  d.rmw_bw_Bps = 4e10;
+  ck_assert(sc_vary_apply(&v, 0, &d, &t, &err) == SC_OK);
+  ck_assert(d.rmw_bw_Bps == 8e10);
+  d.rmw_bw_Bps = 0;
+  ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "--vary hardware.rmw_bw_Bps: 2x of a figure") &&
+                    strstr(err.msg, "does not state (0); give an absolute value"), "%s", err.msg);
+  ck_assert(sc_vary_apply(&v, 1, &d, &t, &err) == SC_OK);
+  ck_assert(d.rmw_bw_Bps == 4.5e10);
+  ck_assert(sc_vary_parse("hardware.cache_bw_Bps=0.5x", &v, &err) == SC_OK);
+  d.cache_bw_Bps = 1e11;
+  ck_assert(sc_vary_apply(&v, 0, &d, &t, &err) == SC_OK);
+  ck_assert(d.cache_bw_Bps == 5e10);
+  ck_assert(sc_vary_parse("hardware.vector_flops_per_s=1e2", &v, &err) == SC_OK);
+  ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC); /* below 1e3 FLOP/s */
+  d = dev;
   ck_assert(sc_vary_parse("topology.tier[0].latency_s=5", &v, &err) == SC_OK);
   ck_assert_int_eq(sc_vary_apply(&v, 0, &d, &t, &err), SC_ESPEC);
   ck_assert_msg(strstr(err.msg, "5 s is outside [0, 1]"), "%s", err.msg);

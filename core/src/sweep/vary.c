@@ -31,6 +31,10 @@ static const vfield hw_fields[] = {
     {"attention_fwd_efficiency", offsetof(sc_device, attention_fwd_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
     {"attention_bwd_efficiency", offsetof(sc_device, attention_bwd_efficiency), SC_RANGE_EFFICIENCY_MIN, 1, ""},
     {"peak_flops_per_s", offsetof(sc_device, peak_flops_per_s), SC_RANGE_FLOPS_MIN, SC_RANGE_FLOPS_MAX, " FLOP/s"},
+    /* a CPU's (docs/formats.md): the cache rate, the in-place rate, the vector kernels' */
+    {"cache_bw_Bps", offsetof(sc_device, cache_bw_Bps), SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, " B/s"},
+    {"rmw_bw_Bps", offsetof(sc_device, rmw_bw_Bps), SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, " B/s"},
+    {"vector_flops_per_s", offsetof(sc_device, vector_flops_per_s), SC_RANGE_FLOPS_MIN, SC_RANGE_FLOPS_MAX, " FLOP/s"},
 };
 
 static const vfield tier_fields[] = {
@@ -215,6 +219,9 @@ int sc_vary_apply(const sc_vary *v, uint32_t i, sc_device *dev, sc_topology *t, 
     int attn = v->offset == offsetof(sc_device, attention_fwd_efficiency) ||
                v->offset == offsetof(sc_device, attention_bwd_efficiency);
     if (attn && old == 0) old = sc_device_matmul_efficiency(dev, SC_DTYPE_BF16); /* not stated */
+    if (mult && old == 0)
+      return sc_error_set(err, SC_ESPEC, "--vary %s: %s of a figure '%s' does not state (0); "
+                          "give an absolute value", v->field, v->text[i], dev->name);
     double nv = mult ? old * x : x;
     int rc = check_value(v, f, nv, err);
     if (rc != SC_OK) return rc;
