@@ -58,6 +58,14 @@ static void shape_string(const sc_op_desc *d, char *buf, size_t cap) {
   }
 }
 
+/* The descriptor's flags as words for the table (SC_OP_COLD "cold", SC_OP_ROWS_IN_ORDER
+ * "ordered"), comma-separated; "" for none. */
+static void flags_string(uint32_t flags, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s%s", (flags & SC_OP_COLD) ? "cold" : "",
+           (flags & SC_OP_COLD) && (flags & SC_OP_ROWS_IN_ORDER) ? "," : "",
+           (flags & SC_OP_ROWS_IN_ORDER) ? "ordered" : "");
+}
+
 typedef struct ctx {
   sc_registry *reg;
   const sc_device *dev;
@@ -89,9 +97,13 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
     double total = e.time_s * o->repeat;
     *time_s += total;
     *flops += e.flops * o->repeat;
+    char fl[40];
+    flags_string(o->desc.flags, fl, sizeof fl);
     if (c->fmt == FMT_TABLE) {
+      char shown[220];
+      snprintf(shown, sizeof shown, "%s%s%s%s", shape, fl[0] ? " (" : "", fl, fl[0] ? ")" : "");
       printf("    %-22s %-13s %-26s %5u %12.3f %10.2f  %-8s %11.2f %11.2f\n", o->label,
-             o->desc.family, shape, o->repeat, e.flops / 1e9, e.bytes / 1e6,
+             o->desc.family, shown, o->repeat, e.flops / 1e9, e.bytes / 1e6,
              sc_cli_bound_name(e.bound), e.time_s * 1e6, total * 1e6);
     } else if (c->fmt == FMT_JSON) {
       printf("%s{\"label\": \"%s\", \"family\": \"%s\", \"variant\": %u, \"dtype\": \"%s\", "
@@ -101,9 +113,12 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       for (uint32_t k = 0; k < o->desc.ndims; k++) {
         printf("%s%lld", k ? ", " : "", (long long)o->desc.dims[k]);
       }
-      printf("], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, \"bytes\": %.17g, "
-             "\"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
-             o->repeat, o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
+      printf("], \"flags\": [%s%s%s], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, "
+             "\"bytes\": %.17g, \"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
+             (o->desc.flags & SC_OP_COLD) ? "\"cold\"" : "",
+             (o->desc.flags & SC_OP_COLD) && (o->desc.flags & SC_OP_ROWS_IN_ORDER) ? ", " : "",
+             (o->desc.flags & SC_OP_ROWS_IN_ORDER) ? "\"rows_in_order\"" : "", o->repeat,
+             o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
              sc_cli_bound_name(e.bound), e.time_s, total);
     } else {
       printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,
