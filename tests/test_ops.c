@@ -563,6 +563,24 @@ START_TEST(test_embedding_cold) {
     bigc.flags = SC_OP_COLD;
     REL(run(&dev, bigc).time_s, run(&dev, big).time_s);
   }
+  /* a measured cold fill rate: the cold backward's fill at it instead of the fill curve's
+   * last point; the memcpy family's cold FILL too, its warm FILL at the fill curve */
+  {
+    sc_op_desc cb = DESC("embedding", SC_EMBED_BWD, SC_DTYPE_FP32, 1000, 256, 4000);
+    cb.flags = SC_OP_COLD;
+    const double before = run(&dev, cb).time_s, fill = 4.0 * 256 * 4000;
+    sc_device dc = dev;
+    dc.fill_cold_points = 2;
+    dc.fill_cold_bytes[0] = 1e6, dc.fill_cold_bw_Bps[0] = 3e11;
+    dc.fill_cold_bytes[1] = 1e8, dc.fill_cold_bw_Bps[1] = 6e11;
+    const double rate = 3e11 + 3e11 * log2(fill / 1e6) / log2(100.0);
+    REL(sc_device_fill_cold_bw(&dc, fill), rate);
+    REL(run(&dc, cb).time_s, before - fill / 2e12 + fill / rate);
+    sc_op_desc f = DESC("memcpy", SC_MEMCPY_FILL, SC_DTYPE_FP32, 4096000);
+    REL(run(&dc, f).time_s, 4096000 / sc_device_fill_bw(&dc, 4096000));
+    f.flags = SC_OP_COLD;
+    REL(run(&dc, f).time_s, 4096000 / rate);
+  }
   /* without curves: cold as with no cache rate (every byte from memory) */
   sc_device plain = a100();
   plain.launch_s = 0;

@@ -294,6 +294,7 @@ static const bad_case bad_cases[] = {
   {"hw_cpu_bad_rmw.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'rmw_bw_Bps'", "must be > 0"},
   {"hw_cpu_gather_falling.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'gather_row_s.16777216'", "does not cost less per row"},
   {"hw_cpu_gather_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'gather_row_s.2097152'", "must be in [0, 0.001]"},
+  {"hw_cpu_fill_cold_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'fill_cold_bw_Bps.2097152'", "0.03"},
   {"hw_cpu_bad_kernel_index.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.16'", "variant index in [0, 16)"},
   {"hw_cpu_bad_kernel_name.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.ln'", "variant index"},
   {"hw_cpu_bad_kernel_rate.toml", SC_SPEC_HARDWARE, ":12:1: ", "key 'kernel_flops_per_s.norm.1'", "must be > 0"},

@@ -107,6 +107,13 @@ static void print_device(const sc_device *d, const char *path) {
       printf("%s %.3g %.1f", j ? "," : "", d->fill_bytes[j] / 1e6, d->fill_bw_Bps[j] / 1e9);
     printf("\n");
   }
+  if (d->fill_cold_points > 0) {
+    printf("  %-16s (MB: GB/s):", "cold zero-fill");
+    for (uint32_t j = 0; j < d->fill_cold_points && j < SC_CACHE_CURVE_POINTS; j++)
+      printf("%s %.3g %.1f", j ? "," : "", d->fill_cold_bytes[j] / 1e6,
+             d->fill_cold_bw_Bps[j] / 1e9);
+    printf("\n");
+  }
   if (d->gather_points > 0) {
     printf("  %-16s (MB: ns per row):", "gather rows");
     for (uint32_t j = 0; j < d->gather_points && j < SC_CACHE_CURVE_POINTS; j++)

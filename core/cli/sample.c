@@ -665,6 +665,11 @@ typedef struct micro_run {
   int nfill;
   double fill_bytes[CACHE_CURVE_N], fill_rate[CACHE_CURVE_N];
   sc_measurement mfill[CACHE_CURVE_N];
+  /* ... and of a cold buffer (each call after an eviction: measure_fill_cold_curve);
+   * nfill_cold = 0 when not measured */
+  int nfill_cold;
+  double fill_cold_bytes[CACHE_CURVE_N], fill_cold_rate[CACHE_CURVE_N];
+  sc_measurement mfill_cold[CACHE_CURVE_N];
   double bw_runs[SAMPLE_MAX_BW_RUNS + 1]; /* STREAM Add: before, through and after the plan */
   int nbw;
   /* CPU: the in-place read-modify-write rate (rmw_rate) at the same points: rmw[0] the
@@ -774,6 +779,13 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
                "each size (bytes), bytes per second (micro.fill_curve)\n");
     for (int j = 0; j < r->nfill; j++)
       fprintf(o, "%.0f = %.4g\n", r->fill_bytes[j], r->fill_rate[j]);
+  }
+  if (r->nfill_cold > 0) {
+    fprintf(o, "\n[hardware.fill_cold_bw_Bps]  # MEASURED: the zero-fill (memset) of one cold "
+               "buffer of each size (bytes; each call after reading twice the last-level "
+               "cache), bytes per second (micro.fill_cold_curve)\n");
+    for (int j = 0; j < r->nfill_cold; j++)
+      fprintf(o, "%.0f = %.4g\n", r->fill_cold_bytes[j], r->fill_cold_rate[j]);
   }
   fprintf(o, "\n[hardware.peak_flops_per_s]\nfp32 = %.4g  # MEASURED: cblas_sgemm 2048^3%s "
              "(micro.sgemm_flops_per_s)\n", r->gemm_rate,
@@ -1133,6 +1145,25 @@ static int measure_fill_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
                          r->fill_rate, r->mfill, &r->nfill, err);
 }
 
+/* The zero-fill rate of a cold buffer by size (sc_device_fill_cold_bw): the same fills with
+ * SC_OP_COLD, which the cpu plugin times one call at a time, each after reading an eviction
+ * buffer of twice the last-level cache: the buffer's lines in memory, clean, as a training
+ * step leaves a gradient table it last cleared a step before. Below the C library's
+ * non-temporal threshold memset's ordinary stores then read each line first (docs/
+ * operators.md, "Cold parameters"). */
+static int measure_fill_cold_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
+                                   const sc_device *dev, double llc, double budget_s,
+                                   sc_error *err) {
+  sc_op_desc fill = {0};
+  fill.family = SC_OP_MEMCPY;
+  fill.variant = SC_MEMCPY_FILL;
+  fill.dtype = SC_DTYPE_FP32;
+  fill.ndims = 1;
+  fill.flags = SC_OP_COLD;
+  return measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s, r->fill_cold_bytes,
+                         r->fill_cold_rate, r->mfill_cold, &r->nfill_cold, err);
+}
+
 /* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between
  * blocks; sc_device_gemm_exposed_s). Times GEMMs with one dimension of 16 and two of n, for
  * n = 512, 1024, 2048 and one n >= 4096 whose 4 n^2 bytes are at least twice the last-level
@@ -1275,6 +1306,9 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
     if (tty) fprintf(stderr, "\nzero-fills from 1/512 to 4 x the last-level cache...");
     crc = measure_fill_curve(r, hw, st, dev, caps->llc, quick ? 0.2 : 1.0, err);
     if (crc != SC_OK) return crc;
+    if (tty) fprintf(stderr, "\ncold zero-fills from 1/512 to 4 x the last-level cache...");
+    crc = measure_fill_cold_curve(r, hw, st, dev, caps->llc, quick ? 0.2 : 1.5, err);
+    if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\nGEMMs with a dimension of 16 (exposed operand traffic)...");
     int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
     if (grc != SC_OK) return grc;
@@ -1387,6 +1421,12 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
                  "(round medians %.4g to %.4g), %.4g B/s\n", r->fill_bytes[j], r->fill_bytes[j],
               r->mfill[j].median_s, r->mfill[j].reps, r->mfill[j].p10_s, r->mfill[j].p90_s,
               r->fill_rate[j]);
+    for (int j = 0; j < r->nfill_cold; j++)
+      fprintf(f, "# micro.fill_cold_curve.%.0f = memset of %.0f cold bytes to zero (each call "
+                 "after reading twice the last-level cache): median %.4g s of %u (round medians "
+                 "%.4g to %.4g), %.4g B/s\n", r->fill_cold_bytes[j], r->fill_cold_bytes[j],
+              r->mfill_cold[j].median_s, r->mfill_cold[j].reps, r->mfill_cold[j].p10_s,
+              r->mfill_cold[j].p90_s, r->fill_cold_rate[j]);
     fprintf(f, "# micro.vector_flops_per_s = %.4g\n", r->vector_rate);
     fprintf(f, "# micro.vector = layer-norm forward 256 x 1024 fp32 (7 flops per element, the "
                "norm plugin's count): median %.4g s of %u (min %.4g, max %.4g)\n",

@@ -15,7 +15,10 @@
  * norm, softmax, elementwise, attention, optimizer, embedding and cross-entropy families. Buffers are allocated and
  * filled once, one warm-up call runs, then each timed sample repeats the call enough times to
  * last at least 20 µs (so that clock resolution does not matter) and reports the time per
- * call; samples are taken until min_reps are done and budget_s is spent (at most 255).
+ * call; samples are taken until min_reps are done and budget_s is spent (at most 255). A
+ * cold operator (op->flags & SC_OP_COLD) is timed one call per sample, each after reading an
+ * eviction buffer of twice the device's last-level cache (l2_bytes; 32 to 512 MiB), untimed:
+ * its buffers then come from memory, clean, as a training step leaves its parameters.
  */
 #include <math.h>
 #include <stddef.h>
@@ -44,7 +47,8 @@ static const char *const cpu_keys[] = {"name", "kind", "cpu_model", "mem_bytes",
                                        "row_exposure", "row_rate", "gemm_exposed_bw_Bps",
                                        "gemm_exposed_knee_bytes", "cache_miss_share",
                                        "attention_block_q", "attention_block_k", "fill_bw_Bps",
-                                       "rmw_bw_Bps", "gather_row_s", NULL};
+                                       "rmw_bw_Bps", "gather_row_s", "fill_cold_bw_Bps",
+                                       NULL};
 
 #define CPU_MAX_BYTES (1.5 * 1024 * 1024 * 1024) /* largest working set measure() accepts */
 #define CPU_MAX_SAMPLES 255
@@ -112,6 +116,8 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   if ((rc = sc__hw_cache_miss_share(host, t, dev, err)) != SC_OK) return rc;
   /* The measured zero-fill rate, by buffer size. */
   if ((rc = sc__hw_fill_bw(host, t, dev, err)) != SC_OK) return rc;
+  /* ... and of a cold buffer. */
+  if ((rc = sc__hw_fill_cold_bw(host, t, dev, err)) != SC_OK) return rc;
   /* The measured time per row of a gather past its roofline, by working set. */
   if ((rc = sc__hw_gather_row(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */
@@ -391,14 +397,40 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
     double c = ceil(CPU_MIN_SAMPLE_S / (t1 > 1e-9 ? t1 : 1e-9));
     inner = c > 100000 ? 100000 : (uint32_t)c;
   }
+  /* Cold (SC_OP_COLD): each call timed alone after reading an eviction buffer of twice the
+   * last-level cache (at least 32 MiB, at most 512 MiB; untimed), so that the operator's
+   * buffers come from memory, clean, as a step leaves its parameters; the budget counts the
+   * eviction too. */
+  unsigned char *evict = NULL;
+  size_t nevict = 0;
+  if (op->flags & SC_OP_COLD) {
+    double want = 2.0 * dev->l2_bytes;
+    if (!(want >= 32.0 * 1048576.0)) want = 32.0 * 1048576.0;
+    if (want > 512.0 * 1048576.0) want = 512.0 * 1048576.0;
+    nevict = (size_t)want;
+    if ((evict = malloc(nevict)) == NULL) {
+      cpu_bufs_free(&b);
+      return sc_plugin_fail(err, SC_ENOMEM, "cpu: measure: out of memory (%zu-byte eviction "
+                            "buffer)", nevict);
+    }
+    memset(evict, 1, nevict);
+    inner = 1;
+  }
   start = cpu_now();
   while (n < CPU_MAX_SAMPLES) {
+    if (evict != NULL) { /* one read per line, through a volatile view: not optimised away */
+      const volatile unsigned char *v = evict;
+      unsigned sum = 0;
+      for (size_t i = 0; i < nevict; i += 64) sum += v[i];
+      (void)sum;
+    }
     t0 = cpu_now();
     for (uint32_t r = 0; r < inner; r++) cpu_run(&b);
     t1 = cpu_now();
     samples[n++] = (t1 - t0) / (double)inner;
     if (n >= min_reps && (t1 - start) + (t1 - t0) > budget_s) break;
   }
+  free(evict);
   cpu_bufs_free(&b);
   sc__hw_summarise(samples, n, out);
   return SC_OK;

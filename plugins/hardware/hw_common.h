@@ -436,6 +436,18 @@ static inline int sc__hw_fill_bw(const sc_host *host, const sc_table *t, sc_devi
   return rc;
 }
 
+/* The optional [hardware.fill_cold_bw_Bps] <buffer bytes> = B/s of a CPU
+ * (sc_device_fill_cold_bw), as fill_bw_Bps. */
+static inline int sc__hw_fill_cold_bw(const sc_host *host, const sc_table *t, sc_device *dev,
+                                      sc_error *err) {
+  uint32_t n = 0;
+  int rc = sc__hw_byte_curve(host, t, "fill_cold_bw_Bps", "<buffer bytes> = B/s",
+                             SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, NULL, dev->fill_cold_bytes,
+                             dev->fill_cold_bw_Bps, &n, err);
+  if (rc == SC_OK) dev->fill_cold_points = n;
+  return rc;
+}
+
 /* The optional [hardware.gather_row_s] <working-set bytes> = seconds per row of a CPU
  * (sc_device_gather_row_s): each in [0, 1e-3] and none below the one before. */
 static inline int sc__hw_gather_row(const sc_host *host, const sc_table *t, sc_device *dev,

@@ -26,8 +26,9 @@
  * Cold (op->flags & SC_OP_COLD, set by the workload: in a training step the table and the
  * gradients were last touched a step before): every working set above, and the fill's,
  * past every cache the device describes (SC__OP_COLD_WS): the roofline's traffic at the
- * miss share, the fill and the rows at the curves' last points (docs/operators.md, "Cold
- * parameters"). `stepcast sample` measures warm, back to back, and prices warm. Ids in
+ * miss share, the rows at the gather curve's last point, the fill at the device's cold fill
+ * rate (sc__op_fill_cold_s; the fill curve's last point where it states none)
+ * (docs/operators.md, "Cold parameters"). `stepcast sample` measures warm, back to back, and prices warm. Ids in
  * order (op->flags & SC_OP_ROWS_IN_ORDER, the position embedding's): no gather curve time.
  * Arithmetic at the device's fp32 rate.
  */
@@ -71,7 +72,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   sc__op_roofline_mem(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, ws,
                       bwd ? 0.0 : e * t * h, out);
   if (bwd) {
-    out->time_s += sc__op_fill_at_s(dev, fill, cold ? SC__OP_COLD_WS : fill);
+    out->time_s += cold ? sc__op_fill_cold_s(dev, fill) : sc__op_fill_s(dev, fill);
     out->bytes += fill;
     bytes += fill;
   }

@@ -5,7 +5,8 @@
  *   COPY: bytes moved = 2 * dims[0] (read and write); the destination is a fresh write (read
  *         first by a write-allocate device).
  *   FILL: bytes moved = dims[0] (written), priced as a zero-fill (sc__op_fill_s): at the
- *         device's measured fill rate for a buffer of that size where it states one.
+ *         device's measured fill rate for a buffer of that size where it states one; a cold
+ *         buffer (op->flags & SC_OP_COLD) at its cold fill rate (sc__op_fill_cold_s).
  */
 #include "op_common.h"
 
@@ -21,7 +22,10 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   const int fill = op->variant == SC_MEMCPY_FILL;
   double bytes = (fill ? 1.0 : 2.0) * (double)op->dims[0];
   if (fill) {
-    sc__op_result(dev, sc__op_fill_s(dev, bytes), 0.0, bytes, SC_BOUND_MEMORY, out);
+    sc__op_result(dev,
+                  (op->flags & SC_OP_COLD) ? sc__op_fill_cold_s(dev, bytes)
+                                           : sc__op_fill_s(dev, bytes),
+                  0.0, bytes, SC_BOUND_MEMORY, out);
   } else {
     sc__op_roofline_mem(dev, 1.0, dev->flops_efficiency, 1.0, 0.0, bytes, bytes, 0.5 * bytes,
                         out);

@@ -131,6 +131,14 @@ static inline double sc__op_fill_s(const sc_device *dev, double fill) {
  * the smooth hit rate ws / (ws + cache) is 1 to double precision. */
 #define SC__OP_COLD_WS 1e18
 
+/* The time to zero-fill a cold buffer of fill bytes (SC_OP_COLD): at the device's measured
+ * cold fill rate for that size where it states one (sc_device_fill_cold_bw), else as a fill
+ * past every cache (sc__op_fill_at_s at SC__OP_COLD_WS). */
+static inline double sc__op_fill_cold_s(const sc_device *dev, double fill) {
+  const double measured = sc_device_fill_cold_bw(dev, fill);
+  return measured > 0.0 ? fill / measured : sc__op_fill_at_s(dev, fill, SC__OP_COLD_WS);
+}
+
 /* out for an operator whose device time is t seconds (launch overhead added): bound, unless
  * the launch dominates (latency); flops and bytes as given; the features cleared. */
 static inline void sc__op_result(const sc_device *dev, double t, double flops, double bytes,

@@ -332,6 +332,18 @@ typedef struct sc_device {
   uint32_t gather_points;
   double gather_ws_bytes[SC_CACHE_CURVE_POINTS];
   double gather_row_s[SC_CACHE_CURVE_POINTS];
+  /* Appended at ABI 1.0 (0 points = not stated: a cold buffer fills at the fill curve's
+   * last rate, past the caches). The zero-fill rate of a cold buffer (SC_OP_COLD: last
+   * touched long before, its lines in memory), by its size: at fill_cold_bytes[i]
+   * (increasing) fill_cold_bw_Bps[i] bytes per second. Below a C library's non-temporal
+   * threshold memset's ordinary stores read each line before writing it, so a cold 8 MB
+   * fill runs at about a third of the warm rate on the Zen 4 guest; past it the stores
+   * bypass the caches and cold and warm agree (docs/operators.md, "Cold parameters").
+   * `stepcast sample` measures it as the fill curve, each call after an eviction. Read
+   * through sc_device_fill_cold_bw. */
+  uint32_t fill_cold_points;
+  double fill_cold_bytes[SC_CACHE_CURVE_POINTS];
+  double fill_cold_bw_Bps[SC_CACHE_CURVE_POINTS];
 } sc_device;
 
 /* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)
@@ -352,6 +364,14 @@ static inline double sc_device_fill_bw(const sc_device *dev, double bytes) {
   uint32_t n = dev->fill_points;
   if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
   return n > 0 ? sc__curve_log2(dev->fill_bytes, dev->fill_bw_Bps, n, bytes) : 0.0;
+}
+
+/* The zero-fill rate of a cold buffer of bytes on dev (sc_device.fill_cold_bw_Bps),
+ * interpolated as sc_device_fill_bw; 0 when dev states none. */
+static inline double sc_device_fill_cold_bw(const sc_device *dev, double bytes) {
+  uint32_t n = dev->fill_cold_points;
+  if (n > SC_CACHE_CURVE_POINTS) n = SC_CACHE_CURVE_POINTS;
+  return n > 0 ? sc__curve_log2(dev->fill_cold_bytes, dev->fill_cold_bw_Bps, n, bytes) : 0.0;
 }
 
 /* The time per row that a gather of rows at random places spends on dev beyond its streaming
@@ -508,9 +528,11 @@ typedef struct sc_op_desc {
 /* sc_op_desc.flags: the operator's parameters (a table it reads, the gradients it fills and
  * accumulates into) were last touched a whole training step before, and everything the
  * step did since has evicted them: they come from memory, not from a cache. The workload
- * sets it on the embedding's lookups and backwards; `stepcast sample` measures operators
- * back to back on the same buffers (warm) and sets none. The embedding prices a cold table
- * at a working set past every cache the device describes (docs/operators.md, "Cold
+ * sets it on the embedding's lookups and backwards; `stepcast sample` measures its plan
+ * back to back on the same buffers (warm, no flag) and sets it on the cold fill curve's
+ * fills, which the cpu plugin's measure then times one call at a time after an eviction.
+ * The embedding prices a cold table at a working set past every cache the device
+ * describes and its zero-fill at the cold fill rate (docs/operators.md, "Cold
  * parameters"). */
 #define SC_OP_COLD 1u
 /* sc_op_desc.flags: an embedding whose ids come in order (learned positions: 0, 1, 2, ...),
