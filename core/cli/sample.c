@@ -665,7 +665,7 @@ typedef struct micro_run {
   int nfill;
   double fill_bytes[CACHE_CURVE_N], fill_rate[CACHE_CURVE_N];
   sc_measurement mfill[CACHE_CURVE_N];
-  /* ... and of a cold buffer (each call after an eviction: measure_fill_cold_curve);
+  /* ... and of a cold buffer (each call after an eviction: measure_fill_curve with cold);
    * nfill_cold = 0 when not measured */
   int nfill_cold;
   double fill_cold_bytes[CACHE_CURVE_N], fill_cold_rate[CACHE_CURVE_N];
@@ -1132,36 +1132,27 @@ static int measure_cache_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
  * llc / 512 to 4 llc bytes (cache_curve_512ths), in MICRO_ROUNDS interleaved rounds. A C
  * library switches memset to non-temporal stores near the last-level cache's size, so the
  * rate is not STREAM's: on the Zen 4 guest 95-116 GB/s up to 8 MiB, 42-47 at 20-24 MiB and
- * 70-76 from 32 MiB on (docs/operators.md, "Zero-fills"). */
+ * 70-76 from 32 MiB on (docs/operators.md, "Zero-fills").
+ * With cold, the rate of a cold buffer (sc_device_fill_cold_bw): the same fills with
+ * SC_OP_COLD, which the cpu plugin times one call at a time, each after reading an eviction
+ * buffer of twice the last-level cache: the buffer's lines in memory, clean, as a training
+ * step leaves a gradient table it last cleared a step before. Below the C library's
+ * non-temporal threshold memset's ordinary stores then read each line first (docs/
+ * operators.md, "Cold parameters"). */
 static int measure_fill_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
-                              const sc_device *dev, double llc, double budget_s,
+                              const sc_device *dev, double llc, int cold, double budget_s,
                               sc_error *err) {
   sc_op_desc fill = {0};
   fill.family = SC_OP_MEMCPY;
   fill.variant = SC_MEMCPY_FILL;
   fill.dtype = SC_DTYPE_FP32;
   fill.ndims = 1;
-  return measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s, r->fill_bytes,
-                         r->fill_rate, r->mfill, &r->nfill, err);
-}
-
-/* The zero-fill rate of a cold buffer by size (sc_device_fill_cold_bw): the same fills with
- * SC_OP_COLD, which the cpu plugin times one call at a time, each after reading an eviction
- * buffer of twice the last-level cache: the buffer's lines in memory, clean, as a training
- * step leaves a gradient table it last cleared a step before. Below the C library's
- * non-temporal threshold memset's ordinary stores then read each line first (docs/
- * operators.md, "Cold parameters"). */
-static int measure_fill_cold_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
-                                   const sc_device *dev, double llc, double budget_s,
-                                   sc_error *err) {
-  sc_op_desc fill = {0};
-  fill.family = SC_OP_MEMCPY;
-  fill.variant = SC_MEMCPY_FILL;
-  fill.dtype = SC_DTYPE_FP32;
-  fill.ndims = 1;
-  fill.flags = SC_OP_COLD;
-  return measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s, r->fill_cold_bytes,
-                         r->fill_cold_rate, r->mfill_cold, &r->nfill_cold, err);
+  fill.flags = cold ? SC_OP_COLD : 0;
+  return cold ? measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s,
+                                r->fill_cold_bytes, r->fill_cold_rate, r->mfill_cold,
+                                &r->nfill_cold, err)
+              : measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s,
+                                r->fill_bytes, r->fill_rate, r->mfill, &r->nfill, err);
 }
 
 /* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between
@@ -1304,10 +1295,10 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
     int crc = measure_cache_curve(r, hw, st, dev, caps->llc, quick ? 0.3 : 1.5, err);
     if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\nzero-fills from 1/512 to 4 x the last-level cache...");
-    crc = measure_fill_curve(r, hw, st, dev, caps->llc, quick ? 0.2 : 1.0, err);
+    crc = measure_fill_curve(r, hw, st, dev, caps->llc, 0, quick ? 0.2 : 1.0, err);
     if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\ncold zero-fills from 1/512 to 4 x the last-level cache...");
-    crc = measure_fill_cold_curve(r, hw, st, dev, caps->llc, quick ? 0.2 : 1.5, err);
+    crc = measure_fill_curve(r, hw, st, dev, caps->llc, 1, quick ? 0.2 : 1.5, err);
     if (crc != SC_OK) return crc;
     if (tty) fprintf(stderr, "\nGEMMs with a dimension of 16 (exposed operand traffic)...");
     int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
