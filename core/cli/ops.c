@@ -58,12 +58,22 @@ static void shape_string(const sc_op_desc *d, char *buf, size_t cap) {
   }
 }
 
-/* The descriptor's flags as words for the table (SC_OP_COLD "cold", SC_OP_ROWS_IN_ORDER
- * "ordered"), comma-separated; "" for none. */
-static void flags_string(uint32_t flags, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s%s%s", (flags & SC_OP_COLD) ? "cold" : "",
-           (flags & SC_OP_COLD) && (flags & SC_OP_ROWS_IN_ORDER) ? "," : "",
-           (flags & SC_OP_ROWS_IN_ORDER) ? "ordered" : "");
+/* The descriptor's flags (SC_OP_*) as names, sep between them, each in quote (the table:
+ * "cold", "ordered"; the JSON: "\"cold\"", "\"rows_in_order\""); "" for none. */
+static void flags_string(uint32_t flags, int json, char *buf, size_t cap) {
+  static const struct {
+    uint32_t bit;
+    const char *word, *json;
+  } names[] = {{SC_OP_COLD, "cold", "cold"}, {SC_OP_ROWS_IN_ORDER, "ordered", "rows_in_order"}};
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && n < cap; i++) {
+    if (!(flags & names[i].bit)) continue;
+    int w = json ? snprintf(buf + n, cap - n, "%s\"%s\"", n ? ", " : "", names[i].json)
+                 : snprintf(buf + n, cap - n, "%s%s", n ? "," : "", names[i].word);
+    if (w < 0) break;
+    n += (size_t)w;
+  }
 }
 
 typedef struct ctx {
@@ -97,10 +107,10 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
     double total = e.time_s * o->repeat;
     *time_s += total;
     *flops += e.flops * o->repeat;
-    char fl[40];
-    flags_string(o->desc.flags, fl, sizeof fl);
+    char fl[64];
+    flags_string(o->desc.flags, c->fmt == FMT_JSON, fl, sizeof fl);
     if (c->fmt == FMT_TABLE) {
-      char shown[220];
+      char shown[sizeof shape + sizeof fl + 4];
       snprintf(shown, sizeof shown, "%s%s%s%s", shape, fl[0] ? " (" : "", fl, fl[0] ? ")" : "");
       printf("    %-22s %-13s %-26s %5u %12.3f %10.2f  %-8s %11.2f %11.2f\n", o->label,
              o->desc.family, shown, o->repeat, e.flops / 1e9, e.bytes / 1e6,
@@ -113,12 +123,9 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       for (uint32_t k = 0; k < o->desc.ndims; k++) {
         printf("%s%lld", k ? ", " : "", (long long)o->desc.dims[k]);
       }
-      printf("], \"flags\": [%s%s%s], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, "
+      printf("], \"flags\": [%s], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, "
              "\"bytes\": %.17g, \"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
-             (o->desc.flags & SC_OP_COLD) ? "\"cold\"" : "",
-             (o->desc.flags & SC_OP_COLD) && (o->desc.flags & SC_OP_ROWS_IN_ORDER) ? ", " : "",
-             (o->desc.flags & SC_OP_ROWS_IN_ORDER) ? "\"rows_in_order\"" : "", o->repeat,
-             o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
+             fl, o->repeat, o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
              sc_cli_bound_name(e.bound), e.time_s, total);
     } else {
       printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,

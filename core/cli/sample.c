@@ -1148,11 +1148,10 @@ static int measure_fill_curve(micro_run *r, const sc_hw_plugin *hw, void *st,
   fill.dtype = SC_DTYPE_FP32;
   fill.ndims = 1;
   fill.flags = cold ? SC_OP_COLD : 0;
-  return cold ? measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s,
-                                r->fill_cold_bytes, r->fill_cold_rate, r->mfill_cold,
-                                &r->nfill_cold, err)
-              : measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s,
-                                r->fill_bytes, r->fill_rate, r->mfill, &r->nfill, err);
+  return measure_by_size(hw, st, dev, &fill, llc, 1.0, 64, 4096, budget_s,
+                         cold ? r->fill_cold_bytes : r->fill_bytes,
+                         cold ? r->fill_cold_rate : r->fill_rate, cold ? r->mfill_cold : r->mfill,
+                         cold ? &r->nfill_cold : &r->nfill, err);
 }
 
 /* The operand traffic a CPU BLAS does not overlap with its arithmetic (packing, C between

@@ -115,9 +115,9 @@ static int cpu_describe(void *state, const sc_host *host, const sc_table *file, 
   /* The measured share of traffic that misses the caches, by working set. */
   if ((rc = sc__hw_cache_miss_share(host, t, dev, err)) != SC_OK) return rc;
   /* The measured zero-fill rate, by buffer size. */
-  if ((rc = sc__hw_fill_bw(host, t, dev, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_fill_bw(host, t, dev, 0, err)) != SC_OK) return rc;
   /* ... and of a cold buffer. */
-  if ((rc = sc__hw_fill_cold_bw(host, t, dev, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_fill_bw(host, t, dev, 1, err)) != SC_OK) return rc;
   /* The measured time per row of a gather past its roofline, by working set. */
   if ((rc = sc__hw_gather_row(host, t, dev, err)) != SC_OK) return rc;
   return SC_OK; /* tile_m/n/k = 0: no tile quantisation on a CPU */

@@ -426,25 +426,17 @@ static inline int sc__hw_cache_miss_share(const sc_host *host, const sc_table *t
 }
 
 /* The optional [hardware.fill_bw_Bps] <buffer bytes> = zero-fill rate in B/s of a CPU
- * (sc_device_fill_bw): each rate in [SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX]. */
+ * (sc_device_fill_bw), and with cold the same of a cold buffer,
+ * [hardware.fill_cold_bw_Bps] (sc_device_fill_cold_bw): each rate in [SC_RANGE_BPS_MIN,
+ * SC_RANGE_BPS_MAX]. */
 static inline int sc__hw_fill_bw(const sc_host *host, const sc_table *t, sc_device *dev,
-                                 sc_error *err) {
+                                 int cold, sc_error *err) {
   uint32_t n = 0;
-  int rc = sc__hw_byte_curve(host, t, "fill_bw_Bps", "<buffer bytes> = B/s", SC_RANGE_BPS_MIN,
-                             SC_RANGE_BPS_MAX, NULL, dev->fill_bytes, dev->fill_bw_Bps, &n, err);
-  if (rc == SC_OK) dev->fill_points = n;
-  return rc;
-}
-
-/* The optional [hardware.fill_cold_bw_Bps] <buffer bytes> = B/s of a CPU
- * (sc_device_fill_cold_bw), as fill_bw_Bps. */
-static inline int sc__hw_fill_cold_bw(const sc_host *host, const sc_table *t, sc_device *dev,
-                                      sc_error *err) {
-  uint32_t n = 0;
-  int rc = sc__hw_byte_curve(host, t, "fill_cold_bw_Bps", "<buffer bytes> = B/s",
-                             SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, NULL, dev->fill_cold_bytes,
-                             dev->fill_cold_bw_Bps, &n, err);
-  if (rc == SC_OK) dev->fill_cold_points = n;
+  int rc = sc__hw_byte_curve(host, t, cold ? "fill_cold_bw_Bps" : "fill_bw_Bps",
+                             "<buffer bytes> = B/s", SC_RANGE_BPS_MIN, SC_RANGE_BPS_MAX, NULL,
+                             cold ? dev->fill_cold_bytes : dev->fill_bytes,
+                             cold ? dev->fill_cold_bw_Bps : dev->fill_bw_Bps, &n, err);
+  if (rc == SC_OK) *(cold ? &dev->fill_cold_points : &dev->fill_points) = n;
   return rc;
 }
 

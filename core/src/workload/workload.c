@@ -254,14 +254,15 @@ static void copy_label(char dst[32], const char *src) {
   dst[n] = '\0';
 }
 
-/* Append one operator; model FLOPs are accumulated into w->flops/gemm_flops. */
-static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
-               const char *family, uint32_t variant, const char *label, const int64_t *dims,
-               uint32_t nd) {
-  if (rep == 0) return;
+/* Append one operator; model FLOPs are accumulated into w->flops/gemm_flops. Returns it (to
+ * set desc.flags on), or NULL when none was appended (rep 0, or the list full). */
+static sc_work_op *op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep,
+                      sc_work_where where, const char *family, uint32_t variant,
+                      const char *label, const int64_t *dims, uint32_t nd) {
+  if (rep == 0) return NULL;
   if (l->nops >= SC_WORK_MAX_OPS) {
     B->overflow = 1;
-    return;
+    return NULL;
   }
   sc_work_op *o = &l->ops[l->nops++];
   o->desc.family = family;
@@ -274,7 +275,7 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
   o->phase = ph;
   o->repeat = rep;
   o->where = where;
-  if (ph > SC_PHASE_RECOMPUTE) return;
+  if (ph > SC_PHASE_RECOMPUTE) return o;
   if (strcmp(family, SC_OP_GEMM) == 0) {
     double f = 2.0 * (double)dims[0] * (double)dims[1] * (double)dims[2] * (double)dims[3] * rep;
     B->w->flops[ph] += f;
@@ -286,6 +287,12 @@ static void op(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where
     if (variant == SC_ATTN_FLASH_BWD) f *= 2.0;
     B->w->flops[ph] += f;
   }
+  return o;
+}
+
+/* desc.flags of an operator op() appended (SC_OP_*; nothing when it appended none). */
+static void set_flags(sc_work_op *o, uint32_t flags) {
+  if (o != NULL) o->desc.flags = flags;
 }
 
 #define DIMS(...) (const int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -487,13 +494,6 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
 }
 
-/* The operator op() just appended (when it appended one) gets flags (SC_OP_*): the
- * embedding's parameters are cold, last touched a step before; the position embedding's
- * rows come in order. */
-static void flag(const bld *B, sc_work_list *l, uint32_t before, uint32_t flags) {
-  if (!B->overflow && l->nops > before) l->ops[l->nops - 1].desc.flags |= flags;
-}
-
 static void embedding_fwd(bld *B, sc_work_list *l) {
   const sc__dims *d = &B->d;
   const sc_model *m = B->m;
@@ -501,14 +501,14 @@ static void embedding_fwd(bld *B, sc_work_list *l) {
   sc_work_where S = SC_WHERE_STAGE;
   /* VocabParallelEmbedding: each rank looks up its vocabulary rows (zeros elsewhere), then
    * the partial sums are all-reduced (SP: reduce-scattered along the sequence). */
-  uint32_t n0 = l->nops;
-  op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed", DIMS(d->T, d->h, d->V_t));
-  flag(B, l, n0, SC_OP_COLD);
+  /* the tables were last touched a step before (SC_OP_COLD); positions come in order */
+  set_flags(op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed", DIMS(d->T, d->h, d->V_t)),
+            SC_OP_COLD);
   tp_reduce(B, l, ph, 1, S, "embed.ar", "embed.rs");
   if (m->position == SC_POS_LEARNED) {
-    n0 = l->nops;
-    op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed_pos", DIMS(d->T_sp, d->h, m->max_seq));
-    flag(B, l, n0, SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
+    set_flags(op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_FWD, "embed_pos",
+                 DIMS(d->T_sp, d->h, m->max_seq)),
+              SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
     op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_ADD, "embed_pos_add", DIMS(d->T_sp * d->h));
   }
   op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_FWD, "embed_dropout", DIMS(d->T_sp * d->h));
@@ -522,16 +522,15 @@ static void embedding_bwd(bld *B, sc_work_list *l) {
   op(B, l, ph, 1, S, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_BWD, "embed_dropout.bwd",
      DIMS(d->T_sp * d->h));
   if (m->position == SC_POS_LEARNED) {
-    uint32_t n0 = l->nops;
-    op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed_pos.bwd",
-       DIMS(d->T_sp, d->h, m->max_seq));
-    flag(B, l, n0, SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
+    set_flags(op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed_pos.bwd",
+                 DIMS(d->T_sp, d->h, m->max_seq)),
+              SC_OP_COLD | SC_OP_ROWS_IN_ORDER);
   }
   /* The backward of the reduce-scatter is an all-gather; of the all-reduce, the identity. */
   sp_gather(B, l, ph, 1, S, "embed.ag");
-  uint32_t n0 = l->nops;
-  op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed.bwd", DIMS(d->T, d->h, d->V_t));
-  flag(B, l, n0, SC_OP_COLD);
+  set_flags(op(B, l, ph, 1, S, SC_OP_EMBEDDING, SC_EMBED_BWD, "embed.bwd",
+               DIMS(d->T, d->h, d->V_t)),
+            SC_OP_COLD);
 }
 
 static void output_fwd(bld *B, sc_work_list *l) {
