@@ -1,8 +1,11 @@
 /*
- * CUDA kernels of the `cuda` hardware plugin (declared in kernels.h): straightforward
- * memory-bound kernels, fp32 arithmetic on fp32/fp16/bf16 storage. Norms and softmax use one
- * 256-thread block per row with shared-memory reductions; element-wise kernels and Adam use
- * grid-stride loops. The same operations as plugins/hardware/cpu_kernels.h.
+ * CUDA kernels of the `cuda` hardware plugin (declared in kernels.h): memory-bound kernels,
+ * fp32 arithmetic on fp32/fp16/bf16 storage, arrays read and written in 16-byte packs where
+ * they are aligned for it (elements one at a time otherwise, and for a tail). Norms and
+ * softmax give a row to a warp (rows of at most 4 packs a lane) or to a 256-thread block,
+ * with shuffle (and shared-memory) reductions; element-wise kernels and Adam use grid-stride
+ * loops. The same operations as plugins/hardware/cpu_kernels.h; tests/cuda/test_cuda_kernels
+ * checks them against host references.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -67,62 +70,210 @@ __global__ void k_fill(T *p, int64_t n, uint64_t seed, float lo, float hi) {
     st(p, i, lo + (hi - lo) * (float)hash32(seed, (uint64_t)i) * (1.0f / 4294967296.0f));
 }
 
+/* N elements of T in 16 bytes, loaded and stored as one 16-byte access: the bandwidth of
+ * half-precision arrays needs it (2-byte accesses reached 1.86 TB/s of STREAM Add on an H100
+ * against PyTorch's 3.06, docs/validation.md "The CUDA sampler on an H100"). */
+template <typename T> struct alignas(16) pack {
+  static constexpr int N = 16 / (int)sizeof(T);
+  T v[N];
+};
+template <int N> struct alignas(N) bytes { uint8_t v[N]; };
+
 template <typename T>
-__global__ void k_norm_fwd(int rms, int64_t cols, const T *x, const T *gamma, const T *beta,
-                           T *y, float *mean, float *rstd) {
-  int64_t r = blockIdx.x;
+__device__ __forceinline__ void ldv(const T *p, int64_t i, float *f) {
+  pack<T> r = *reinterpret_cast<const pack<T> *>(p + i);
+#pragma unroll
+  for (int k = 0; k < pack<T>::N; k++) f[k] = ld(r.v, k);
+}
+template <typename T>
+__device__ __forceinline__ void stv(T *p, int64_t i, const float *f) {
+  pack<T> r;
+#pragma unroll
+  for (int k = 0; k < pack<T>::N; k++) st(r.v, k, f[k]);
+  *reinterpret_cast<pack<T> *>(p + i) = r;
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* A row kernel's arrays go by 16-byte packs when every row starts on 16 bytes. */
+template <typename T> static bool rows_packed(int64_t cols, const void *a, const void *b,
+                                              const void *c, const void *d) {
+  return cols % pack<T>::N == 0 && aligned16(a) && aligned16(b) && (c == NULL || aligned16(c)) &&
+         (d == NULL || aligned16(d));
+}
+
+/* The row kernels hand a row to a group of threads: a whole block (256 threads) for wide
+ * rows, one warp for rows of at most WARP_ROW_PACKS 16-byte packs per lane (bf16: 1024
+ * elements), eight rows to a block; a block per narrow row would leave most of its threads
+ * idle (softmax rows of 128 bf16 ran at 0.2 TB/s on an H100 that way). */
+#define WARP_ROW_PACKS 4
+
+__device__ __forceinline__ float warp_reduce(float v, int is_max) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  return v;
+}
+
+/* This thread's row (-1: none), its index in the row's group and the group's size. */
+template <bool WARP> struct row_group {
+  int64_t r;
+  int t, n;
+  __device__ row_group(int64_t rows) {
+    if (WARP) {
+      r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+      t = threadIdx.x & 31;
+      n = 32;
+      if (r >= rows) r = -1;
+    } else {
+      r = blockIdx.x;
+      t = threadIdx.x;
+      n = blockDim.x;
+    }
+  }
+  __device__ float reduce(float v, int is_max) const {
+    return WARP ? warp_reduce(v, is_max) : block_reduce(v, is_max);
+  }
+};
+
+/* LayerNorm / RMSNorm forward: one pass for the sum and the sum of squares, one for the
+ * output; by packs when vec. */
+template <typename T, bool WARP>
+__global__ void k_norm_fwd(int rms, int vec, int64_t rows, int64_t cols, const T *x,
+                           const T *gamma, const T *beta, T *y, float *mean, float *rstd) {
+  constexpr int N = pack<T>::N;
+  const row_group<WARP> g(rows);
+  if (g.r < 0) return; /* a whole warp: the block has no barrier in warp mode */
+  const int64_t r = g.r;
   const T *xr = x + r * cols;
   T *yr = y + r * cols;
-  float mu = 0.0f, s2 = 0.0f;
-  if (!rms) {
-    float s = 0.0f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += ld(xr, c);
-    mu = block_reduce(s, 0) / (float)cols;
+  float s = 0.0f, s2 = 0.0f;
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float f[N];
+      ldv(xr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) { s += f[k]; s2 += f[k] * f[k]; }
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n) {
+      float v = ld(xr, c);
+      s += v;
+      s2 += v * v;
+    }
   }
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float dv = ld(xr, c) - mu;
-    s2 += dv * dv;
+  float mu = rms ? 0.0f : g.reduce(s, 0) / (float)cols;
+  float var = g.reduce(s2, 0) / (float)cols - mu * mu;
+  float rs = rsqrtf(fmaxf(var, 0.0f) + 1e-5f);
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float f[N], gm[N], bb[N];
+      ldv(xr, c, f);
+      ldv(gamma, c, gm);
+      if (!rms) ldv(beta, c, bb);
+#pragma unroll
+      for (int k = 0; k < N; k++) f[k] = (f[k] - mu) * rs * gm[k] + (rms ? 0.0f : bb[k]);
+      stv(yr, c, f);
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n) {
+      float v = (ld(xr, c) - mu) * rs * ld(gamma, c);
+      st(yr, c, rms ? v : v + ld(beta, c));
+    }
   }
-  float rs = rsqrtf(block_reduce(s2, 0) / (float)cols + 1e-5f);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float v = (ld(xr, c) - mu) * rs * ld(gamma, c);
-    st(yr, c, rms ? v : v + ld(beta, c));
-  }
-  if (threadIdx.x == 0) {
+  if (g.t == 0) {
     if (!rms) mean[r] = mu;
     rstd[r] = rs;
   }
 }
 
-template <typename T>
-__global__ void k_softmax_fwd(int64_t cols, int64_t period, int64_t offset, int causal,
-                              float scale, const T *x, T *y) {
-  int64_t r = blockIdx.x;
+/* Softmax forward: max, sum, output; by packs when vec (a pack past the row's last key is
+ * masked element by element). */
+template <typename T, bool WARP>
+__global__ void k_softmax_fwd(int vec, int64_t rows, int64_t cols, int64_t period,
+                              int64_t offset, int causal, float scale, const T *x, T *y) {
+  constexpr int N = pack<T>::N;
+  const row_group<WARP> g(rows);
+  if (g.r < 0) return;
+  const int64_t r = g.r;
   const T *xr = x + r * cols;
   T *yr = y + r * cols;
   int64_t last = causal ? (r % period) + offset : cols - 1;
   if (last >= cols) last = cols - 1;
   if (last < 0) last = 0;
   float mx = -INFINITY, s = 0.0f;
-  for (int64_t c = threadIdx.x; c <= last; c += blockDim.x) mx = fmaxf(mx, ld(xr, c) * scale);
-  mx = block_reduce(mx, 1);
-  for (int64_t c = threadIdx.x; c <= last; c += blockDim.x) s += __expf(ld(xr, c) * scale - mx);
-  float inv = 1.0f / block_reduce(s, 0);
-  /* every thread has read all it needs (the reductions synchronise): in place is safe */
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    st(yr, c, c <= last ? __expf(ld(xr, c) * scale - mx) * inv : 0.0f);
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c <= last; c += (int64_t)g.n * N) {
+      float f[N];
+      ldv(xr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) if (c + k <= last) mx = fmaxf(mx, f[k] * scale);
+    }
+    mx = g.reduce(mx, 1);
+    for (int64_t c = g.t * (int64_t)N; c <= last; c += (int64_t)g.n * N) {
+      float f[N];
+      ldv(xr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) if (c + k <= last) s += __expf(f[k] * scale - mx);
+    }
+  } else {
+    for (int64_t c = g.t; c <= last; c += g.n) mx = fmaxf(mx, ld(xr, c) * scale);
+    mx = g.reduce(mx, 1);
+    for (int64_t c = g.t; c <= last; c += g.n) s += __expf(ld(xr, c) * scale - mx);
+  }
+  float inv = 1.0f / g.reduce(s, 0);
+  /* every thread of the group has read all it needs (the reductions synchronise the group):
+   * in place is safe */
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float f[N] = {};
+      if (c <= last) ldv(xr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) f[k] = c + k <= last ? __expf(f[k] * scale - mx) * inv : 0.0f;
+      stv(yr, c, f);
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n)
+      st(yr, c, c <= last ? __expf(ld(xr, c) * scale - mx) * inv : 0.0f);
+  }
 }
 
-template <typename T>
-__global__ void k_softmax_bwd(int64_t cols, float scale, const T *dy, const T *y, T *dx) {
-  int64_t r = blockIdx.x;
+template <typename T, bool WARP>
+__global__ void k_softmax_bwd(int vec, int64_t rows, int64_t cols, float scale, const T *dy,
+                              const T *y, T *dx) {
+  constexpr int N = pack<T>::N;
+  const row_group<WARP> g(rows);
+  if (g.r < 0) return;
+  const int64_t r = g.r;
   const T *dyr = dy + r * cols, *yr = y + r * cols;
   T *dxr = dx + r * cols;
   float d = 0.0f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) d += ld(dyr, c) * ld(yr, c);
-  d = block_reduce(d, 0);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    st(dxr, c, scale * ld(yr, c) * (ld(dyr, c) - d));
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float gr[N], f[N];
+      ldv(dyr, c, gr);
+      ldv(yr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) d += gr[k] * f[k];
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n) d += ld(dyr, c) * ld(yr, c);
+  }
+  d = g.reduce(d, 0);
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float gr[N], f[N];
+      ldv(dyr, c, gr);
+      ldv(yr, c, f);
+#pragma unroll
+      for (int k = 0; k < N; k++) f[k] = scale * f[k] * (gr[k] - d);
+      stv(dxr, c, f);
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n)
+      st(dxr, c, scale * ld(yr, c) * (ld(dyr, c) - d));
+  }
 }
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -132,66 +283,115 @@ __global__ void k_softmax_bwd(int64_t cols, float scale, const T *dy, const T *y
  *   swiglu fwd: y=c = silu(a) b      swiglu bwd: dy=c; da -> d, db -> c (in place)
  *   dropout fwd: y=b, mask from a    dropout bwd / bda bwd: dx=b from dy=c, mask
  *   bda fwd: out=b = c + dropout(a + bias), mask    add: b = a + c
- *   rope fwd/bwd: y=b from x=a (bwd rotates back) */
-template <typename T>
-__global__ void k_elementwise(int variant, int64_t n, T *a, T *b, T *c, T *d, const T *bias,
-                              int64_t nbias, uint8_t *mask, const float *rope, int64_t npairs) {
-  const float p = 0.1f, sc = 1.0f / (1.0f - p);
-  const uint32_t thr = (uint32_t)(0.1 * 4294967295.0);
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    switch (variant) {
-    case EW_GELU_FWD: {
-      float v = ld(a, i) + ld(bias, i % nbias);
-      st(b, i, 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))));
-      break;
-    }
-    case EW_GELU_BWD: {
-      float v = ld(a, i) + ld(bias, i % nbias);
+ *   rope fwd/bwd: y=b from x=a (bwd rotates back; ap is the pair's other element) */
+template <int V> struct ew {
+  static constexpr bool ra = V != EW_DROPOUT_BWD && V != EW_BDA_BWD;
+  static constexpr bool rb = V == EW_SWIGLU_FWD || V == EW_SWIGLU_BWD;
+  static constexpr bool rc = V == EW_GELU_BWD || V == EW_SWIGLU_BWD || V == EW_DROPOUT_BWD ||
+                             V == EW_BDA_BWD || V == EW_BDA_FWD || V == EW_ADD;
+  static constexpr bool rbias = V == EW_GELU_FWD || V == EW_GELU_BWD || V == EW_BDA_FWD;
+  static constexpr bool rmask = V == EW_DROPOUT_BWD || V == EW_BDA_BWD;
+  static constexpr bool wb = !rb;
+  static constexpr bool wc = rb;
+  static constexpr bool wd = V == EW_SWIGLU_BWD;
+  static constexpr bool wmask = V == EW_DROPOUT_FWD || V == EW_BDA_FWD;
+  static constexpr bool rope = V == EW_ROPE_FWD || V == EW_ROPE_BWD;
+
+  /* element i: inputs a, b, c, bias, ap, mk; outputs ob, oc, od, omk */
+  static __device__ __forceinline__ void op(int64_t i, float a, float b, float c, float bias,
+                                            float ap, uint8_t mk, const float *rope_tab,
+                                            int64_t npairs, float &ob, float &oc, float &od,
+                                            uint8_t &omk) {
+    const float p = 0.1f, sc = 1.0f / (1.0f - p);
+    const uint32_t thr = (uint32_t)(0.1 * 4294967295.0);
+    if (V == EW_GELU_FWD) {
+      float v = a + bias;
+      ob = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    } else if (V == EW_GELU_BWD) {
+      float v = a + bias;
       float t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
       float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-      st(b, i, ld(c, i) * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du));
-      break;
-    }
-    case EW_SWIGLU_FWD: {
-      float x = ld(a, i), s = 1.0f / (1.0f + __expf(-x));
-      st(c, i, x * s * ld(b, i));
-      break;
-    }
-    case EW_SWIGLU_BWD: { /* dy = c; da -> d; db -> c, written after dy is read */
-      float x = ld(a, i), s = 1.0f / (1.0f + __expf(-x)), dy = ld(c, i);
-      st(d, i, dy * ld(b, i) * s * (1.0f + x * (1.0f - s)));
-      st(c, i, dy * x * s);
-      break;
-    }
-    case EW_DROPOUT_FWD: {
+      ob = c * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    } else if (V == EW_SWIGLU_FWD) {
+      float s = 1.0f / (1.0f + __expf(-a));
+      oc = a * s * b;
+    } else if (V == EW_SWIGLU_BWD) {
+      float s = 1.0f / (1.0f + __expf(-a));
+      od = c * b * s * (1.0f + a * (1.0f - s));
+      oc = c * a * s;
+    } else if (V == EW_DROPOUT_FWD) {
       uint8_t k = hash32(1, (uint64_t)i) >= thr;
-      mask[i] = k;
-      st(b, i, k ? ld(a, i) * sc : 0.0f);
-      break;
-    }
-    case EW_DROPOUT_BWD:
-    case EW_BDA_BWD:
-      st(b, i, mask[i] ? ld(c, i) * sc : 0.0f);
-      break;
-    case EW_BDA_FWD: {
+      omk = k;
+      ob = k ? a * sc : 0.0f;
+    } else if (V == EW_DROPOUT_BWD || V == EW_BDA_BWD) {
+      ob = mk ? c * sc : 0.0f;
+    } else if (V == EW_BDA_FWD) {
       uint8_t k = hash32(1, (uint64_t)i) >= thr;
-      mask[i] = k;
-      st(b, i, ld(c, i) + (k ? (ld(a, i) + ld(bias, i % nbias)) * sc : 0.0f));
-      break;
+      omk = k;
+      ob = c + (k ? (a + bias) * sc : 0.0f);
+    } else if (V == EW_ADD) {
+      ob = a + c;
+    } else { /* rope: element i of pair j = (i / 2) % npairs */
+      int64_t j = (i / 2) % npairs;
+      float cs = rope_tab[2 * j], sn = (V == EW_ROPE_FWD ? 1.0f : -1.0f) * rope_tab[2 * j + 1];
+      float x0 = (i & 1) ? ap : a, x1 = (i & 1) ? a : ap;
+      ob = (i & 1) ? x0 * sn + x1 * cs : x0 * cs - x1 * sn;
     }
-    case EW_ADD:
-      st(b, i, ld(a, i) + ld(c, i));
-      break;
-    default: { /* rope: element i of pair j = (i / 2) % npairs */
-      int64_t j = (i / 2) % npairs, i0 = i & ~(int64_t)1;
-      float cs = rope[2 * j], sn = (variant == EW_ROPE_FWD ? 1.0f : -1.0f) * rope[2 * j + 1];
-      if (i0 + 1 >= n) break;
-      float x0 = ld(a, i0), x1 = ld(a, i0 + 1);
-      st(b, i, (i & 1) ? x0 * sn + x1 * cs : x0 * cs - x1 * sn);
-      break;
+  }
+};
+
+/* One element-wise variant V: nvec packs of N elements (16-byte accesses), then elements
+ * nvec * N .. n - 1 one at a time; both grid-stride. */
+template <typename T, int V>
+__global__ void k_elementwise(int64_t n, int64_t nvec, T *a, T *b, T *c, T *d, const T *bias,
+                              int64_t nbias, uint8_t *mask, const float *rope, int64_t npairs) {
+  typedef ew<V> E;
+  constexpr int N = pack<T>::N;
+  const int64_t t0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t q = t0; q < nvec; q += step) {
+    const int64_t i0 = q * N;
+    float fa[N], fb[N], fc[N], ob[N], oc[N], od[N];
+    uint8_t mk[N], om[N];
+    if (E::ra) ldv(a, i0, fa);
+    if (E::rb) ldv(b, i0, fb);
+    if (E::rc) ldv(c, i0, fc);
+    if (E::rmask) {
+      bytes<N> m = *reinterpret_cast<const bytes<N> *>(mask + i0);
+#pragma unroll
+      for (int k = 0; k < N; k++) mk[k] = m.v[k];
     }
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+      const int64_t i = i0 + k;
+      E::op(i, E::ra ? fa[k] : 0.0f, E::rb ? fb[k] : 0.0f, E::rc ? fc[k] : 0.0f,
+            E::rbias ? ld(bias, i % nbias) : 0.0f, E::rope ? fa[k ^ 1] : 0.0f,
+            E::rmask ? mk[k] : (uint8_t)0, rope, npairs, ob[k], oc[k], od[k], om[k]);
     }
+    if (E::wb) stv(b, i0, ob);
+    if (E::wc) stv(c, i0, oc);
+    if (E::wd) stv(d, i0, od);
+    if (E::wmask) {
+      bytes<N> m;
+#pragma unroll
+      for (int k = 0; k < N; k++) m.v[k] = om[k];
+      *reinterpret_cast<bytes<N> *>(mask + i0) = m;
+    }
+  }
+  for (int64_t i = nvec * N + t0; i < n; i += step) {
+    float ob = 0.0f, oc = 0.0f, od = 0.0f, ap = 0.0f;
+    uint8_t om = 0;
+    if (E::rope) {
+      if ((i | 1) >= n) continue; /* an unpaired last element: not written */
+      ap = ld(a, i ^ 1);
+    }
+    E::op(i, E::ra ? ld(a, i) : 0.0f, E::rb ? ld(b, i) : 0.0f, E::rc ? ld(c, i) : 0.0f,
+          E::rbias ? ld(bias, i % nbias) : 0.0f, ap, E::rmask ? mask[i] : (uint8_t)0, rope,
+          npairs, ob, oc, od, om);
+    if (E::wb) st(b, i, ob);
+    if (E::wc) st(c, i, oc);
+    if (E::wd) st(d, i, od);
+    if (E::wmask) mask[i] = om;
   }
 }
 
@@ -229,27 +429,66 @@ extern "C" int sc__cu_fill(sc__cu_type type, void *p, size_t n, uint64_t seed, f
   return (int)cudaGetLastError();
 }
 
+/* A row kernel's launch: warp mode for rows of at most WARP_ROW_PACKS packs a lane. */
+template <typename T> static bool warp_rows(int64_t cols) {
+  return cols <= (int64_t)32 * WARP_ROW_PACKS * pack<T>::N;
+}
+#define ROW_LAUNCH(KERNEL, rows, cols, stream, ...)                                           \
+  do {                                                                                        \
+    if (warp_rows<T>(cols))                                                                   \
+      KERNEL<T, true><<<(unsigned)(((rows) + THREADS / 32 - 1) / (THREADS / 32)), THREADS, 0, \
+                        S(stream)>>>(__VA_ARGS__);                                            \
+    else                                                                                      \
+      KERNEL<T, false><<<(unsigned)(rows), THREADS, 0, S(stream)>>>(__VA_ARGS__);            \
+  } while (0)
+
 extern "C" int sc__cu_norm_fwd(sc__cu_type type, int rms, int64_t rows, int64_t cols,
                                const void *x, const void *gamma, const void *beta, void *y,
                                float *mean, float *rstd, void *stream) {
-  DISPATCH(type, (k_norm_fwd<T><<<(unsigned)rows, THREADS, 0, S(stream)>>>(
-                     rms, cols, (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
-                     rstd)));
+  DISPATCH(type, ROW_LAUNCH(k_norm_fwd, rows, cols, stream, rms,
+                            rows_packed<T>(cols, x, y, gamma, rms ? NULL : beta), rows, cols,
+                            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
+                            rstd));
   return (int)cudaGetLastError();
 }
 
 extern "C" int sc__cu_softmax_fwd(sc__cu_type type, int64_t rows, int64_t cols,
                                   int64_t period, int64_t offset, int causal, float scale,
                                   const void *x, void *y, void *stream) {
-  DISPATCH(type, (k_softmax_fwd<T><<<(unsigned)rows, THREADS, 0, S(stream)>>>(
-                     cols, period, offset, causal, scale, (const T *)x, (T *)y)));
+  DISPATCH(type, ROW_LAUNCH(k_softmax_fwd, rows, cols, stream,
+                            rows_packed<T>(cols, x, y, NULL, NULL), rows, cols, period, offset,
+                            causal, scale, (const T *)x, (T *)y));
   return (int)cudaGetLastError();
 }
 
 extern "C" int sc__cu_softmax_bwd(sc__cu_type type, int64_t rows, int64_t cols, float scale,
                                   const void *dy, const void *y, void *dx, void *stream) {
-  DISPATCH(type, (k_softmax_bwd<T><<<(unsigned)rows, THREADS, 0, S(stream)>>>(
-                     cols, scale, (const T *)dy, (const T *)y, (T *)dx)));
+  DISPATCH(type, ROW_LAUNCH(k_softmax_bwd, rows, cols, stream,
+                            rows_packed<T>(cols, dy, y, dx, NULL), rows, cols, scale,
+                            (const T *)dy, (const T *)y, (T *)dx));
+  return (int)cudaGetLastError();
+}
+
+template <typename T>
+static int ew_launch(int variant, int64_t n, void *a, void *b, void *c, void *d,
+                     const void *bias, int64_t nbias, uint8_t *mask, const float *rope,
+                     int64_t npairs, cudaStream_t s) {
+  const int N = pack<T>::N;
+  int64_t nvec = aligned16(a) && aligned16(b) && aligned16(c) && aligned16(d) &&
+                         ((uintptr_t)mask % N) == 0 ? n / N : 0;
+  unsigned g = grid_for(nvec > 0 ? nvec : n);
+#define EW_CASE(V)                                                                           \
+  case V:                                                                                    \
+    k_elementwise<T, V><<<g, THREADS, 0, s>>>(n, nvec, (T *)a, (T *)b, (T *)c, (T *)d,      \
+                                              (const T *)bias, nbias, mask, rope, npairs);   \
+    break
+  switch (variant) {
+    EW_CASE(EW_GELU_FWD); EW_CASE(EW_GELU_BWD); EW_CASE(EW_SWIGLU_FWD); EW_CASE(EW_SWIGLU_BWD);
+    EW_CASE(EW_DROPOUT_FWD); EW_CASE(EW_DROPOUT_BWD); EW_CASE(EW_BDA_FWD); EW_CASE(EW_BDA_BWD);
+    EW_CASE(EW_ADD); EW_CASE(EW_ROPE_FWD); EW_CASE(EW_ROPE_BWD);
+  default: return (int)cudaErrorInvalidValue;
+  }
+#undef EW_CASE
   return (int)cudaGetLastError();
 }
 
@@ -257,10 +496,10 @@ extern "C" int sc__cu_elementwise(sc__cu_type type, int variant, int64_t n, void
                                   void *c, void *d, const void *bias, int64_t nbias,
                                   uint8_t *mask, const float *rope, int64_t npairs,
                                   void *stream) {
-  DISPATCH(type, (k_elementwise<T><<<grid_for(n), THREADS, 0, S(stream)>>>(
-                     variant, n, (T *)a, (T *)b, (T *)c, (T *)d, (const T *)bias, nbias, mask,
-                     rope, npairs)));
-  return (int)cudaGetLastError();
+  int rc;
+  DISPATCH(type, (rc = ew_launch<T>(variant, n, a, b, c, d, bias, nbias, mask, rope, npairs,
+                                    S(stream))));
+  return rc;
 }
 
 extern "C" int sc__cu_adam(sc__cu_type type, int64_t n, float lr, float beta1, float beta2,

@@ -22,8 +22,8 @@ typedef enum { SC__CU_F32 = 0, SC__CU_F16, SC__CU_BF16 } sc__cu_type;
 int sc__cu_fill(sc__cu_type type, void *p, size_t n, uint64_t seed, float lo, float hi,
                 void *stream);
 
-/* LayerNorm (with gamma, beta) or RMSNorm (rms != 0: gamma only) over cols, one block a
- * row; mean (LayerNorm) and rstd are float[rows]. */
+/* LayerNorm (with gamma, beta) or RMSNorm (rms != 0: gamma only) over cols, a warp or a
+ * block a row; mean (LayerNorm) and rstd are float[rows]. */
 int sc__cu_norm_fwd(sc__cu_type type, int rms, int64_t rows, int64_t cols, const void *x,
                     const void *gamma, const void *beta, void *y, float *mean, float *rstd,
                     void *stream);
