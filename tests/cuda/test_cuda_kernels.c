@@ -248,6 +248,73 @@ START_TEST(norm_forward) {
 }
 END_TEST
 
+/* The backward, over the same shapes, from the host's mean and rstd of x: dx, dgamma and
+ * (LayerNorm) dbeta. */
+START_TEST(norm_backward) {
+  const int64_t rows = 13, colss[5] = {4096, 3001, 1024, 1001, 64};
+  for (int ti = 0; ti < 2; ti++)
+    for (int rms = 0; rms <= 1; rms++)
+      for (int ci = 0; ci < 5; ci++) {
+        sc__cu_type t = types[ti];
+        int64_t cols = colss[ci], n = rows * cols;
+        float *hx = malloc((size_t)n * 4), *hdy = malloc((size_t)n * 4);
+        float *hg = malloc((size_t)cols * 4), *got = malloc((size_t)n * 4);
+        float *wdx = malloc((size_t)n * 4), *wdg = calloc((size_t)cols, 4);
+        float *wdb = calloc((size_t)cols, 4), mean[13], rstd[13];
+        void *x = dev_filled(t, (size_t)n, 51, -3.0f, 5.0f, hx);
+        void *dy = dev_filled(t, (size_t)n, 52, -1.0f, 1.0f, hdy);
+        void *g = dev_filled(t, (size_t)cols, 53, 0.5f, 1.5f, hg);
+        void *dx = dev_alloc((size_t)n * esize(t)), *dg = dev_alloc((size_t)cols * esize(t));
+        void *db = dev_alloc((size_t)cols * esize(t));
+        float *dm = dev_alloc(rows * 4), *dr = dev_alloc(rows * 4);
+        float *part = dev_alloc(sc__cu_norm_bwd_part_floats(t, rows, cols) * 4);
+        for (int64_t r = 0; r < rows; r++) {
+          const float *xr = hx + r * cols, *gr = hdy + r * cols;
+          double s = 0, s2 = 0, a1 = 0, a2 = 0;
+          for (int64_t k = 0; k < cols; k++) s += xr[k];
+          double mu = rms ? 0.0 : s / (double)cols;
+          for (int64_t k = 0; k < cols; k++) s2 += (xr[k] - mu) * (xr[k] - mu);
+          double rs = 1.0 / sqrt(s2 / (double)cols + 1e-5);
+          mean[r] = (float)mu;
+          rstd[r] = (float)rs;
+          mu = mean[r]; /* the device reads the float figures */
+          rs = rstd[r];
+          for (int64_t k = 0; k < cols; k++) {
+            double xh = (xr[k] - mu) * rs, gd = (double)hg[k] * gr[k];
+            a1 += gd;
+            a2 += gd * xh;
+            wdg[k] += (float)(gr[k] * xh);
+            wdb[k] += gr[k];
+          }
+          a1 = rms ? 0.0 : a1 / (double)cols;
+          a2 /= (double)cols;
+          for (int64_t k = 0; k < cols; k++) {
+            double xh = (xr[k] - mu) * rs;
+            wdx[r * cols + k] = (float)(rs * ((double)hg[k] * gr[k] - a1 - xh * a2));
+          }
+        }
+        ck_assert_int_eq(cudaMemcpy(dm, mean, rows * 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy(dr, rstd, rows * 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ck_assert_int_eq(sc__cu_norm_bwd(t, rms, rows, cols, x, dy, g, dm, dr, dx, dg, db, part,
+                                         NULL), 0);
+        char what[64];
+        snprintf(what, sizeof what, "%s backward, %lld cols", rms ? "RMSNorm" : "LayerNorm",
+                 (long long)cols);
+        to_host(t, dx, (size_t)n, got);
+        expect_close(t, got, wdx, (size_t)n, what);
+        to_host(t, dg, (size_t)cols, got);
+        expect_close(t, got, wdg, (size_t)cols, what);
+        if (!rms) {
+          to_host(t, db, (size_t)cols, got);
+          expect_close(t, got, wdb, (size_t)cols, what);
+        }
+        cudaFree(x); cudaFree(dy); cudaFree(g); cudaFree(dx); cudaFree(dg); cudaFree(db);
+        cudaFree(dm); cudaFree(dr); cudaFree(part);
+        free(hx); free(hdy); free(hg); free(got); free(wdx); free(wdg); free(wdb);
+      }
+}
+END_TEST
+
 /* Softmax forward (causal: row r sees keys 0 .. r % period + offset) and backward, in place
  * and not, on rows of a block (2048, 2001) and of a warp (512, 500, 64), by packs and not. */
 START_TEST(softmax_forward_backward) {
@@ -347,6 +414,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, fill_range_and_repeat);
   tcase_add_test(tc, elementwise_every_variant);
   tcase_add_test(tc, norm_forward);
+  tcase_add_test(tc, norm_backward);
   tcase_add_test(tc, softmax_forward_backward);
   tcase_add_test(tc, adamw_step);
   suite_add_tcase(s, tc);

@@ -13,19 +13,23 @@
  *   gemm          cublasGemmEx (batch 1) / cublasGemmStridedBatchedEx, row-major C = A B,
  *                 fp32 / tf32 (CUBLAS_COMPUTE_32F_FAST_TF32) / fp16 / bf16 storage, fp32
  *                 accumulation
- *   attention     forward only, the unfused path: per (batch, kv group) S = Q Kᵀ by
+ *   attention     the unfused path, per (batch, kv group): forward S = Q Kᵀ by
  *                 cublasGemmStridedBatchedEx over the group's heads (K stride 0), the scaled
- *                 causal-masked softmax kernel in place, O = P V likewise; the backward is
- *                 not measured (SC_EUNSUPPORTED)
- *   norm          LayerNorm / RMSNorm forward (backward: SC_EUNSUPPORTED)
+ *                 causal-masked softmax kernel in place, O = P V likewise; backward dP =
+ *                 dO Vᵀ, the softmax backward in place, dQ = dS K, and dV = Pᵀ dO, dK = dSᵀ Q
+ *                 over the group's stacked heads
+ *   norm          LayerNorm / RMSNorm forward and backward (dx, and dgamma, dbeta by partial
+ *                 column sums per row group and a second kernel that adds them)
  *   softmax       scale + causal mask + softmax forward and backward
  *   elementwise   all SC_EW_* variants (GeLU, SwiGLU, dropout, bias-dropout-add, add, RoPE)
  *   optimizer     fused AdamW step on fp32 master weights and moments
- * Kernels: kernels.cu. Buffers are allocated and filled once per call; one warm-up call
- * runs, then each sample (CUDA events around `inner` back-to-back calls, inner chosen so a
- * sample lasts at least 50 µs) reports the time per call, until min_reps samples are taken
- * and budget_s is spent (at most 255). Without a usable device, measure() fails with
- * SC_EIO and a one-line message; it never aborts.
+ * Kernels: kernels.cu. Every kernel and GEMM runs on one non-blocking stream. Buffers are
+ * allocated and filled once per call; one warm-up call runs, one timed call sets `inner`
+ * (calls per sample, a sample lasting at least 50 µs), `inner` calls are captured into a
+ * CUDA graph, and each sample (CUDA events around one launch of the graph) reports the
+ * time per call, until min_reps samples are taken and budget_s is spent (at most 255).
+ * Without a usable device, measure() fails with SC_EIO and a one-line message; it never
+ * aborts.
  */
 #include <math.h>
 #include <stddef.h>
@@ -61,10 +65,16 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
 
 #define CU_MAX_SAMPLES 255
 #define CU_MIN_SAMPLE_S 50e-6
-#define CU_NBUF 8
+#define CU_NBUF 10
 #define CU_ROPE_PAIRS 2048
 
-static cublasHandle_t cu_blas; /* created by the first measure(), destroyed by fini() */
+/* Created by the first measure(), destroyed by fini(): the cuBLAS handle, bound to the stream
+ * every kernel and GEMM runs on (one the timing loop can capture into a graph), with its
+ * workspace. */
+static cublasHandle_t cu_blas;
+static cudaStream_t cu_stream;
+static void *cu_blas_ws;
+#define CU_BLAS_WS_BYTES ((size_t)32 << 20) /* cuBLAS's recommendation for Hopper */
 
 typedef struct cu_bufs {
   void *p[CU_NBUF];
@@ -140,28 +150,30 @@ static int cu_setup(cu_bufs *b, sc_error *err) {
     return cu_alloc(b, 3, n, e, 0, err);
   }
   if (strcmp(fam, SC_OP_ATTENTION) == 0) {
+    /* forward: Q, K, V, S (the scores, then P in place), O; backward: Q, K, V, P, dO, dS
+     * (dP, then dS in place), dQ, dK, dV */
     double q = (double)d[0] * d[1] * d[3] * d[5], kv = (double)d[0] * d[2] * d[4] * d[5];
-    double n[5] = {q, kv, kv, (double)d[0] * d[1] * d[3] * d[4], q};
-    size_t e[5] = {t, t, t, t, t};
-    if (v != SC_ATTN_FLASH_FWD)
-      return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: attention: only the forward is "
-                            "measured (variant %u)", v);
+    double sc = (double)d[0] * d[1] * d[3] * d[4];
+    double n[9] = {q, kv, kv, sc, q, sc, q, kv, kv};
+    size_t e[9] = {t, t, t, t, t, t, t, t, t};
     if (d[1] % d[2] != 0)
       return sc_plugin_fail(err, SC_EINVAL, "cuda: attention: kv_heads (%lld) must divide "
                             "heads (%lld)", (long long)d[2], (long long)d[1]);
     if (d[3] > d[4])
       return sc_plugin_fail(err, SC_EINVAL, "cuda: attention: seq_q (%lld) must be <= seq_k "
                             "(%lld)", (long long)d[3], (long long)d[4]);
-    return cu_alloc(b, 5, n, e, 0, err);
+    return cu_alloc(b, v == SC_ATTN_FLASH_FWD ? 5 : 9, n, e, 0, err);
   }
   if (strcmp(fam, SC_OP_NORM) == 0) {
+    /* x, y (dy and dx for a backward), gamma, beta, mean, rstd; a backward's dgamma, dbeta
+     * and its partial sums */
+    const int bwd = v == SC_NORM_OP_LAYERNORM_BWD || v == SC_NORM_OP_RMSNORM_BWD;
     double nn = (double)d[0] * d[1];
-    double n[6] = {nn, nn, (double)d[1], (double)d[1], (double)d[0], (double)d[0]};
-    size_t e[6] = {t, t, t, t, 4, 4};
-    if (v != SC_NORM_OP_LAYERNORM_FWD && v != SC_NORM_OP_RMSNORM_FWD)
-      return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: norm: only the LayerNorm and "
-                            "RMSNorm forwards are measured (variant %u)", v);
-    return cu_alloc(b, 6, n, e, 0, err);
+    double part = bwd ? (double)sc__cu_norm_bwd_part_floats(b->type, d[0], d[1]) : 0.0;
+    double n[10] = {nn, nn, (double)d[1], (double)d[1], (double)d[0], (double)d[0], nn,
+                    (double)d[1], (double)d[1], part};
+    size_t e[10] = {t, t, t, t, 4, 4, t, t, t, 4};
+    return cu_alloc(b, bwd ? 10 : 6, n, e, 0, err);
   }
   if (strcmp(fam, SC_OP_SOFTMAX) == 0) {
     double nn = (double)d[0] * d[1];
@@ -226,42 +238,78 @@ static int cu_gemm(const cu_bufs *b, sc_error *err) {
   return s == CUBLAS_STATUS_SUCCESS ? SC_OK : cu_fail_blas(err, b->op.family, s);
 }
 
-/* Unfused attention forward: per (batch, kv group), S = Q Kᵀ over the group's heads (K
- * stride 0), softmax in place (scale 1/sqrt(d), causal), O = P V. */
-static int cu_attention(const cu_bufs *b, sc_error *err) {
-  const int64_t *d = b->op.dims;
-  int64_t B = d[0], H = d[1], G = d[2], sq = d[3], sk = d[4], hd = d[5], hpg = H / G;
+/* Row-major C = op(A) op(B) (M x N, inner K) for `batch` matrices sa, sb, sc elements apart,
+ * as column-major Cᵀ = op(B)ᵀ op(A)ᵀ. lda, ldb, ldc are the row-major leading dimensions
+ * (the stored matrices' column counts). */
+static cublasStatus_t rm_gemm(const cu_bufs *b, int ta, int tb, int64_t M, int64_t N,
+                              int64_t K, const char *A, int64_t lda, int64_t sa, const char *B,
+                              int64_t ldb, int64_t sb, char *C, int64_t ldc, int64_t sc,
+                              int64_t batch) {
   const float one = 1.0f, zero = 0.0f;
   cudaDataType_t dt = cu_datatype(b);
-  char *Q = b->p[0], *K = b->p[1], *V = b->p[2], *S = b->p[3], *O = b->p[4];
-  size_t e = b->elt;
+  return cublasGemmStridedBatchedEx(cu_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K,
+                                    &one, B, dt, (int)ldb, sb, A, dt, (int)lda, sa, &zero, C, dt,
+                                    (int)ldc, sc, (int)batch, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
+}
+
+/* Unfused attention, per (batch, kv group) of hpg query heads (contiguous in Q, S, O):
+ *   forward:  S = Q Kᵀ over the group's heads (K stride 0), softmax in place (scale
+ *             1/sqrt(d), causal), O = P V
+ *   backward: dP = dO Vᵀ, dS = softmax backward (P, dP) in place, dQ = dS K (per head), and
+ *             over the group's stacked heads at once dV = Pᵀ dO, dK = dSᵀ Q (a GEMM of inner
+ *             dimension hpg * seq_q sums the heads that share K and V). */
+static int cu_attention(const cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const int64_t B = d[0], H = d[1], G = d[2], sq = d[3], sk = d[4], hd = d[5], hpg = H / G;
+  const float scale = 1.0f / sqrtf((float)hd);
+  char *const *p = (char *const *)b->p;
+  const size_t e = b->elt;
+  const int fwd = b->op.variant == SC_ATTN_FLASH_FWD;
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
   int rc;
-  for (int64_t bb = 0; bb < B; bb++) {
-    for (int64_t g = 0; g < G; g++) {
-      int64_t h0 = bb * H + g * hpg, kv = bb * G + g;
-      cublasStatus_t s = cublasGemmStridedBatchedEx(
-          cu_blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)sk, (int)sq, (int)hd, &one,
-          K + (size_t)(kv * sk * hd) * e, dt, (int)hd, 0, Q + (size_t)(h0 * sq * hd) * e, dt,
-          (int)hd, sq * hd, &zero, S + (size_t)(h0 * sq * sk) * e, dt, (int)sk, sq * sk,
-          (int)hpg, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-      if (s != CUBLAS_STATUS_SUCCESS) return cu_fail_blas(err, b->op.family, s);
+  for (int64_t bb = 0; bb < B && s == CUBLAS_STATUS_SUCCESS; bb++) {
+    for (int64_t g = 0; g < G && s == CUBLAS_STATUS_SUCCESS; g++) {
+      const size_t h0 = (size_t)(bb * H + g * hpg), kv = (size_t)(bb * G + g);
+      const char *Q = p[0] + h0 * sq * hd * e, *K = p[1] + kv * sk * hd * e;
+      const char *V = p[2] + kv * sk * hd * e;
+      char *S = p[3] + h0 * sq * sk * e;
+      if (fwd) /* S = Q Kᵀ */
+        s = rm_gemm(b, 0, 1, sq, sk, hd, Q, hd, sq * hd, K, hd, 0, S, sk, sq * sk, hpg);
+      else /* dP = dO Vᵀ, into dS */
+        s = rm_gemm(b, 0, 1, sq, sk, hd, p[4] + h0 * sq * hd * e, hd, sq * hd, V, hd, 0,
+                    p[5] + h0 * sq * sk * e, sk, sq * sk, hpg);
     }
   }
-  rc = sc__cu_softmax_fwd(b->type, B * H * sq, sk, sq, sk - sq, (int)d[6],
-                          1.0f / sqrtf((float)hd), S, S, NULL);
+  if (s != CUBLAS_STATUS_SUCCESS) return cu_fail_blas(err, b->op.family, s);
+  rc = fwd ? sc__cu_softmax_fwd(b->type, B * H * sq, sk, sq, sk - sq, (int)d[6], scale, p[3],
+                                p[3], cu_stream)
+           : sc__cu_softmax_bwd(b->type, B * H * sq, sk, scale, p[5], p[3], p[5], cu_stream);
   if (rc != 0) return cu_fail_rt(err, b->op.family, "softmax kernel", (cudaError_t)rc);
-  for (int64_t bb = 0; bb < B; bb++) {
-    for (int64_t g = 0; g < G; g++) {
-      int64_t h0 = bb * H + g * hpg, kv = bb * G + g;
-      cublasStatus_t s = cublasGemmStridedBatchedEx(
-          cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hd, (int)sq, (int)sk, &one,
-          V + (size_t)(kv * sk * hd) * e, dt, (int)hd, 0, S + (size_t)(h0 * sq * sk) * e, dt,
-          (int)sk, sq * sk, &zero, O + (size_t)(h0 * sq * hd) * e, dt, (int)hd, sq * hd,
-          (int)hpg, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-      if (s != CUBLAS_STATUS_SUCCESS) return cu_fail_blas(err, b->op.family, s);
+  for (int64_t bb = 0; bb < B && s == CUBLAS_STATUS_SUCCESS; bb++) {
+    for (int64_t g = 0; g < G && s == CUBLAS_STATUS_SUCCESS; g++) {
+      const size_t h0 = (size_t)(bb * H + g * hpg), kv = (size_t)(bb * G + g);
+      const char *K = p[1] + kv * sk * hd * e, *V = p[2] + kv * sk * hd * e;
+      const char *P = p[3] + h0 * sq * sk * e;
+      if (fwd) { /* O = P V */
+        s = rm_gemm(b, 0, 0, sq, hd, sk, P, sk, sq * sk, V, hd, 0, p[4] + h0 * sq * hd * e, hd,
+                    sq * hd, hpg);
+        continue;
+      }
+      const char *dS = p[5] + h0 * sq * sk * e, *dO = p[4] + h0 * sq * hd * e;
+      const char *Q = p[0] + h0 * sq * hd * e;
+      s = rm_gemm(b, 0, 0, sq, hd, sk, dS, sk, sq * sk, K, hd, 0, p[6] + h0 * sq * hd * e, hd,
+                  sq * hd, hpg); /* dQ = dS K */
+      if (s == CUBLAS_STATUS_SUCCESS) /* dV = Pᵀ dO over the stacked heads */
+        s = rm_gemm(b, 1, 0, sk, hd, hpg * sq, P, sk, 0, dO, hd, 0, p[8] + kv * sk * hd * e, hd,
+                    0, 1);
+      if (s == CUBLAS_STATUS_SUCCESS) /* dK = dSᵀ Q */
+        s = rm_gemm(b, 1, 0, sk, hd, hpg * sq, dS, sk, 0, Q, hd, 0, p[7] + kv * sk * hd * e, hd,
+                    0, 1);
     }
   }
-  return SC_OK;
+  return s == CUBLAS_STATUS_SUCCESS ? SC_OK : cu_fail_blas(err, b->op.family, s);
 }
 
 static int cu_run(const cu_bufs *b, sc_error *err) {
@@ -272,52 +320,76 @@ static int cu_run(const cu_bufs *b, sc_error *err) {
   int rc;
   if (strcmp(fam, SC_OP_GEMM) == 0) return cu_gemm(b, err);
   if (strcmp(fam, SC_OP_ATTENTION) == 0) return cu_attention(b, err);
-  if (strcmp(fam, SC_OP_NORM) == 0)
-    rc = sc__cu_norm_fwd(b->type, v == SC_NORM_OP_RMSNORM_FWD, d[0], d[1], p[0], p[2], p[3],
-                         p[1], p[4], p[5], NULL);
-  else if (strcmp(fam, SC_OP_SOFTMAX) == 0)
+  if (strcmp(fam, SC_OP_NORM) == 0) {
+    const int rms = v == SC_NORM_OP_RMSNORM_FWD || v == SC_NORM_OP_RMSNORM_BWD;
+    if (v == SC_NORM_OP_LAYERNORM_FWD || v == SC_NORM_OP_RMSNORM_FWD)
+      rc = sc__cu_norm_fwd(b->type, rms, d[0], d[1], p[0], p[2], p[3], p[1], p[4], p[5],
+                           cu_stream);
+    else
+      rc = sc__cu_norm_bwd(b->type, rms, d[0], d[1], p[0], p[1], p[2], p[4], p[5], p[6], p[7],
+                           p[8], p[9], cu_stream);
+  } else if (strcmp(fam, SC_OP_SOFTMAX) == 0)
     rc = v == SC_SOFTMAX_FWD
-             ? sc__cu_softmax_fwd(b->type, d[0], d[1], d[1], 0, 1, 0.125f, p[0], p[1], NULL)
-             : sc__cu_softmax_bwd(b->type, d[0], d[1], 0.125f, p[2], p[1], p[0], NULL);
+             ? sc__cu_softmax_fwd(b->type, d[0], d[1], d[1], 0, 1, 0.125f, p[0], p[1], cu_stream)
+             : sc__cu_softmax_bwd(b->type, d[0], d[1], 0.125f, p[2], p[1], p[0], cu_stream);
   else if (strcmp(fam, SC_OP_ELEMENTWISE) == 0)
     rc = sc__cu_elementwise(b->type, (int)v, d[0], p[0], p[1], p[2], p[3], p[4],
-                            d[0] < 4096 ? d[0] : 4096, b->mask, b->rope, CU_ROPE_PAIRS, NULL);
+                            d[0] < 4096 ? d[0] : 4096, b->mask, b->rope, CU_ROPE_PAIRS,
+                            cu_stream);
   else /* optimizer */
     rc = sc__cu_adam(b->type, d[0], 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, p[0], p[1], p[2],
-                     p[3], p[4], NULL);
+                     p[3], p[4], cu_stream);
   return rc == 0 ? SC_OK : cu_fail_rt(err, fam, "kernel launch", (cudaError_t)rc);
 }
 
-/* The timing loop of one prepared operator: warm-up, inner calls per sample, samples. */
+/* The timing loop of one prepared operator: one warm-up call (cuBLAS's heuristics, lazy
+ * module loading), one timed call that sets `inner` (calls per sample, so that a sample
+ * lasts at least CU_MIN_SAMPLE_S), then `inner` calls captured into a CUDA graph, and
+ * samples of one launch of that graph each, until min_reps samples are taken and budget_s
+ * is spent (at most CU_MAX_SAMPLES). A graph's launch is one call for all of its kernels, so
+ * a sample is the GPU's time for them back to back, as a profiler's kernel times, not the
+ * host's rate of launching them one at a time (3.6-5.0 us a call on the H100 machines of
+ * docs/validation.md, "The CUDA sampler on an H100"). */
 static int cu_time(const cu_bufs *b, uint32_t min_reps, double budget_s, double *samples,
                    uint32_t *count, sc_error *err) {
   cudaEvent_t e0 = NULL, e1 = NULL;
-  cudaError_t ce;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t ce = cudaSuccess;
+  const char *what = "CUDA event";
   uint32_t n = 0, inner = 1;
   float ms = 0;
   double start;
   int rc = SC_OK;
-  if ((ce = cudaEventCreate(&e0)) != cudaSuccess || (ce = cudaEventCreate(&e1)) != cudaSuccess) {
-    rc = cu_fail_rt(err, b->op.family, "cudaEventCreate", ce);
-    goto done;
-  }
-  /* warm-up (cuBLAS heuristics, caches, lazy module loading), then one timed call */
+  if ((ce = cudaEventCreate(&e0)) != cudaSuccess || (ce = cudaEventCreate(&e1)) != cudaSuccess)
+    goto rt;
   if ((rc = cu_run(b, err)) != SC_OK) goto done;
-  if ((ce = cudaEventRecord(e0, NULL)) != cudaSuccess) goto rt;
+  if ((ce = cudaEventRecord(e0, cu_stream)) != cudaSuccess) goto rt;
   if ((rc = cu_run(b, err)) != SC_OK) goto done;
-  if ((ce = cudaEventRecord(e1, NULL)) != cudaSuccess || (ce = cudaEventSynchronize(e1)) != cudaSuccess ||
+  if ((ce = cudaEventRecord(e1, cu_stream)) != cudaSuccess ||
+      (ce = cudaEventSynchronize(e1)) != cudaSuccess ||
       (ce = cudaEventElapsedTime(&ms, e0, e1)) != cudaSuccess)
     goto rt;
   if (1e-3 * ms < CU_MIN_SAMPLE_S) {
     double c = ceil(CU_MIN_SAMPLE_S / (1e-3 * ms > 1e-7 ? 1e-3 * ms : 1e-7));
-    inner = c > 10000 ? 10000 : (uint32_t)c;
+    inner = c > 1000 ? 1000 : (uint32_t)c;
   }
+  what = "CUDA graph capture";
+  if ((ce = cudaStreamBeginCapture(cu_stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+    goto rt;
+  for (uint32_t r = 0; r < inner && rc == SC_OK; r++) rc = cu_run(b, err);
+  ce = cudaStreamEndCapture(cu_stream, &graph); /* ends the capture whatever rc says */
+  if (rc != SC_OK) goto done;
+  if (ce != cudaSuccess || (ce = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess ||
+      (ce = cudaGraphLaunch(exec, cu_stream)) != cudaSuccess || /* uploads the graph */
+      (ce = cudaStreamSynchronize(cu_stream)) != cudaSuccess)
+    goto rt;
+  what = "CUDA event";
   start = cu_now();
   while (n < CU_MAX_SAMPLES) {
-    if ((ce = cudaEventRecord(e0, NULL)) != cudaSuccess) goto rt;
-    for (uint32_t r = 0; r < inner; r++)
-      if ((rc = cu_run(b, err)) != SC_OK) goto done;
-    if ((ce = cudaEventRecord(e1, NULL)) != cudaSuccess ||
+    if ((ce = cudaEventRecord(e0, cu_stream)) != cudaSuccess ||
+        (ce = cudaGraphLaunch(exec, cu_stream)) != cudaSuccess ||
+        (ce = cudaEventRecord(e1, cu_stream)) != cudaSuccess ||
         (ce = cudaEventSynchronize(e1)) != cudaSuccess ||
         (ce = cudaEventElapsedTime(&ms, e0, e1)) != cudaSuccess)
       goto rt;
@@ -326,12 +398,43 @@ static int cu_time(const cu_bufs *b, uint32_t min_reps, double budget_s, double 
   }
   goto done;
 rt:
-  rc = cu_fail_rt(err, b->op.family, "CUDA event", ce);
+  rc = cu_fail_rt(err, b->op.family, what, ce);
 done:
+  if (exec != NULL) cudaGraphExecDestroy(exec);
+  if (graph != NULL) cudaGraphDestroy(graph);
   if (e0 != NULL) cudaEventDestroy(e0);
   if (e1 != NULL) cudaEventDestroy(e1);
   *count = n;
   return rc;
+}
+
+static void cu_fini(void *state);
+
+/* The stream, the cuBLAS handle on it and the handle's workspace (cuBLAS must not allocate
+ * one while a graph is being captured). On failure nothing is left half made. */
+static int cu_init(const char *fam, sc_error *err) {
+  cudaError_t ce;
+  cublasStatus_t s;
+  if ((ce = cudaStreamCreateWithFlags(&cu_stream, cudaStreamNonBlocking)) != cudaSuccess) {
+    cu_stream = NULL;
+    return cu_fail_rt(err, fam, "cudaStreamCreate", ce);
+  }
+  if ((ce = cudaMalloc(&cu_blas_ws, CU_BLAS_WS_BYTES)) != cudaSuccess) {
+    cu_blas_ws = NULL;
+    cu_fini(NULL);
+    return cu_fail_rt(err, fam, "cudaMalloc (cuBLAS workspace)", ce);
+  }
+  if ((s = cublasCreate(&cu_blas)) != CUBLAS_STATUS_SUCCESS) {
+    cu_blas = NULL;
+    cu_fini(NULL);
+    return cu_fail_blas(err, fam, s);
+  }
+  if ((s = cublasSetStream(cu_blas, cu_stream)) != CUBLAS_STATUS_SUCCESS ||
+      (s = cublasSetWorkspace(cu_blas, cu_blas_ws, CU_BLAS_WS_BYTES)) != CUBLAS_STATUS_SUCCESS) {
+    cu_fini(NULL);
+    return cu_fail_blas(err, fam, s);
+  }
+  return SC_OK;
 }
 
 static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, uint32_t min_reps,
@@ -388,14 +491,11 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
     return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: measure: dtype %s: the CUDA sampler "
                           "runs fp32, tf32, fp16 and bf16", sc_dtype_name(op->dtype));
   }
-  if (cu_blas == NULL) {
-    cublasStatus_t s = cublasCreate(&cu_blas);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      cu_blas = NULL;
-      return cu_fail_blas(err, op->family, s);
-    }
-  }
+  if (cu_blas == NULL && (rc = cu_init(op->family, err)) != SC_OK) return rc;
   rc = cu_setup(&b, err);
+  /* the buffers are filled on the legacy stream; the non-blocking cu_stream does not wait */
+  if (rc == SC_OK && (ce = cudaDeviceSynchronize()) != cudaSuccess)
+    rc = cu_fail_rt(err, op->family, "cudaDeviceSynchronize", ce);
   if (rc == SC_OK) rc = cu_time(&b, min_reps, budget_s, samples, &n, err);
   cu_bufs_free(&b);
   if (rc != SC_OK) return rc;
@@ -406,7 +506,11 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
 static void cu_fini(void *state) {
   (void)state;
   if (cu_blas != NULL) cublasDestroy(cu_blas);
+  if (cu_blas_ws != NULL) cudaFree(cu_blas_ws);
+  if (cu_stream != NULL) cudaStreamDestroy(cu_stream);
   cu_blas = NULL;
+  cu_blas_ws = NULL;
+  cu_stream = NULL;
 }
 
 static const sc_hw_plugin cuda_plugin = {

@@ -188,6 +188,120 @@ __global__ void k_norm_fwd(int rms, int vec, int64_t rows, int64_t cols, const T
   }
 }
 
+/* LayerNorm / RMSNorm backward, dx: a row to a group (warp or block, as the forward): the
+ * row sums of g*dy and g*dy*xhat, then
+ *     dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat))   (RMSNorm: no mean(g*dy)) */
+template <typename T, bool WARP>
+__global__ void k_norm_bwd(int rms, int vec, int64_t rows, int64_t cols, const T *x,
+                           const T *dy, const T *gamma, const float *mean, const float *rstd,
+                           T *dx) {
+  constexpr int N = pack<T>::N;
+  const row_group<WARP> g(rows);
+  if (g.r < 0) return;
+  const int64_t r = g.r;
+  const T *xr = x + r * cols, *dyr = dy + r * cols;
+  T *dxr = dx + r * cols;
+  const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
+  float s1 = 0.0f, s2 = 0.0f;
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float f[N], gr[N], gm[N];
+      ldv(xr, c, f);
+      ldv(dyr, c, gr);
+      ldv(gamma, c, gm);
+#pragma unroll
+      for (int k = 0; k < N; k++) {
+        float gd = gm[k] * gr[k];
+        s1 += gd;
+        s2 += gd * (f[k] - mu) * rs;
+      }
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n) {
+      float gd = ld(gamma, c) * ld(dyr, c);
+      s1 += gd;
+      s2 += gd * (ld(xr, c) - mu) * rs;
+    }
+  }
+  s1 = rms ? 0.0f : g.reduce(s1, 0) / (float)cols;
+  s2 = g.reduce(s2, 0) / (float)cols;
+  if (vec) {
+    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
+      float f[N], gr[N], gm[N];
+      ldv(xr, c, f);
+      ldv(dyr, c, gr);
+      ldv(gamma, c, gm);
+#pragma unroll
+      for (int k = 0; k < N; k++) f[k] = rs * (gm[k] * gr[k] - s1 - (f[k] - mu) * rs * s2);
+      stv(dxr, c, f);
+    }
+  } else {
+    for (int64_t c = g.t; c < cols; c += g.n)
+      st(dxr, c, rs * (ld(gamma, c) * ld(dyr, c) - s1 - (ld(xr, c) - mu) * rs * s2));
+  }
+}
+
+/* dgamma = sum over rows of dy*xhat, dbeta = sum of dy: a block of 32 x 8 threads takes a
+ * tile of 32 packs of columns (32 * N) and a chunk of rows, its threads' column sums meet in
+ * shared memory, and each column's total is added to acc[c] (dgamma) and acc[cols + c]
+ * (dbeta), zeroed before; by packs when vec. */
+template <typename T>
+__global__ void k_norm_cols(int rms, int vec, int64_t rows, int64_t cols, int64_t chunk,
+                            const T *x, const T *dy, const float *mean, const float *rstd,
+                            float *acc) {
+  constexpr int N = pack<T>::N;
+  __shared__ float sh[2][8][32 * N];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int64_t c0 = (int64_t)blockIdx.x * 32 * N + (int64_t)tx * N;
+  const int64_t r0 = (int64_t)blockIdx.y * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  float sg[N], sb[N];
+#pragma unroll
+  for (int k = 0; k < N; k++) sg[k] = sb[k] = 0.0f;
+  for (int64_t r = r0 + ty; r < r1; r += 8) {
+    const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
+    float f[N], gr[N];
+    if (vec && c0 < cols) {
+      ldv(x + r * cols, c0, f);
+      ldv(dy + r * cols, c0, gr);
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; k++) {
+        f[k] = c0 + k < cols ? ld(x + r * cols, c0 + k) : 0.0f;
+        gr[k] = c0 + k < cols ? ld(dy + r * cols, c0 + k) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+      sg[k] += gr[k] * (f[k] - mu) * rs;
+      sb[k] += gr[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < N; k++) {
+    sh[0][ty][tx * N + k] = sg[k];
+    sh[1][ty][tx * N + k] = sb[k];
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < 2 * 32 * N; j += blockDim.x) {
+    const int w = j / (32 * N), cc = j % (32 * N);
+    const int64_t c = (int64_t)blockIdx.x * 32 * N + cc;
+    if (c >= cols || (w == 1 && rms)) continue;
+    float t = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 8; q++) t += sh[w][q][cc];
+    atomicAdd(&acc[w * cols + c], t);
+  }
+}
+
+template <typename T>
+__global__ void k_norm_cast(int rms, int64_t cols, const float *acc, T *dgamma, T *dbeta) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
+       c += (int64_t)gridDim.x * blockDim.x) {
+    st(dgamma, c, acc[c]);
+    if (!rms) st(dbeta, c, acc[cols + c]);
+  }
+}
+
 /* Softmax forward: max, sum, output; by packs when vec (a pack past the row's last key is
  * masked element by element). */
 template <typename T, bool WARP>
@@ -449,6 +563,51 @@ extern "C" int sc__cu_norm_fwd(sc__cu_type type, int rms, int64_t rows, int64_t 
                             rows_packed<T>(cols, x, y, gamma, rms ? NULL : beta), rows, cols,
                             (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
                             rstd));
+  return (int)cudaGetLastError();
+}
+
+extern "C" size_t sc__cu_norm_bwd_part_floats(sc__cu_type type, int64_t rows, int64_t cols) {
+  (void)type;
+  (void)rows;
+  return (size_t)(2 * cols);
+}
+
+/* The column sums' blocks: tiles of 32 packs across, and enough chunks of rows down for about
+ * NORM_COL_BLOCKS blocks (four per SM of an H100), each chunk at least 64 rows. */
+#define NORM_COL_BLOCKS 528
+template <typename T>
+static void norm_bwd_launch(int rms, int64_t rows, int64_t cols, const void *x, const void *dy,
+                            const void *gamma, const float *mean, const float *rstd, void *dx,
+                            void *dgamma, void *dbeta, float *acc, cudaStream_t s) {
+  const int vec = rows_packed<T>(cols, x, dy, gamma, dx);
+  const int64_t nx = (cols + 32 * pack<T>::N - 1) / (32 * pack<T>::N);
+  int64_t ny = (NORM_COL_BLOCKS + nx - 1) / nx, most = (rows + 63) / 64;
+  if (ny > most) ny = most;
+  if (ny > 65535) ny = 65535;
+  if (ny < 1) ny = 1;
+  const int64_t chunk = (rows + ny - 1) / ny;
+  if (warp_rows<T>(cols))
+    k_norm_bwd<T, true><<<(unsigned)((rows + THREADS / 32 - 1) / (THREADS / 32)), THREADS, 0,
+                          s>>>(rms, vec, rows, cols, (const T *)x, (const T *)dy,
+                               (const T *)gamma, mean, rstd, (T *)dx);
+  else
+    k_norm_bwd<T, false><<<(unsigned)rows, THREADS, 0, s>>>(rms, vec, rows, cols, (const T *)x,
+                                                            (const T *)dy, (const T *)gamma,
+                                                            mean, rstd, (T *)dx);
+  k_norm_cols<T><<<dim3((unsigned)nx, (unsigned)ny), THREADS, 0, s>>>(
+      rms, vec, rows, cols, chunk, (const T *)x, (const T *)dy, mean, rstd, acc);
+  k_norm_cast<T><<<grid_for(cols), THREADS, 0, s>>>(rms, cols, acc, (T *)dgamma, (T *)dbeta);
+}
+
+extern "C" int sc__cu_norm_bwd(sc__cu_type type, int rms, int64_t rows, int64_t cols,
+                               const void *x, const void *dy, const void *gamma,
+                               const float *mean, const float *rstd, void *dx, void *dgamma,
+                               void *dbeta, float *part, void *stream) {
+  cudaError_t e;
+  if ((e = cudaMemsetAsync(part, 0, (size_t)(2 * cols) * 4, S(stream))) != cudaSuccess)
+    return (int)e;
+  DISPATCH(type, norm_bwd_launch<T>(rms, rows, cols, x, dy, gamma, mean, rstd, dx, dgamma,
+                                    dbeta, part, S(stream)));
   return (int)cudaGetLastError();
 }
 

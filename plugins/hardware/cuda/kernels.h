@@ -28,6 +28,15 @@ int sc__cu_norm_fwd(sc__cu_type type, int rms, int64_t rows, int64_t cols, const
                     const void *gamma, const void *beta, void *y, float *mean, float *rstd,
                     void *stream);
 
+/* LayerNorm or RMSNorm (rms != 0) backward: dx, and dgamma (and dbeta unless rms) summed
+ * over the rows, from x, dy, gamma, the forward's mean (LayerNorm) and rstd (float[rows]).
+ * part is scratch of sc__cu_norm_bwd_part_floats(type, rows, cols) floats (zeroed here: the
+ * column sums' accumulators). */
+size_t sc__cu_norm_bwd_part_floats(sc__cu_type type, int64_t rows, int64_t cols);
+int sc__cu_norm_bwd(sc__cu_type type, int rms, int64_t rows, int64_t cols, const void *x,
+                    const void *dy, const void *gamma, const float *mean, const float *rstd,
+                    void *dx, void *dgamma, void *dbeta, float *part, void *stream);
+
 /* y = softmax(scale * x) over cols with a causal mask: row r is query q = r % period, which
  * sees keys 0 .. q + offset (all keys when causal == 0). In place (y == x) is allowed. */
 int sc__cu_softmax_fwd(sc__cu_type type, int64_t rows, int64_t cols, int64_t period,
