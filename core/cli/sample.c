@@ -13,8 +13,10 @@
 #include "cpu_attn_block.h" /* the cpu plugin's attention tile */
 #include "common/median.h"
 #include "plugin/registry_int.h"
+#include "stepcast/csv.h"
 #include "stepcast/estimate.h"
 #include "stepcast/ops.h"
+#include "stepcast/parallel.h"
 
 /* OpenBLAS's controls (libstepcast links OpenBLAS; its cblas.h declares them too). */
 void openblas_set_num_threads(int num_threads);
@@ -59,7 +61,13 @@ static void sample_usage(FILE *out) {
           "                     imply to F = <dir>/<name>.toml (the device is <name>; stepcast\n"
           "                     fit finds it beside <dir>/<name>/samples.csv); stdout gets\n"
           "                     the same file named host-cpu without it\n"
-          "  --quick            a plan of 1/4 the points (for tests)\n\n"
+          "  --plan FILE        measure the operators FILE lists instead of the designed\n"
+          "                     plan: a CSV with columns family, variant, dtype and dims\n"
+          "                     (AxBx...), as `stepcast ops --csv` writes it (rows whose\n"
+          "                     kind is not op are passed over); each distinct operator\n"
+          "                     once, in its own dtype; --families still filters\n"
+          "  --quick            a plan of 1/4 the points and shorter microbenchmarks (for\n"
+          "                     tests; with --plan, the microbenchmarks only)\n\n"
           "A progress bar goes to stderr when it is a terminal. Exit status: 0 ok, 1 failure,\n"
           "2 usage error.\n");
 }
@@ -959,7 +967,9 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
     if (skip[i]) continue;
     int mrc = hw->measure(sc_registry_state(reg, &hw->hdr), dev, &pl->ops[i],
                           (uint32_t)min_reps, per * 0.8, &ms[i * (size_t)passes + p], err);
-    if (mrc == SC_EUNSUPPORTED) { /* a family or variant this device's sampler lacks */
+    /* a family or variant this device's sampler lacks, or a shape its memory cannot hold
+     * (a plan file's operators are a real job's, an optimizer step over all its weights) */
+    if (mrc == SC_EUNSUPPORTED || mrc == SC_ELIMIT) {
       fprintf(f, "# skipped = %s\n", err->msg);
       sc_error_clear(err);
       skip[i] = 1;
@@ -1018,6 +1028,95 @@ out:
 
 /* The run's plan: each family's points (a quarter of them with quick), interleaved so
  * that a spent budget keeps every family, all in dtype. */
+/* --plan: the operators of a CSV with columns family, variant, dtype and dims ("AxBx..."),
+ * as `stepcast ops --csv` writes them (a kind column, where there is one, keeps the rows of
+ * kind "op"). Rows of a family --families leaves out, or that the sampler does not measure
+ * (memcpy), are counted in *other; an operator listed again is measured once (*dups). A
+ * malformed row is a one-line error naming the file, the line and the column. */
+static int read_plan(const char *path, const char *families, plan *pl, size_t *other,
+                     size_t *dups, sc_error *err) {
+  static const char *const fams[] = {SC_OP_GEMM,     SC_OP_ATTENTION,   SC_OP_NORM,
+                                     SC_OP_SOFTMAX,  SC_OP_ELEMENTWISE, SC_OP_OPTIMIZER,
+                                     SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY};
+  static const char *const cols[] = {"family", "variant", "dtype", "dims"};
+  int idx[4], kind;
+  sc_csv *c = NULL;
+  int rc = sc_csv_load(path, &c, err);
+  *other = *dups = 0;
+  if (rc != SC_OK) return rc;
+  if ((rc = sc_csv_require(c, cols, 4, idx, err)) != SC_OK) goto out;
+  kind = sc_csv_column(c, "kind");
+  for (size_t r = 0; r < sc_csv_nrows(c); r++) {
+    const unsigned line = sc_csv_line(c, r);
+    const char *fam = sc_csv_field(c, r, (size_t)idx[0]), *fs = NULL;
+    const char *dt = sc_csv_field(c, r, (size_t)idx[2]), *dims = sc_csv_field(c, r, (size_t)idx[3]);
+    sc_op_desc o;
+    uint32_t variant;
+    int known;
+    if (kind >= 0 && strcmp(sc_csv_field(c, r, (size_t)kind), "op") != 0) continue;
+    for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++)
+      if (strcmp(fam, fams[k]) == 0) fs = fams[k];
+    if (fs == NULL && strcmp(fam, SC_OP_MEMCPY) != 0) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%s' is not an operator "
+                        "family (gemm, attention, norm, softmax, elementwise, optimizer, "
+                        "embedding, cross_entropy, memcpy)", path, line, fam);
+      goto out;
+    }
+    if ((rc = sc_csv_u32(c, r, (size_t)idx[1], &variant, &known, err)) != SC_OK) goto out;
+    if (!known) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'variant' is empty", path, line);
+      goto out;
+    }
+    memset(&o, 0, sizeof o);
+    o.family = fs;
+    o.variant = variant;
+    if (sc_dtype_parse(dt, &o.dtype) != SC_OK) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dtype': '%s' is not a dtype", path,
+                        line, dt);
+      goto out;
+    }
+    for (const char *q = dims;;) { /* AxBx..., each a whole number >= 1, at most 8 */
+      char *end;
+      long long v;
+      errno = 0;
+      v = strtoll(q, &end, 10);
+      if (end == q || errno != 0 || v < 1 || o.ndims == 8 || (*end != 'x' && *end != '\0') ||
+          *q == '-' || *q == '+' || *q == ' ') {
+        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not 1 to 8 whole "
+                          "numbers >= 1 joined by 'x'", path, line, dims);
+        goto out;
+      }
+      o.dims[o.ndims++] = (int64_t)v;
+      if (*end == '\0') break;
+      q = end + 1;
+    }
+    if (fs == NULL || !want(families, fs)) {
+      (*other)++;
+      continue;
+    }
+    int seen = 0;
+    for (size_t j = 0; j < pl->n && !seen; j++)
+      seen = strcmp(pl->ops[j].family, fs) == 0 && pl->ops[j].variant == o.variant &&
+             pl->ops[j].dtype == o.dtype && pl->ops[j].ndims == o.ndims &&
+             memcmp(pl->ops[j].dims, o.dims, o.ndims * sizeof o.dims[0]) == 0;
+    if (seen) {
+      (*dups)++;
+      continue;
+    }
+    if ((rc = plan_add(pl, fs, o.variant, o.ndims, o.dims)) != SC_OK) {
+      rc = sc_error_set(err, SC_ENOMEM, "sample: out of memory");
+      goto out;
+    }
+    pl->ops[pl->n - 1].dtype = o.dtype;
+  }
+  if (pl->n == 0)
+    rc = sc_error_set(err, SC_EPARSE, "%s: no operator to measure (%zu rows of other families "
+                      "or kinds)", path, *other);
+out:
+  sc_csv_free(c);
+  return rc;
+}
+
 static int build_plan(plan *pl, const char *families, int quick, int gpu, double mid,
                       sc_dtype dtype) {
   static const struct { const char *name, *fam; uint32_t count; } parts[] = {
@@ -1610,7 +1709,8 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
 }
 
 int sc_cli_sample(int argc, char **argv) {
-  const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL;
+  const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL, *plan_path = NULL;
+  size_t plan_other = 0, plan_dups = 0;
   char hw_name[64] = "host-cpu";
   double plan_mid = 4194304.0;
   host_caps caps = {0, 0, 0, 0};
@@ -1643,7 +1743,7 @@ int sc_cli_sample(int argc, char **argv) {
     if (strcmp(a, "--device") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--seconds") != 0 &&
         strcmp(a, "--threads") != 0 && strcmp(a, "--families") != 0 &&
         strcmp(a, "--min-reps") != 0 && strcmp(a, "--hardware-out") != 0 &&
-        strcmp(a, "--passes") != 0)
+        strcmp(a, "--passes") != 0 && strcmp(a, "--plan") != 0)
       return sc_cli_usage_error("sample", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("sample", "option '%s' needs a value", a);
     i++;
@@ -1651,6 +1751,7 @@ int sc_cli_sample(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) out = v;
     else if (strcmp(a, "--families") == 0) families = v;
     else if (strcmp(a, "--hardware-out") == 0) hw_out = v;
+    else if (strcmp(a, "--plan") == 0) plan_path = v;
     else if (strcmp(a, "--seconds") == 0) {
       errno = 0;
       seconds = strtod(v, &end);
@@ -1732,7 +1833,9 @@ int sc_cli_sample(int argc, char **argv) {
    * whose training shapes all fit in the cache cannot know the DRAM regime. */
   caps = read_host_caps();
   plan_mid = (caps.llc > 0 ? caps.llc : 32.0 * 1024 * 1024) / 8.0;
-  if (build_plan(&pl, families, quick, gpu, plan_mid, dtype) != SC_OK) {
+  if (plan_path != NULL) {
+    if (read_plan(plan_path, families, &pl, &plan_other, &plan_dups, &err) != SC_OK) goto fail;
+  } else if (build_plan(&pl, families, quick, gpu, plan_mid, dtype) != SC_OK) {
     sc_error_set(&err, SC_ENOMEM, "sample: out of memory");
     goto fail;
   }
@@ -1760,6 +1863,10 @@ int sc_cli_sample(int argc, char **argv) {
     if (measure_micros(&mr, reg, hw, &dev, &caps, families, quick, tty, &err) != SC_OK)
       goto fail;
     write_samples_header(f, &mr, device, model, cmd, stamp, seconds, min_reps, passes);
+    if (plan_path != NULL)
+      fprintf(f, "# plan = %s: %zu operator%s (and %zu row%s listing one again, %zu of "
+                 "families not sampled here)\n", plan_path, pl.n, pl.n == 1 ? "" : "s",
+              plan_dups, plan_dups == 1 ? "" : "s", plan_other);
     t0 = now_s();
     /* the in-place rate through the plan too, as STREAM's (not with --quick: a test's
      * instrumented build spends seconds on each) */
