@@ -12,7 +12,7 @@
  * measure() times one operator on the live GPU (device 0) with CUDA events:
  *   gemm          cublasGemmEx (batch 1) / cublasGemmStridedBatchedEx, row-major C = A B,
  *                 fp32 / tf32 (CUBLAS_COMPUTE_32F_FAST_TF32) / fp16 / bf16 storage, fp32
- *                 accumulation
+ *                 accumulation; fp8 (E4M3, one product) through cuBLASLt, a bf16 product
  *   attention     the unfused path, per (batch, kv group): forward S = Q Kᵀ by
  *                 cublasGemmStridedBatchedEx over the group's heads (K stride 0), the scaled
  *                 causal-masked softmax kernel in place, O = P V likewise; backward dP =
@@ -39,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -72,6 +73,7 @@ static int cu_describe(void *state, const sc_host *host, const sc_table *file, s
  * every kernel and GEMM runs on (one the timing loop can capture into a graph), with its
  * workspace. */
 static cublasHandle_t cu_blas;
+static cublasLtHandle_t cu_lt; /* fp8 GEMMs */
 static cudaStream_t cu_stream;
 static void *cu_blas_ws;
 #define CU_BLAS_WS_BYTES ((size_t)32 << 20) /* cuBLAS's recommendation for Hopper */
@@ -123,9 +125,13 @@ static int cu_alloc(cu_bufs *b, int count, const double *n, const size_t *elt,
   for (int i = 0; i < count; i++) {
     size_t cnt = n[i] >= 1 ? (size_t)n[i] : 1;
     sc__cu_type ty = elt[i] == 4 ? SC__CU_F32 : b->type;
-    if ((e = cudaMalloc(&b->p[i], cnt * elt[i])) != cudaSuccess)
+    /* one-byte (fp8) arrays get the bytes of bf16 values in [-1, 1]: varied data, as the
+     * others (a tensor core's power, and so its clock, depends on the data) */
+    size_t nfill = elt[i] == 1 ? (cnt + 1) / 2 : cnt;
+    if (elt[i] == 1) ty = SC__CU_BF16;
+    if ((e = cudaMalloc(&b->p[i], nfill * (elt[i] == 1 ? 2 : elt[i]))) != cudaSuccess)
       return cu_fail_rt(err, b->op.family, "cudaMalloc", e);
-    if ((e = (cudaError_t)sc__cu_fill(ty, b->p[i], cnt, 0x5eedull + (uint64_t)i, -1.0f, 1.0f,
+    if ((e = (cudaError_t)sc__cu_fill(ty, b->p[i], nfill, 0x5eedull + (uint64_t)i, -1.0f, 1.0f,
                                       NULL)) != cudaSuccess)
       return cu_fail_rt(err, b->op.family, "fill kernel", e);
   }
@@ -146,7 +152,7 @@ static int cu_setup(cu_bufs *b, sc_error *err) {
   if (strcmp(fam, SC_OP_GEMM) == 0) {
     double n[3] = {(double)d[0] * d[1] * d[3], (double)d[0] * d[3] * d[2],
                    (double)d[0] * d[1] * d[2]};
-    size_t e[3] = {t, t, t};
+    size_t e[3] = {t, t, t == 1 ? 2 : t}; /* fp8 inputs write a bf16 product */
     return cu_alloc(b, 3, n, e, 0, err);
   }
   if (strcmp(fam, SC_OP_ATTENTION) == 0) {
@@ -238,6 +244,66 @@ static int cu_gemm(const cu_bufs *b, sc_error *err) {
   return s == CUBLAS_STATUS_SUCCESS ? SC_OK : cu_fail_blas(err, b->op.family, s);
 }
 
+/* An fp8 (E4M3) GEMM through cuBLASLt, m x n x k with a bf16 product and fp32
+ * accumulation: Hopper's fp8 kernels take A transposed and B not ("TN"), so A is stored k x m
+ * and B k x n column-major (as Transformer Engine lays out its fp8 operands). No scaling
+ * factors (1). One product only. The algorithm is cuBLASLt's first heuristic within the
+ * handle's workspace; none is SC_EUNSUPPORTED. */
+static int cu_gemm_fp8(const cu_bufs *b, sc_error *err) {
+  const int64_t *d = b->op.dims;
+  const uint64_t m = (uint64_t)d[1], n = (uint64_t)d[2], k = (uint64_t)d[3];
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const float one = 1.0f, zero = 0.0f;
+  const size_t ws = CU_BLAS_WS_BYTES;
+  cublasLtMatmulDesc_t op = NULL;
+  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t res;
+  int nres = 0, rc = SC_OK;
+  cublasStatus_t s;
+  if (d[0] != 1)
+    return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: gemm: fp8 is measured for one product "
+                          "(batch %lld)", (long long)d[0]);
+  memset(&res, 0, sizeof res);
+  if ((s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) != CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, k, m, (int64_t)k)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, k, n, (int64_t)k)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, m, n, (int64_t)m)) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulPreferenceCreate(&pref)) != CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &ws, sizeof ws)) != CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulAlgoGetHeuristic(cu_lt, op, la, lb, lc, lc, pref, 1, &res, &nres)) !=
+          CUBLAS_STATUS_SUCCESS) {
+    /* a shape cuBLASLt takes no fp8 kernel for (alignment, size) is skipped, not fatal */
+    rc = sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: gemm: fp8 %llux%llux%llu: cuBLASLt: %s",
+                        (unsigned long long)m, (unsigned long long)n, (unsigned long long)k,
+                        cublasGetStatusName(s));
+  } else if (nres < 1) {
+    rc = sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: gemm: fp8 %llux%llux%llu: cuBLASLt has no "
+                        "kernel for it", (unsigned long long)m, (unsigned long long)n,
+                        (unsigned long long)k);
+  } else if ((s = cublasLtMatmul(cu_lt, op, &one, b->p[0], la, b->p[1], lb, &zero, b->p[2], lc,
+                                 b->p[2], lc, &res.algo, cu_blas_ws, ws, cu_stream)) !=
+             CUBLAS_STATUS_SUCCESS) {
+    rc = sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: gemm: fp8 %llux%llux%llu: cublasLtMatmul: "
+                        "%s", (unsigned long long)m, (unsigned long long)n,
+                        (unsigned long long)k, cublasGetStatusName(s));
+  }
+  if (pref != NULL) cublasLtMatmulPreferenceDestroy(pref);
+  if (lc != NULL) cublasLtMatrixLayoutDestroy(lc);
+  if (lb != NULL) cublasLtMatrixLayoutDestroy(lb);
+  if (la != NULL) cublasLtMatrixLayoutDestroy(la);
+  if (op != NULL) cublasLtMatmulDescDestroy(op);
+  return rc;
+}
+
 /* Row-major C = op(A) op(B) (M x N, inner K) for `batch` matrices sa, sb, sc elements apart,
  * as column-major Cᵀ = op(B)ᵀ op(A)ᵀ. lda, ldb, ldc are the row-major leading dimensions
  * (the stored matrices' column counts). */
@@ -318,7 +384,8 @@ static int cu_run(const cu_bufs *b, sc_error *err) {
   void *const *p = b->p;
   uint32_t v = b->op.variant;
   int rc;
-  if (strcmp(fam, SC_OP_GEMM) == 0) return cu_gemm(b, err);
+  if (strcmp(fam, SC_OP_GEMM) == 0)
+    return b->op.dtype == SC_DTYPE_FP8 ? cu_gemm_fp8(b, err) : cu_gemm(b, err);
   if (strcmp(fam, SC_OP_ATTENTION) == 0) return cu_attention(b, err);
   if (strcmp(fam, SC_OP_NORM) == 0) {
     const int rms = v == SC_NORM_OP_RMSNORM_FWD || v == SC_NORM_OP_RMSNORM_BWD;
@@ -429,6 +496,11 @@ static int cu_init(const char *fam, sc_error *err) {
     cu_fini(NULL);
     return cu_fail_blas(err, fam, s);
   }
+  if ((s = cublasLtCreate(&cu_lt)) != CUBLAS_STATUS_SUCCESS) {
+    cu_lt = NULL;
+    cu_fini(NULL);
+    return cu_fail_blas(err, fam, s);
+  }
   if ((s = cublasSetStream(cu_blas, cu_stream)) != CUBLAS_STATUS_SUCCESS ||
       (s = cublasSetWorkspace(cu_blas, cu_blas_ws, CU_BLAS_WS_BYTES)) != CUBLAS_STATUS_SUCCESS) {
     cu_fini(NULL);
@@ -487,6 +559,13 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
   case SC_DTYPE_TF32: b.type = SC__CU_F32; b.elt = 4; break;
   case SC_DTYPE_FP16: b.type = SC__CU_F16; b.elt = 2; break;
   case SC_DTYPE_BF16: b.type = SC__CU_BF16; b.elt = 2; break;
+  case SC_DTYPE_FP8: /* E4M3 GEMM operands, a bf16 product */
+    if (fi != 0)
+      return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: %s: fp8 is measured for GEMMs only",
+                            op->family);
+    b.type = SC__CU_BF16;
+    b.elt = 1;
+    break;
   default:
     return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: measure: dtype %s: the CUDA sampler "
                           "runs fp32, tf32, fp16 and bf16", sc_dtype_name(op->dtype));
@@ -505,10 +584,12 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
 
 static void cu_fini(void *state) {
   (void)state;
+  if (cu_lt != NULL) cublasLtDestroy(cu_lt);
   if (cu_blas != NULL) cublasDestroy(cu_blas);
   if (cu_blas_ws != NULL) cudaFree(cu_blas_ws);
   if (cu_stream != NULL) cudaStreamDestroy(cu_stream);
   cu_blas = NULL;
+  cu_lt = NULL;
   cu_blas_ws = NULL;
   cu_stream = NULL;
 }
