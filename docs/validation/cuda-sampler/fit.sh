@@ -1,15 +1,18 @@
 #!/bin/bash
 # The fits of docs/validation.md "The CUDA sampler on an H100", from the repository root with
-# a release build in build-rel: the measured samples against hardware/h100-sxm5-80gb.toml as
-# shipped (launch_s unstated: 0), written to hardware/h100-sxm5-80gb/residuals-measured, and
-# the same samples against a copy that states the sampler's measured launch floor
-# (micro.launch_s = 1.23 us, a one-element kernel back to back in a CUDA graph), to a scratch folder.
+# a release build in build-rel: the measured H100 samples (the designed plan of run 6 and the
+# H100 rows' own operators of docs/validation/cuda-plan, one file) against
+# hardware/h100-sxm5-80gb.toml as shipped (launch_s unstated: 0), written to
+# hardware/h100-sxm5-80gb/residuals (the models --estimator hybrid uses), and the same samples
+# against a copy that states the sampler's measured launch floor (micro.launch_s = 1.23 us,
+# a one-element kernel back to back in a CUDA graph), to a scratch folder; and run 6's
+# samples alone (run6/samples.csv: the designed plan), with their rows (run6/rows.csv).
 set -euo pipefail
 sc=${SC:-build-rel/bin/stepcast}
 d=docs/validation/cuda-sampler
 s=hardware/h100-sxm5-80gb/samples.csv
-$sc fit --samples $s --hardware hardware/h100-sxm5-80gb.toml \
-  --out hardware/h100-sxm5-80gb/residuals-measured --rows $d/fit-rows.csv >$d/fit.txt 2>&1
+$sc fit --samples $s --hardware h100-sxm5-80gb --out hardware/h100-sxm5-80gb/residuals \
+  --rows $d/fit-rows.csv >$d/fit.txt 2>&1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sed 's/^compute_units = 132 /launch_s = 1.23e-6\ncompute_units = 132 /' \
@@ -17,3 +20,6 @@ sed 's/^compute_units = 132 /launch_s = 1.23e-6\ncompute_units = 132 /' \
 grep -q '^launch_s = 1.23e-6' "$tmp/h100-sxm5-80gb.toml"
 $sc fit --samples $s --hardware "$tmp/h100-sxm5-80gb.toml" --out "$tmp/fit" >$d/fit-launch.txt 2>&1
 sed -n '/^Active models/,$p' "$tmp/fit/report.md" >>$d/fit-launch.txt
+$sc fit --samples $d/run6/samples.csv --hardware h100-sxm5-80gb --out "$tmp/run6" \
+  --rows $d/run6/rows.csv >$d/run6/fit.txt 2>&1
+sed -n '/^Active models/,$p' "$tmp/run6/report.md" >>$d/run6/fit.txt
