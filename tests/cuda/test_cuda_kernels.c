@@ -198,18 +198,23 @@ START_TEST(elementwise_every_variant) {
 }
 END_TEST
 
-/* Rows of a block (4096, 3001: bf16 rows over 1024 elements, fp32 over 512) and of a warp
- * (1024, 1001, 64), by packs and not; 13 rows leave warps with no row in the last block. */
+/* The norms' shapes: rows of a block (4096, 3001: bf16 rows over 1024 elements, fp32 over
+ * 512) and of a warp (1024, 1001, 64), by packs and not; 13 rows leave warps with no row in
+ * the last block. */
+#define NORM_ROWS 13
+static const int64_t norm_cols[5] = {4096, 3001, 1024, 1001, 64};
+
 START_TEST(norm_forward) {
-  const int64_t rows = 13, colss[5] = {4096, 3001, 1024, 1001, 64};
+  const int64_t rows = NORM_ROWS;
   for (int ti = 0; ti < 2; ti++)
     for (int rms = 0; rms <= 1; rms++)
       for (int ci = 0; ci < 5; ci++) {
         sc__cu_type t = types[ti];
-        int64_t cols = colss[ci], n = rows * cols;
+        int64_t cols = norm_cols[ci], n = rows * cols;
         float *hx = malloc((size_t)n * 4), *hg = malloc((size_t)cols * 4);
         float *hb = malloc((size_t)cols * 4), *got = malloc((size_t)n * 4);
-        float *want = malloc((size_t)n * 4), mean[13], rstd[13], wmean[13], wrstd[13];
+        float *want = malloc((size_t)n * 4), mean[NORM_ROWS], rstd[NORM_ROWS], wmean[NORM_ROWS],
+              wrstd[NORM_ROWS];
         void *x = dev_filled(t, (size_t)n, 21, -3.0f, 5.0f, hx);
         void *g = dev_filled(t, (size_t)cols, 22, 0.5f, 1.5f, hg);
         void *bb = dev_filled(t, (size_t)cols, 23, -1.0f, 1.0f, hb);
@@ -251,16 +256,16 @@ END_TEST
 /* The backward, over the same shapes, from the host's mean and rstd of x: dx, dgamma and
  * (LayerNorm) dbeta. */
 START_TEST(norm_backward) {
-  const int64_t rows = 13, colss[5] = {4096, 3001, 1024, 1001, 64};
+  const int64_t rows = NORM_ROWS;
   for (int ti = 0; ti < 2; ti++)
     for (int rms = 0; rms <= 1; rms++)
       for (int ci = 0; ci < 5; ci++) {
         sc__cu_type t = types[ti];
-        int64_t cols = colss[ci], n = rows * cols;
+        int64_t cols = norm_cols[ci], n = rows * cols;
         float *hx = malloc((size_t)n * 4), *hdy = malloc((size_t)n * 4);
         float *hg = malloc((size_t)cols * 4), *got = malloc((size_t)n * 4);
         float *wdx = malloc((size_t)n * 4), *wdg = calloc((size_t)cols, 4);
-        float *wdb = calloc((size_t)cols, 4), mean[13], rstd[13];
+        float *wdb = calloc((size_t)cols, 4), mean[NORM_ROWS], rstd[NORM_ROWS];
         void *x = dev_filled(t, (size_t)n, 51, -3.0f, 5.0f, hx);
         void *dy = dev_filled(t, (size_t)n, 52, -1.0f, 1.0f, hdy);
         void *g = dev_filled(t, (size_t)cols, 53, 0.5f, 1.5f, hg);
