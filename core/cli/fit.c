@@ -139,6 +139,9 @@ static void fit_usage(FILE *out) {
           "                     it by more than the margin in each (docs/validation.md,\n"
           "                     \"The selection rule\")\n"
           "  --margin P         that margin in points of MAPE (default 1)\n"
+          "  --families LIST    with --samples: fit only these families (comma-separated),\n"
+          "                     e.g. to leave out rows whose kernel is not the one the\n"
+          "                     estimate prices; each must have samples\n"
           "  --rows FILE        also write every sample's analytical estimate beside its\n"
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
           "                     bound, analytical_s, measured_s, measured/analytical; with\n"
@@ -419,22 +422,45 @@ static int fam_alloc(fam_data *fd, size_t n, sc_error *err) {
   return SC_OK;
 }
 
+/* 1 when name is one of the comma-separated names of list (always when list is NULL). */
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  if (list == NULL) return 1;
+  for (const char *p = list;; p++) {
+    size_t k = strcspn(p, ",");
+    if (k == n && strncmp(p, name, n) == 0) return 1;
+    p += k;
+    if (*p == '\0') return 0;
+  }
+}
+
 /* --samples: the rows of set become one fam_data per operator family (at most maxf), each
- * with its plugin's analytical estimate on dev and the measured median. */
+ * with its plugin's analytical estimate on dev and the measured median; with families (a
+ * comma-separated list, --families), only the rows of those, each of which must have some. */
 static int sample_families(sc_registry *reg, const sc_device *dev, const char *samples,
-                           const sc_sample_set *set, uint32_t folds, fam_data *fds,
-                           size_t maxf, size_t *nf, FILE *rows, sc_error *err) {
+                           const sc_sample_set *set, const char *families, uint32_t folds,
+                           fam_data *fds, size_t maxf, size_t *nf, FILE *rows, sc_error *err) {
   int rc;
   *nf = 0;
   /* group rows by family (family pointers are interned by the reader) */
   for (size_t i = 0; i < set->n; i++) {
     size_t f;
+    if (!in_list(families, set->rows[i].op.family)) continue;
     for (f = 0; f < *nf && fds[f].family != set->rows[i].op.family; f++) {}
     if (f == *nf) {
       if (*nf == maxf) return sc_error_set(err, SC_ELIMIT, "%s: more than 32 families", samples);
       fds[(*nf)++].family = set->rows[i].op.family;
     }
     fds[f].n++;
+  }
+  for (const char *p = families; p != NULL;) { /* each family asked for has rows */
+    size_t k = strcspn(p, ","), f;
+    for (f = 0; f < *nf && !(strlen(fds[f].family) == k && strncmp(fds[f].family, p, k) == 0);
+         f++) {}
+    if (f == *nf)
+      return sc_error_set(err, SC_EINVAL, "%s: --families: no samples of family '%.*s'",
+                          samples, (int)(k < 64 ? k : 64), p);
+    p = p[k] == '\0' ? NULL : p + k + 1;
   }
   for (size_t f = 0; f < *nf; f++) {
     fam_data *fd = &fds[f];
@@ -601,7 +627,7 @@ done:
 
 int sc_cli_fit(int argc, char **argv) {
   const char *samples = NULL, *outdir = NULL, *hardware = NULL, *comm = NULL, *system = NULL;
-  const char *source, *basis, *target_name;
+  const char *source, *basis, *target_name, *families = NULL;
   char skipped[512] = "";
   size_t nrows = 0;
   sc_topology topo;
@@ -637,7 +663,8 @@ int sc_cli_fit(int argc, char **argv) {
     if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
-        strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0)
+        strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
+        strcmp(a, "--families") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -648,6 +675,22 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
+    else if (strcmp(a, "--families") == 0) {
+      static const char *const all[] = {"gemm",        "attention", "norm",      "softmax",
+                                        "elementwise", "optimizer", "embedding", "cross_entropy",
+                                        "memcpy"};
+      for (const char *p = v;; p++) { /* known names, none empty */
+        size_t n = strcspn(p, ","), k;
+        for (k = 0; k < sizeof all / sizeof all[0]; k++)
+          if (strlen(all[k]) == n && strncmp(p, all[k], n) == 0) break;
+        if (k == sizeof all / sizeof all[0])
+          return sc_cli_usage_error("fit", "--families: '%.*s' is not an operator family",
+                                    (int)(n < 64 ? n : 64), p);
+        p += n;
+        if (*p == '\0') break;
+      }
+      families = v;
+    }
     else if (strcmp(a, "--select") == 0) {
       if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0)
         return sc_cli_usage_error("fit", "--select: '%s' is not 'chain', 'either' or 'both'",
@@ -691,6 +734,9 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm != NULL && system == NULL)
     return sc_cli_usage_error("fit", "--comm needs --system (the rows of one system)");
   if (comm == NULL && system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
+  if (comm != NULL && families != NULL)
+    return sc_cli_usage_error("fit", "--families is for --samples (--comm fits every collective "
+                              "of the system)");
   if (samples == NULL && comm == NULL)
     return sc_cli_usage_error("fit", "--samples is required (or --comm)");
   if (outdir == NULL) return sc_cli_usage_error("fit", "--out is required");
@@ -754,8 +800,8 @@ int sc_cli_fit(int argc, char **argv) {
     basis = hardware;
     target_name = dev.name;
     nrows = set.n;
-    if (sample_families(reg, &dev, samples, &set, folds, fds, sizeof fds / sizeof fds[0],
-                        &nf, rows, &err) != SC_OK)
+    if (sample_families(reg, &dev, samples, &set, families, folds, fds,
+                        sizeof fds / sizeof fds[0], &nf, rows, &err) != SC_OK)
       goto fail;
   }
   models = calloc(nf * NEST, sizeof *models);
