@@ -1035,9 +1035,14 @@ out:
  * malformed row is a one-line error naming the file, the line and the column. */
 static int read_plan(const char *path, const char *families, plan *pl, size_t *other,
                      size_t *dups, sc_error *err) {
-  static const char *const fams[] = {SC_OP_GEMM,     SC_OP_ATTENTION,   SC_OP_NORM,
-                                     SC_OP_SOFTMAX,  SC_OP_ELEMENTWISE, SC_OP_OPTIMIZER,
-                                     SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY};
+  /* each family's dims and variants (stepcast/ops.h); memcpy last, listed but not sampled */
+  static const struct { const char *name; uint32_t ndims, nvariants; } fams[] = {
+      {SC_OP_GEMM, 4, SC_GEMM_VARIANT_COUNT},         {SC_OP_ATTENTION, 7, SC_ATTN_VARIANT_COUNT},
+      {SC_OP_NORM, 2, SC_NORM_OP_VARIANT_COUNT},      {SC_OP_SOFTMAX, 2, SC_SOFTMAX_VARIANT_COUNT},
+      {SC_OP_ELEMENTWISE, 1, SC_EW_VARIANT_COUNT},    {SC_OP_OPTIMIZER, 1, SC_OPTIM_VARIANT_COUNT},
+      {SC_OP_EMBEDDING, 3, SC_EMBED_VARIANT_COUNT},   {SC_OP_CROSS_ENTROPY, 2, SC_CE_VARIANT_COUNT},
+      {SC_OP_MEMCPY, 1, SC_MEMCPY_VARIANT_COUNT}};
+  const size_t nfams = sizeof fams / sizeof fams[0];
   static const char *const cols[] = {"family", "variant", "dtype", "dims"};
   int idx[4], kind;
   sc_csv *c = NULL;
@@ -1049,22 +1054,27 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
   for (size_t r = 0; r < sc_csv_nrows(c); r++) {
     const unsigned line = sc_csv_line(c, r);
     const char *fam = sc_csv_field(c, r, (size_t)idx[0]), *fs = NULL;
+    size_t fi = nfams;
     const char *dt = sc_csv_field(c, r, (size_t)idx[2]), *dims = sc_csv_field(c, r, (size_t)idx[3]);
     sc_op_desc o;
     uint32_t variant;
     int known;
     if (kind >= 0 && strcmp(sc_csv_field(c, r, (size_t)kind), "op") != 0) continue;
-    for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++)
-      if (strcmp(fam, fams[k]) == 0) fs = fams[k];
-    if (fs == NULL && strcmp(fam, SC_OP_MEMCPY) != 0) {
+    for (size_t k = 0; k < nfams; k++)
+      if (strcmp(fam, fams[k].name) == 0) fi = k;
+    if (fi < nfams - 1) fs = fams[fi].name; /* memcpy: listed, not sampled */
+    if (fi == nfams) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%s' is not an operator "
                         "family (gemm, attention, norm, softmax, elementwise, optimizer, "
                         "embedding, cross_entropy, memcpy)", path, line, fam);
       goto out;
     }
     if ((rc = sc_csv_u32(c, r, (size_t)idx[1], &variant, &known, err)) != SC_OK) goto out;
-    if (!known) {
-      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'variant' is empty", path, line);
+    if (!known || variant >= fams[fi].nvariants) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'variant': %s%s (%s has %u variants, "
+                        "0 to %u)", path, line, known ? "" : "empty",
+                        known ? sc_csv_field(c, r, (size_t)idx[1]) : "", fam,
+                        fams[fi].nvariants, fams[fi].nvariants - 1);
       goto out;
     }
     memset(&o, 0, sizeof o);
@@ -1075,20 +1085,28 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
                         line, dt);
       goto out;
     }
-    for (const char *q = dims;;) { /* AxBx..., each a whole number >= 1, at most 8 */
+    for (const char *q = dims;;) { /* AxBx..., whole numbers >= 1 (attention's causal: 0, 1) */
       char *end;
       long long v;
+      const int causal = fi == 1 && o.ndims == 6;
       errno = 0;
       v = strtoll(q, &end, 10);
-      if (end == q || errno != 0 || v < 1 || o.ndims == 8 || (*end != 'x' && *end != '\0') ||
-          *q == '-' || *q == '+' || *q == ' ') {
-        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not 1 to 8 whole "
-                          "numbers >= 1 joined by 'x'", path, line, dims);
+      if (end == q || errno != 0 || v < (causal ? 0 : 1) || (causal && v > 1) ||
+          o.ndims == fams[fi].ndims || (*end != 'x' && *end != '\0') || *q == '-' ||
+          *q == '+' || *q == ' ') {
+        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not %s's %u whole "
+                          "numbers >= 1 joined by 'x'%s", path, line, dims, fam,
+                          fams[fi].ndims, fi == 1 ? " (the last, causal, 0 or 1)" : "");
         goto out;
       }
       o.dims[o.ndims++] = (int64_t)v;
       if (*end == '\0') break;
       q = end + 1;
+    }
+    if (o.ndims != fams[fi].ndims) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not %s's %u whole "
+                        "numbers >= 1 joined by 'x'", path, line, dims, fam, fams[fi].ndims);
+      goto out;
     }
     if (fs == NULL || !want(families, fs)) {
       (*other)++;
