@@ -224,7 +224,10 @@ START_TEST(norm_forward) {
           double s = 0, s2 = 0;
           for (int64_t k = 0; k < cols; k++) s += hx[r * cols + k];
           double mu = rms ? 0.0 : s / (double)cols;
-          for (int64_t k = 0; k < cols; k++) s2 += (hx[r * cols + k] - mu) * (hx[r * cols + k] - mu);
+          for (int64_t k = 0; k < cols; k++) {
+            const double dv = hx[r * cols + k] - mu;
+            s2 += dv * dv;
+          }
           double rs = 1.0 / sqrt(s2 / (double)cols + 1e-5);
           wmean[r] = (float)mu;
           wrstd[r] = (float)rs;

@@ -265,7 +265,8 @@ static int cu_gemm_fp8(const cu_bufs *b, sc_error *err) {
     return sc_plugin_fail(err, SC_EUNSUPPORTED, "cuda: gemm: fp8 is measured for one product "
                           "(batch %lld)", (long long)d[0]);
   memset(&res, 0, sizeof res);
-  if ((s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) != CUBLAS_STATUS_SUCCESS ||
+  if ((s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) !=
+          CUBLAS_STATUS_SUCCESS ||
       (s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) !=
           CUBLAS_STATUS_SUCCESS ||
       (s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) !=
