@@ -422,18 +422,6 @@ static int fam_alloc(fam_data *fd, size_t n, sc_error *err) {
   return SC_OK;
 }
 
-/* 1 when name is one of the comma-separated names of list (always when list is NULL). */
-static int in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  if (list == NULL) return 1;
-  for (const char *p = list;; p++) {
-    size_t k = strcspn(p, ",");
-    if (k == n && strncmp(p, name, n) == 0) return 1;
-    p += k;
-    if (*p == '\0') return 0;
-  }
-}
-
 /* --samples: the rows of set become one fam_data per operator family (at most maxf), each
  * with its plugin's analytical estimate on dev and the measured median; with families (a
  * comma-separated list, --families), only the rows of those, each of which must have some. */
@@ -445,7 +433,7 @@ static int sample_families(sc_registry *reg, const sc_device *dev, const char *s
   /* group rows by family (family pointers are interned by the reader) */
   for (size_t i = 0; i < set->n; i++) {
     size_t f;
-    if (!in_list(families, set->rows[i].op.family)) continue;
+    if (!sc_cli_list_has(families, set->rows[i].op.family)) continue;
     for (f = 0; f < *nf && fds[f].family != set->rows[i].op.family; f++) {}
     if (f == *nf) {
       if (*nf == maxf) return sc_error_set(err, SC_ELIMIT, "%s: more than 32 families", samples);
@@ -679,16 +667,11 @@ int sc_cli_fit(int argc, char **argv) {
       static const char *const all[] = {"gemm",        "attention", "norm",      "softmax",
                                         "elementwise", "optimizer", "embedding", "cross_entropy",
                                         "memcpy"};
-      for (const char *p = v;; p++) { /* known names, none empty */
-        size_t n = strcspn(p, ","), k;
-        for (k = 0; k < sizeof all / sizeof all[0]; k++)
-          if (strlen(all[k]) == n && strncmp(p, all[k], n) == 0) break;
-        if (k == sizeof all / sizeof all[0])
-          return sc_cli_usage_error("fit", "--families: '%.*s' is not an operator family",
-                                    (int)(n < 64 ? n : 64), p);
-        p += n;
-        if (*p == '\0') break;
-      }
+      size_t n;
+      const char *bad = sc_cli_list_unknown(v, all, sizeof all / sizeof all[0], &n);
+      if (bad != NULL) /* an unknown or empty name */
+        return sc_cli_usage_error("fit", "--families: '%.*s' is not an operator family",
+                                  (int)(n < 64 ? n : 64), bad);
       families = v;
     }
     else if (strcmp(a, "--select") == 0) {

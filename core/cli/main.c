@@ -43,6 +43,32 @@ const char *sc_cli_bound_name(sc_bound b) {
   return (unsigned)b < SC_BOUND_COUNT ? names[b] : "?";
 }
 
+int sc_cli_list_has(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  if (list == NULL) return 1;
+  for (const char *p = list;; p++) {
+    const size_t k = strcspn(p, ",");
+    if (k == n && strncmp(p, name, n) == 0) return 1;
+    p += k;
+    if (*p == '\0') return 0;
+  }
+}
+
+const char *sc_cli_list_unknown(const char *list, const char *const *known, size_t n,
+                                size_t *len) {
+  for (const char *p = list;; p++) {
+    const size_t k = strcspn(p, ",");
+    size_t i = 0;
+    while (i < n && !(strlen(known[i]) == k && strncmp(p, known[i], k) == 0)) i++;
+    if (i == n) {
+      *len = k;
+      return p;
+    }
+    p += k;
+    if (*p == '\0') return NULL;
+  }
+}
+
 int sc_cli_fail(const sc_error *err) {
   fprintf(stderr, "stepcast: %s\n", err->msg[0] ? err->msg : sc_strerror(err->code));
   return 1;

@@ -138,17 +138,6 @@ static int plan_add(plan *p, const char *family, uint32_t variant, uint32_t ndim
   return SC_OK;
 }
 
-static int want(const char *families, const char *f) {
-  size_t n = strlen(f);
-  const char *p = families;
-  if (families == NULL) return 1;
-  while ((p = strstr(p, f)) != NULL) {
-    if ((p == families || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
-    p += n;
-  }
-  return 0;
-}
-
 /* The per-kernel microbenchmarks of a CPU (the [hardware.kernel_flops_per_s] tables): every
  * variant of the vector families on one cache-resident shape (arrays of 64 to 256 KiB, inside
  * a core's L2), timed, its rate = the operator plugin's FLOP count / the median time (less
@@ -228,7 +217,7 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
     sc_estimate e;
     sc_error e2;
     rate[i] = 0.0;
-    if (!want(families, k->family)) continue;
+    if (!sc_cli_list_has(families, k->family)) continue;
     op.family = k->family;
     op.variant = k->variant;
     op.dtype = SC_DTYPE_FP32;
@@ -297,7 +286,7 @@ static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_
     sc_measurement *out[SC_ROW_RATE_WIDTHS];
     double flops[SC_ROW_RATE_WIDTHS], ref = 0.0;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) rr[k][i] = 0.0;
-    if (!(km->row & ROW_RATE) || !want(families, km->family)) continue;
+    if (!(km->row & ROW_RATE) || !sc_cli_list_has(families, km->family)) continue;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) {
       sc_estimate e;
       sc_error e2;
@@ -375,7 +364,8 @@ static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const 
     expo[k] = 0.0;
     dims[k][0] = dims[k][1] = 0;
     roof[k][0] = roof[k][1] = 0.0;
-    if (!(km->row & ROW_EXPOSURE) || !want(families, km->family) || !(krate[k] > 0)) continue;
+    if (!(km->row & ROW_EXPOSURE) || !sc_cli_list_has(families, km->family) || !(krate[k] > 0))
+      continue;
     const int64_t cols = (km->row & ROW_RAMP) ? wide : EXPO_COLS;
     /* 4 x llc bytes of fp32 per array, at most 2^26 elements (256 MiB) */
     int64_t rows = (int64_t)ceil(fmin(llc, 67108864.0) / (double)cols / 16.0) * 16;
@@ -1039,8 +1029,6 @@ out:
   return rc;
 }
 
-/* The run's plan: each family's points (a quarter of them with quick), interleaved so
- * that a spent budget keeps every family, all in dtype. */
 /* --plan: the operators of a CSV with columns family, variant, dtype and dims ("AxBx..."),
  * as `stepcast ops --csv` writes them (a kind column, where there is one, keeps the rows of
  * kind "op"). Rows of a family --families leaves out, or that the sampler does not measure
@@ -1098,30 +1086,29 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
                         line, dt);
       goto out;
     }
-    for (const char *q = dims;;) { /* AxBx..., whole numbers >= 1 (attention's causal: 0, 1) */
+    int bad = 0;
+    /* AxBx..., whole numbers >= 1 (attention's causal: 0 or 1) */
+    for (const char *q = dims; !bad;) {
       char *end;
       long long v;
       const int causal = fi == 1 && o.ndims == 6;
       errno = 0;
       v = strtoll(q, &end, 10);
-      if (end == q || errno != 0 || v < (causal ? 0 : 1) || (causal && v > 1) ||
-          o.ndims == fams[fi].ndims || (*end != 'x' && *end != '\0') || *q == '-' ||
-          *q == '+' || *q == ' ') {
-        rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not %s's %u whole "
-                          "numbers >= 1 joined by 'x'%s", path, line, dims, fam,
-                          fams[fi].ndims, fi == 1 ? " (the last, causal, 0 or 1)" : "");
-        goto out;
-      }
+      bad = end == q || errno != 0 || v < (causal ? 0 : 1) || (causal && v > 1) ||
+            o.ndims == fams[fi].ndims || (*end != 'x' && *end != '\0') || *q == '-' ||
+            *q == '+' || *q == ' ';
+      if (bad) break;
       o.dims[o.ndims++] = (int64_t)v;
       if (*end == '\0') break;
       q = end + 1;
     }
-    if (o.ndims != fams[fi].ndims) {
+    if (bad || o.ndims != fams[fi].ndims) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%s' is not %s's %u whole "
-                        "numbers >= 1 joined by 'x'", path, line, dims, fam, fams[fi].ndims);
+                        "numbers >= 1 joined by 'x'%s", path, line, dims, fam, fams[fi].ndims,
+                        fi == 1 ? " (the last, causal, 0 or 1)" : "");
       goto out;
     }
-    if (fs == NULL || !want(families, fs)) {
+    if (fs == NULL || !sc_cli_list_has(families, fs)) {
       (*other)++;
       continue;
     }
@@ -1148,6 +1135,8 @@ out:
   return rc;
 }
 
+/* The run's plan: each family's points (a quarter of them with quick), interleaved so
+ * that a spent budget keeps every family, all in dtype. */
 static int build_plan(plan *pl, const char *families, int quick, int gpu, double mid,
                       sc_dtype dtype) {
   static const struct { const char *name, *fam; uint32_t count; } parts[] = {
@@ -1159,7 +1148,7 @@ static int build_plan(plan *pl, const char *families, int quick, int gpu, double
   size_t maxn = 0;
   int prc = SC_OK;
   for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
-    if (!want(families, parts[k].fam)) continue;
+    if (!sc_cli_list_has(families, parts[k].fam)) continue;
     prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
                       gpu, mid);
     if (per[k].n > maxn) maxn = per[k].n;
@@ -1661,6 +1650,15 @@ static int measure_gather_curve(micro_run *r, sc_registry *reg, const sc_hw_plug
   return SC_OK;
 }
 
+/* The measured cache curve (r->curve_ws, r->curve_share; r->nshare points) into d. */
+static void set_cache_curve(sc_device *d, const micro_run *r) {
+  d->cache_miss_points = (uint32_t)r->nshare;
+  for (int j = 0; j < r->nshare; j++) {
+    d->cache_miss_ws_bytes[j] = r->curve_ws[j];
+    d->cache_miss_share[j] = r->curve_share[j];
+  }
+}
+
 /* After the plan: the run's memory bandwidth (the median of the STREAM runs) and, on a CPU
  * whose caches sysfs gives, the row kernels past the L1 against the device the file will
  * describe; both into the samples file's trailer. */
@@ -1696,11 +1694,7 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
       sc_device cd;
       memset(&cd, 0, sizeof cd);
       cd.cache_bw_Bps = r->cache_bw;
-      cd.cache_miss_points = (uint32_t)r->nshare;
-      for (int j = 0; j < r->nshare; j++) {
-        cd.cache_miss_ws_bytes[j] = r->curve_ws[j];
-        cd.cache_miss_share[j] = r->curve_share[j];
-      }
+      set_cache_curve(&cd, r);
       const double g0 = sc_device_miss_share(&cd, RMW_MICRO_WS);
       const double inv = (1.0 / r->rmw_bw - (1.0 - g0) / r->cache_bw) / g0;
       if (g0 > 0.0 && g0 < 1.0 && inv > 0.0 && isfinite(inv)) {
@@ -1726,11 +1720,7 @@ static int measure_after_plan(micro_run *r, FILE *f, sc_registry *reg, const sc_
   set_row_rates(&r->kd, (const double(*)[SC_ROW_RATE_WIDTHS])r->rrate);
   /* the exposures are the time the roofline misses, so the roofline they are measured
    * against must be the file's: with its cache curve (write_cpu_hardware writes the same) */
-  r->kd.cache_miss_points = (uint32_t)r->nshare;
-  for (int j = 0; j < r->nshare; j++) {
-    r->kd.cache_miss_ws_bytes[j] = r->curve_ws[j];
-    r->kd.cache_miss_share[j] = r->curve_share[j];
-  }
+  set_cache_curve(&r->kd, r);
   snprintf(r->kd.name, sizeof r->kd.name, "live-%.24s-measured", device);
   if (tty) fprintf(stderr, "row kernels past the last-level cache...");
   int rc = measure_row_exposure(reg, hw, &r->kd, r->krate, caps->l1d, caps->llc, families,
@@ -1852,18 +1842,13 @@ int sc_cli_sample(int argc, char **argv) {
                                       "embedding", "cross_entropy"};
     /* comma-separated names, none empty (',' or 'gemm,,norm' would sample nothing or less
      * than asked without a word) */
-    for (const char *p = families;; p++) {
-      size_t n = strcspn(p, ",");
-      int ok = 0;
-      for (size_t k = 0; k < 8; k++) ok |= strlen(all[k]) == n && strncmp(p, all[k], n) == 0;
-      if (!ok && n == 0)
-        return sc_cli_usage_error("sample", "--families: an empty name in '%s'", families);
-      if (!ok)
-        return sc_cli_usage_error("sample", "--families: unknown family '%.*s'",
-                                  (int)(n < 64 ? n : 64), p);
-      p += n;
-      if (*p == '\0') break;
-    }
+    size_t n;
+    const char *bad = sc_cli_list_unknown(families, all, sizeof all / sizeof all[0], &n);
+    if (bad != NULL && n == 0)
+      return sc_cli_usage_error("sample", "--families: an empty name in '%s'", families);
+    if (bad != NULL)
+      return sc_cli_usage_error("sample", "--families: unknown family '%.*s'",
+                                (int)(n < 64 ? n : 64), bad);
   }
 
   if (sc_cli_registry_open(&reg, &err) != SC_OK) return sc_cli_fail(&err);
