@@ -458,6 +458,8 @@ START_TEST(residuals_malformed) {
        SC_ESPEC},
       {"resid_bad_feature_name", "residuals.toml:9:13: key 'features': every entry must be a "
        "feature name", SC_ESPEC},
+      {"resid_bad_unread", "residuals.toml:10:33: key 'unread': every entry must be one of "
+       "the model's 'features'", SC_ESPEC},
       {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -573,6 +575,97 @@ START_TEST(residuals_dir_and_save) {
   snprintf(out, sizeof out, "%s/memcpy.learned.gbdt.json", dir);
   remove(out);
   rmdir(dir);
+}
+END_TEST
+
+/* A model's unread features (a hybrid residual's scale features): held at 0 when fitting
+ * and predicting, whatever value they come with; linear coefficient 0 there; kept through
+ * residuals.toml by name; a model to be saved with them needs its feature names. */
+START_TEST(residuals_unread_features) {
+  enum { N = 60 };
+  double X[2 * N], y[N], a, b;
+  sc_resid_model ms[2];
+  sc_residuals *r = NULL;
+  sc_error err;
+  char dir[64], path[128];
+  const char *names[2] = {"\"shape\", \"scale\"", "\"shape\", \"scale\""};
+  sc_error_clear(&err);
+  for (int i = 0; i < N; i++) { /* y depends on both; the scale column is left unread */
+    X[2 * i] = (i % 6) * 0.5;
+    X[2 * i + 1] = i * 0.1;
+    y[i] = 0.1 * X[2 * i] + 0.02 * X[2 * i + 1];
+  }
+  memset(ms, 0, sizeof ms);
+  for (int k = 0; k < 2; k++) {
+    snprintf(ms[k].family, sizeof ms[k].family, "memcpy");
+    ms[k].kind = k ? SC_RESID_GBDT : SC_RESID_LINEAR;
+    ms[k].target = SC_TARGET_HYBRID;
+    ms[k].nfeatures = 2;
+    ms[k].unread = SC_FEATURE(1);
+    ms[k].active = k == 0;
+    ck_assert_msg(sc_resid_fit(&ms[k], X, y, N, NULL, &err) == SC_OK, "%s", err.msg);
+    double x1[2] = {1.5, -40.0}, x2[2] = {1.5, 400.0};
+    ck_assert(sc_resid_predict(&ms[k], x1, &a, &err) == SC_OK);
+    ck_assert(sc_resid_predict(&ms[k], x2, &b, &err) == SC_OK);
+    ck_assert_msg(a == b, "kind %d: %.17g vs %.17g", k, a, b);
+  }
+  ck_assert(ms[0].coef[1] == 0.0 && ms[0].mean[1] == 0.0 && ms[0].scale[1] == 1.0);
+  ck_assert_msg(fabs(ms[0].coef[0]) > 0.01, "%g", ms[0].coef[0]); /* the shape one is read */
+  /* saving needs the names of the unread features */
+  tmpdir(dir, sizeof dir);
+  ck_assert_int_eq(sc_residuals_save(dir, "dev-x", ms, 2, names, "unread", &err), SC_EINVAL);
+  ck_assert_msg(strstr(err.msg, "unread feature 1 has no name") != NULL, "%s", err.msg);
+  for (int k = 0; k < 2; k++) {
+    snprintf(ms[k].feature_names[0], sizeof ms[k].feature_names[0], "shape");
+    snprintf(ms[k].feature_names[1], sizeof ms[k].feature_names[1], "scale");
+  }
+  ck_assert_msg(sc_residuals_save(dir, "dev-x", ms, 2, names, "unread", &err) == SC_OK, "%s",
+                err.msg);
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(r->n, 2);
+  for (int k = 0; k < 2; k++) {
+    double x[2] = {2.0, 123.0};
+    ck_assert_uint_eq(r->models[k].unread, SC_FEATURE(1));
+    ck_assert(sc_resid_predict(&ms[k], x, &a, &err) == SC_OK);
+    ck_assert(sc_resid_predict(&r->models[k], x, &b, &err) == SC_OK);
+    ck_assert_msg(fabs(a - b) <= 1e-15 * fabs(a) || a == b, "%d: %.17g %.17g", k, a, b);
+  }
+  sc_residuals_free(r);
+  for (int k = 0; k < 2; k++) sc_resid_model_free(&ms[k]);
+  snprintf(path, sizeof path, "%s/residuals.toml", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/memcpy.hybrid.gbdt.json", dir);
+  remove(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* The scale features of an operator plugin's regressor inputs: the plugin's own bits, then
+ * the analytical time and the byte hinges; a descriptor of ABI 1.0 (too small to hold
+ * scale_features) states none of its own. */
+START_TEST(resid_scale_mask) {
+  sc_registry *reg = NULL;
+  sc_error err;
+  sc_error_clear(&err);
+  ck_assert(sc_registry_new(&reg, &err) == SC_OK);
+  ck_assert(sc_registry_add_builtins(reg, &err) == SC_OK);
+  const sc_op_plugin *gemm = sc_registry_op(reg, SC_OP_GEMM);
+  ck_assert(gemm != NULL);
+  uint32_t mask = sc_resid_scale_mask(gemm);
+  for (uint32_t j = 0; j < sc_resid_nfeatures(gemm); j++) {
+    const char *nm = sc_resid_feature_name(gemm, j);
+    int scale = strncmp(nm, "log10_flops", 11) == 0 || strcmp(nm, "log10_bytes") == 0 ||
+                strcmp(nm, "log2_m") == 0 || strcmp(nm, "log2_n") == 0 ||
+                strcmp(nm, "log2_k") == 0 || strcmp(nm, "waves") == 0 ||
+                strcmp(nm, "log10_analytical_s") == 0 || strncmp(nm, "hinge_", 6) == 0;
+    ck_assert_msg(!!(mask & SC_FEATURE(j)) == scale, "gemm feature %u (%s)", j, nm);
+  }
+  sc_op_plugin old = *gemm;
+  old.hdr.size = (uint32_t)SC_OP_PLUGIN_MIN_SIZE;
+  ck_assert_uint_eq(sc_op_scale_features(&old), 0);
+  ck_assert_uint_eq(sc_op_scale_features(gemm), gemm->scale_features);
+  ck_assert_uint_eq(sc_resid_scale_mask(&old), mask & ~gemm->scale_features);
+  sc_registry_free(reg);
 }
 END_TEST
 
@@ -774,6 +867,8 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, residuals_malformed);
   tcase_add_test(tc, residuals_check_against_plugins);
   tcase_add_test(tc, residuals_dir_and_save);
+  tcase_add_test(tc, residuals_unread_features);
+  tcase_add_test(tc, resid_scale_mask);
   tcase_add_test(tc, collective_features);
   tcase_add_test(tc, predict_hybrid_factor);
   tcase_add_test(tc, predict_learned_constant);

@@ -102,6 +102,10 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* the totals, the sequence lengths and batch x heads; intensity, head dimension, GQA
+     * ratio and the flags are shape */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1) | SC_FEATURE(3) | SC_FEATURE(4) |
+                      SC_FEATURE(6),
 };
 
 SC_PLUGIN_ENTRY(ops_attention) { return &desc.hdr; }

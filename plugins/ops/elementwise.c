@@ -79,6 +79,8 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* bytes and elements; the per-element counts and the flags are shape */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1),
 };
 
 SC_PLUGIN_ENTRY(ops_elementwise) { return &desc.hdr; }

@@ -92,6 +92,8 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* bytes, tokens and table rows; the row width and the flag are shape */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1) | SC_FEATURE(3),
 };
 
 SC_PLUGIN_ENTRY(ops_embedding) { return &desc.hdr; }

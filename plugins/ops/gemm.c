@@ -79,6 +79,10 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* the totals and the matrix dimensions; intensity, the quantisation efficiencies and the
+     * count of products are shape */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1) | SC_FEATURE(6) | SC_FEATURE(7) |
+                      SC_FEATURE(8) | SC_FEATURE(9),
 };
 
 SC_PLUGIN_ENTRY(ops_gemm) { return &desc.hdr; }

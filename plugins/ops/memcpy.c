@@ -40,6 +40,8 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* the bytes moved */
+    .scale_features = SC_FEATURE(0),
 };
 
 SC_PLUGIN_ENTRY(ops_memcpy) { return &desc.hdr; }

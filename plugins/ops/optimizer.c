@@ -45,6 +45,8 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* both: a hybrid residual of the optimizer is a constant */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1),
 };
 
 SC_PLUGIN_ENTRY(ops_optimizer) { return &desc.hdr; }

@@ -54,6 +54,8 @@ static const sc_op_plugin desc = {
     .nfeatures = NFEATURES,
     .feature_names = feature_names,
     .estimate = estimate,
+    /* bytes and rows; the row width, the flag and the unmasked share are shape */
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(1),
 };
 
 SC_PLUGIN_ENTRY(ops_softmax) { return &desc.hdr; }

@@ -221,7 +221,7 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
-    {"bad", "abi-major.so", SC_EABI, {"ABI major 2", "ABI 1.0"}},
+    {"bad", "abi-major.so", SC_EABI, {"ABI major 2", "ABI 1.1"}},
     {"bad", "small.so", SC_EABI, {"op descriptor size", "is smaller than"}},
     {"bad", "no-entry.so", SC_EPLUGIN, {"no entry symbol 'sc_plugin_entry_v1'", NULL}},
     {"bad", "flags.so", SC_EPLUGIN, {"flags 0x4 must be 0", NULL}},
@@ -303,6 +303,31 @@ START_TEST(test_newer_minor_accepted) {
   ck_assert_int_eq(info.status, SC_PLUGIN_LOADED);
   ck_assert_uint_eq(info.abi_minor, 9);
   ck_assert_ptr_nonnull(sc_registry_op(reg, "test.newer"));
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* A plugin built against ABI 1.0 (its op descriptor ends before scale_features) loads,
+ * and states no scale features (whatever lies past its descriptor). */
+typedef struct minor0_op {
+  sc_op_plugin op;
+} minor0_op;
+static const minor0_op minor0 = {
+    .op = {.hdr = {.abi_major = SC_PLUGIN_ABI_MAJOR, .abi_minor = 0,
+                   .size = (uint32_t)offsetof(sc_op_plugin, scale_features),
+                   .kind = SC_PLUGIN_KIND_OP, .name = "test.minor0", .version = "1.0"},
+           .estimate = const_estimate, .scale_features = 0xffu},
+};
+static const sc_plugin_header *minor0_entry(void) { return &minor0.op.hdr; }
+
+START_TEST(test_minor0_accepted) {
+  sc_registry *reg = new_reg(0);
+  sc_error err;
+  ck_assert_int_eq(sc_registry_add_entry(reg, minor0_entry, "builtin:minor0", &err), SC_OK);
+  ck_assert_int_eq(row_of(reg, "builtin:minor0").status, SC_PLUGIN_LOADED);
+  const sc_op_plugin *op = sc_registry_op(reg, "test.minor0");
+  ck_assert_ptr_nonnull(op);
+  ck_assert_uint_eq(sc_op_scale_features(op), 0);
   sc_registry_free(reg);
 }
 END_TEST
@@ -953,6 +978,7 @@ static Suite *plugin_suite(void) {
   tcase_add_loop_test(tc, test_refusal, 0, (int)NBAD);
   tcase_add_test(tc, test_refusal_listing_fields);
   tcase_add_test(tc, test_newer_minor_accepted);
+  tcase_add_test(tc, test_minor0_accepted);
   tcase_add_test(tc, test_null_entry_static);
   tcase_add_test(tc, test_collision_same_priority);
   tcase_add_test(tc, test_load_same_file_twice);

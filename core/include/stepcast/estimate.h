@@ -124,6 +124,12 @@ uint32_t sc_resid_features(const sc_estimate *e, double *x);
 /* Name of the i-th extra feature ("log10_analytical_s", "hinge_log10_bytes_5", ...). */
 const char *sc_resid_extra_name(uint32_t i);
 
+/* Bits (SC_FEATURE(j)) of the regressor inputs of operator plugin op that measure the
+ * operator's scale: the plugin's own scale_features and, of the extra ones, the analytical
+ * time and the byte hinges (compute_bound is shape). A hybrid residual leaves them unread
+ * (sc_resid_model.unread; docs/learned.md, "Scale and shape features"). */
+uint32_t sc_resid_scale_mask(const sc_op_plugin *op);
+
 /* For the estimates of operator plugin op: how many inputs the regressors see
  * (sc_resid_features' count), and the name of the j-th (the plugin's feature names, then
  * the extra ones): what stepcast fit writes as a model's features and --estimator checks. */
@@ -155,6 +161,11 @@ typedef struct sc_resid_model {
    * a feature extrapolates). y_lo >= y_hi: no clamp (learned models, whose log time must
    * extrapolate, and a hybrid one fitted on a single residual value). */
   double y_lo, y_hi;
+  /* Bit j (SC_FEATURE(j)) set: the model does not read feature j (held at 0 when fitting and
+   * when predicting; a linear model's coefficient is 0 there). stepcast fit sets the scale
+   * features of a hybrid residual (sc_resid_scale_mask); residuals.toml lists them as
+   * `unread`; 0, every feature read, where it has none. */
+  uint32_t unread;
   /* gbdt: an XGBoost booster handle (NULL for linear) */
   void *booster;
   /* cross-validated and held-out MAPE of the estimator this model makes (fractions) */

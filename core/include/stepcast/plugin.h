@@ -36,7 +36,7 @@ extern "C" {
 /* ABI version                                                               */
 
 #define SC_PLUGIN_ABI_MAJOR 1
-#define SC_PLUGIN_ABI_MINOR 0
+#define SC_PLUGIN_ABI_MINOR 1
 
 /* ------------------------------------------------------------------------- */
 /* Status codes: one table for the whole project (libuv style).              */
@@ -628,7 +628,26 @@ typedef struct sc_op_plugin {
    * naming the parameter (e.g. "gemm: dims[2] (n) must be > 0"). */
   int (*estimate)(void *state, const sc_device *dev, const sc_op_desc *op,
                   sc_estimate *out, sc_error *err);
+  /* ABI 1.1. Bit j (SC_FEATURE(j)) set: feature j measures the operator's scale, a total
+   * that grows without bound as the operator grows (FLOPs, bytes, element, row, token and
+   * vocabulary counts, a GEMM's m, n and k); clear: its shape, which stays in the range a
+   * sample covers (a ratio, a flag, a row width, a head dimension, a count of products).
+   * A hybrid residual reads the shape features alone, so that what it learned on the
+   * sampled shapes carries to larger ones (docs/learned.md, "Scale and shape features");
+   * a learned model, which predicts the time itself, reads every feature. A plugin built
+   * against ABI 1.0 has no such field: sc_op_scale_features gives 0 (every feature read). */
+  uint32_t scale_features;
 } sc_op_plugin;
+
+/* The bit of feature j in sc_op_plugin.scale_features. */
+#define SC_FEATURE(j) (1u << (j))
+
+/* op's scale_features, 0 for a descriptor of ABI 1.0 (too small to hold the field). */
+static inline uint32_t sc_op_scale_features(const sc_op_plugin *op) {
+  return op->hdr.size >= offsetof(sc_op_plugin, scale_features) + sizeof(uint32_t)
+             ? op->scale_features
+             : 0u;
+}
 
 /* A collective algorithm for one or more collective kinds. */
 typedef struct sc_coll_plugin {
@@ -653,8 +672,9 @@ typedef struct sc_hw_plugin {
                  double budget_s, sc_measurement *out, sc_error *err);
 } sc_hw_plugin;
 
-/* Smallest descriptor sizes accepted at ABI 1.0 (the loader refuses smaller ones). */
-#define SC_OP_PLUGIN_MIN_SIZE   (sizeof(sc_op_plugin))
+/* Smallest descriptor sizes accepted: those of ABI 1.0 (the loader refuses smaller ones;
+ * sc_op_plugin has grown by scale_features since). */
+#define SC_OP_PLUGIN_MIN_SIZE   (offsetof(sc_op_plugin, scale_features))
 #define SC_COLL_PLUGIN_MIN_SIZE (sizeof(sc_coll_plugin))
 #define SC_HW_PLUGIN_MIN_SIZE   (sizeof(sc_hw_plugin))
 

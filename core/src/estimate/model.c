@@ -32,6 +32,14 @@ uint32_t sc_resid_nfeatures(const sc_op_plugin *op) {
   return n < SC_MAX_FEATURES ? n : SC_MAX_FEATURES;
 }
 
+uint32_t sc_resid_scale_mask(const sc_op_plugin *op) {
+  uint32_t n = sc_resid_nfeatures(op), own = op->nfeatures < n ? op->nfeatures : n;
+  uint32_t mask = sc_op_scale_features(op) & (own < 32 ? (1u << own) - 1u : ~0u);
+  /* the extras: log10_analytical_s and the four byte hinges grow with the operator */
+  for (uint32_t i = 0; i < 5 && own + i < n; i++) mask |= SC_FEATURE(own + i);
+  return mask;
+}
+
 const char *sc_resid_feature_name(const sc_op_plugin *op, uint32_t j) {
   return j < op->nfeatures ? op->feature_names[j] : sc_resid_extra_name(j - op->nfeatures);
 }
@@ -260,22 +268,51 @@ int sc_resid_fit(sc_resid_model *m, const double *X, const double *y, size_t n,
     return sc_error_set(err, SC_EINVAL, "fit: %s: %u features, at most %d", m->family,
                         m->nfeatures, SC_MAX_FEATURES);
   m->booster = NULL;
-  if (m->kind == SC_RESID_LINEAR) {
-    m->lambda = o->lambda;
-    if (m->lambda < 0) {
-      int rc = ridge_pick_lambda(X, y, n, m->nfeatures, &m->lambda, err);
-      if (rc != SC_OK) return rc;
+  if (m->kind != SC_RESID_LINEAR && m->kind != SC_RESID_GBDT)
+    return sc_error_set(err, SC_EINVAL, "fit: unknown model kind %d", (int)m->kind);
+  uint32_t p = m->nfeatures, q = 0, cols[SC_MAX_FEATURES];
+  for (uint32_t j = 0; j < p; j++)
+    if (!(m->unread & SC_FEATURE(j))) cols[q++] = j;
+  /* the read columns only (linear), or every column with the unread ones at 0 (gbdt: the
+   * trees never split on a constant) */
+  uint32_t w = m->kind == SC_RESID_LINEAR ? q : p;
+  double *Xr = malloc(n * (w ? w : 1) * sizeof *Xr);
+  int rc = SC_OK;
+  if (Xr == NULL) return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+  for (size_t i = 0; i < n; i++) {
+    if (m->kind == SC_RESID_LINEAR) {
+      for (uint32_t c = 0; c < q; c++) Xr[i * q + c] = X[i * p + cols[c]];
+    } else {
+      for (uint32_t j = 0; j < p; j++)
+        Xr[i * p + j] = (m->unread & SC_FEATURE(j)) ? 0.0 : X[i * p + j];
     }
+  }
+  if (m->kind == SC_RESID_LINEAR) {
+    double mean[SC_MAX_FEATURES], scale[SC_MAX_FEATURES], coef[SC_MAX_FEATURES];
+    m->lambda = o->lambda;
+    if (m->lambda < 0) rc = ridge_pick_lambda(Xr, y, n, q, &m->lambda, err);
     m->y_lo = m->y_hi = y[0]; /* a residual's range; a learned log time extrapolates */
     for (size_t i = 1; i < n && m->target == SC_TARGET_HYBRID; i++) {
       if (y[i] < m->y_lo) m->y_lo = y[i];
       if (y[i] > m->y_hi) m->y_hi = y[i];
     }
-    return sc_ridge_fit(X, y, n, m->nfeatures, m->lambda, m->mean, m->scale, m->coef,
-                        &m->intercept, err);
+    if (rc == SC_OK)
+      rc = sc_ridge_fit(Xr, y, n, q, m->lambda, mean, scale, coef, &m->intercept, err);
+    for (uint32_t j = 0; j < p; j++) { /* an unread feature: 0 + 0 * (x - 0) / 1 */
+      m->mean[j] = 0.0;
+      m->scale[j] = 1.0;
+      m->coef[j] = 0.0;
+    }
+    for (uint32_t c = 0; c < q && rc == SC_OK; c++) {
+      m->mean[cols[c]] = mean[c];
+      m->scale[cols[c]] = scale[c];
+      m->coef[cols[c]] = coef[c];
+    }
+  } else {
+    rc = gbdt_fit(m, Xr, y, n, o, err);
   }
-  if (m->kind == SC_RESID_GBDT) return gbdt_fit(m, X, y, n, o, err);
-  return sc_error_set(err, SC_EINVAL, "fit: unknown model kind %d", (int)m->kind);
+  free(Xr);
+  return rc;
 }
 
 int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_error *err) {
@@ -283,7 +320,8 @@ int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_e
     return sc_error_set(err, SC_EINVAL, "residual: NULL argument");
   if (m->kind == SC_RESID_LINEAR) {
     double s = m->intercept;
-    for (uint32_t j = 0; j < m->nfeatures; j++) s += m->coef[j] * (x[j] - m->mean[j]) / m->scale[j];
+    for (uint32_t j = 0; j < m->nfeatures; j++)
+      if (!(m->unread & SC_FEATURE(j))) s += m->coef[j] * (x[j] - m->mean[j]) / m->scale[j];
     if (m->y_lo < m->y_hi) s = s < m->y_lo ? m->y_lo : s > m->y_hi ? m->y_hi : s;
     *out = s;
     return SC_OK;
@@ -296,7 +334,8 @@ int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_e
     int rc = SC_OK;
     if (m->booster == NULL)
       return sc_error_set(err, SC_EINVAL, "residual: %s gbdt model has no booster", m->family);
-    for (uint32_t j = 0; j < m->nfeatures; j++) xf[j] = (float)x[j];
+    for (uint32_t j = 0; j < m->nfeatures; j++)
+      xf[j] = (m->unread & SC_FEATURE(j)) ? 0.0f : (float)x[j];
     if (XGDMatrixCreateFromMat(xf, 1, (bst_ulong)m->nfeatures, NAN, &dm) != 0)
       return xgb_fail(err, "XGDMatrixCreateFromMat");
     if (XGBoosterPredict((BoosterHandle)m->booster, dm, 0, 0, 0, &len, &res) != 0)

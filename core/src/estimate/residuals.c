@@ -108,7 +108,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
   static const char *const known[] = {"family", "target", "kind", "active", "features",
                                       "mean", "scale", "coef", "intercept", "lambda", "target_range", "file",
                                       "cv_mape", "heldout_mape", "group_ranks", "group_nodes",
-                                      NULL};
+                                      "unread", NULL};
   const char *s = NULL;
   const sc_toml_value *v;
   int rc;
@@ -147,6 +147,22 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
       return where_fail(err, file, nm, "features", "every entry must be a feature name (a "
                         "string of 1 to 47 characters)");
     memcpy(m->feature_names[j], nm->u.str.ptr, nm->u.str.len + 1);
+  }
+  v = sc__toml_get(tab, "unread"); /* optional: features the model does not read */
+  if (v != NULL) {
+    if (v->type != SC_TOML_ARRAY)
+      return where_fail(err, file, v, "unread", "must be an array of names from 'features'");
+    for (size_t i = 0; i < v->u.arr.len; i++) {
+      const sc_toml_value *nm = v->u.arr.items[i];
+      uint32_t j = 0;
+      while (nm->type == SC_TOML_STRING && j < m->nfeatures &&
+             strcmp(m->feature_names[j], nm->u.str.ptr) != 0)
+        j++;
+      if (nm->type != SC_TOML_STRING || j == m->nfeatures)
+        return where_fail(err, file, nm, "unread", "every entry must be one of the model's "
+                          "'features'");
+      m->unread |= SC_FEATURE(j);
+    }
   }
   { /* collective models: group_ranks and group_nodes, both or neither, same length */
     const sc_toml_value *gr = sc__toml_get(tab, "group_ranks"), *gn = sc__toml_get(tab, "group_nodes");
@@ -337,6 +353,20 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
             m->family, sc_resid_target_name(m->target), sc_resid_kind_name(m->kind),
             m->active ? "true" : "false");
     fprintf(f, "features = [%s]\n", names ? names : "");
+    if (m->unread != 0) { /* by name: feature_names must be set */
+      fprintf(f, "unread = [");
+      for (uint32_t j = 0, k = 0; j < m->nfeatures; j++) {
+        if (!(m->unread & SC_FEATURE(j))) continue;
+        if (m->feature_names[j][0] == '\0') {
+          rc = sc_error_set(err, SC_EINVAL, "%s: %s model: unread feature %u has no name",
+                            path, m->family, j);
+          break;
+        }
+        fprintf(f, "%s\"%s\"", k++ ? ", " : "", m->feature_names[j]);
+      }
+      fprintf(f, "]  # the scale features: a hybrid residual reads the shape features alone "
+              "(docs/learned.md)\n");
+    }
     if (m->ngroups > 0) {
       fprintf(f, "group_ranks = [");
       for (uint32_t j = 0; j < m->ngroups; j++) fprintf(f, "%s%u", j ? ", " : "", m->group_ranks[j]);
