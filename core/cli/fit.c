@@ -143,6 +143,11 @@ static void fit_usage(FILE *out) {
           "                     it by more than the margin in each (docs/validation.md,\n"
           "                     \"The selection rule\")\n"
           "  --margin P         that margin in points of MAPE (default 1)\n"
+          "  --hybrid-features shape|all  what a hybrid model reads: 'shape' (the default),\n"
+          "                     the plugin's shape features and compute_bound, so that it\n"
+          "                     carries to larger shapes; 'all', the scale features too\n"
+          "                     (where the analytical estimate misses a size effect, e.g. a\n"
+          "                     GPU's launch floor: docs/learned.md)\n"
           "  --families LIST    with --samples: fit only these families (comma-separated),\n"
           "                     e.g. to leave out rows whose kernel is not the one the\n"
           "                     estimate prices; each must have samples\n"
@@ -635,6 +640,7 @@ int sc_cli_fit(int argc, char **argv) {
   uint32_t folds = 5;
   double heldout = 0.25;
   fit_rule rule = {1, 0, FIT_MARGIN};
+  int all_features = 0; /* --hybrid-features all */
   sc_fit_opts o;
   sc_error err;
   sc_sample_set set;
@@ -664,7 +670,7 @@ int sc_cli_fit(int argc, char **argv) {
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
         strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
-        strcmp(a, "--families") != 0)
+        strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -685,6 +691,11 @@ int sc_cli_fit(int argc, char **argv) {
         return sc_cli_usage_error("fit", "--families: '%.*s' is not an operator family",
                                   (int)(n < 64 ? n : 64), bad);
       families = v;
+    }
+    else if (strcmp(a, "--hybrid-features") == 0) {
+      if (strcmp(v, "shape") != 0 && strcmp(v, "all") != 0)
+        return sc_cli_usage_error("fit", "--hybrid-features: '%s' is not 'shape' or 'all'", v);
+      all_features = strcmp(v, "all") == 0;
     }
     else if (strcmp(a, "--select") == 0) {
       if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0)
@@ -798,6 +809,7 @@ int sc_cli_fit(int argc, char **argv) {
     if (sample_families(reg, &dev, samples, &set, families, folds, fds,
                         sizeof fds / sizeof fds[0], &nf, rows, &err) != SC_OK)
       goto fail;
+    for (size_t f = 0; f < nf && all_features; f++) fds[f].scale_mask = 0;
   }
   models = calloc(nf * NEST, sizeof *models);
   names = calloc(nf * NEST, sizeof *names);

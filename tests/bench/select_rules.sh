@@ -1,15 +1,19 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the twenty-one CPU sample sets kept
+# never saw (docs/validation.md, "The selection rule"). Fits the twenty-two CPU sample sets kept
 # in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
 # Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
 # the row exposures off powers of two, the second with the measured zero-fill, the one with the
 # inline row maxima, the two with the kernels compiled once, the first fitted under the
 # chained rule, the two with the in-place rate and the gather curve, and the one with the
-# in-place rate stated as the DRAM rate) with the fit options given
+# in-place rate stated as the DRAM rate and the first with the scale features unread) with
+# the fit options given
 # (e.g. --select either, --select both --margin 3; none: fit's default, the chained rule), and
 # compares, per family, the hybrid the rule selects on the training rows alone with the
-# roofline, both scored on the held-out rows (the report's "hybrid, selected" column).
+# roofline, both scored on the held-out rows (the report's "hybrid, selected" column); then,
+# per family, the roofline's and the selected hybrid's mean, and the means of a hybrid linear
+# and gbdt model used always (the report's two hybrid columns), with how often each beat the
+# roofline.
 #
 #   tests/bench/select_rules.sh [STEPCAST] [fit options...]
 #
@@ -41,7 +45,8 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-chain/host-cpu:$d/host-cpu-zen4-chain/host-cpu.toml \
          $d/host-cpu-zen4-gather/host-cpu:$d/host-cpu-zen4-gather/host-cpu.toml \
          $d/host-cpu-zen4-gather/noisy/host-cpu:$d/host-cpu-zen4-gather/noisy/host-cpu.toml \
-         $d/host-cpu-zen4-rmw-hits/host-cpu:$d/host-cpu-zen4-rmw-hits/host-cpu.toml; do
+         $d/host-cpu-zen4-rmw-hits/host-cpu:$d/host-cpu-zen4-rmw-hits/host-cpu.toml \
+         $d/host-cpu-zen4-shape/host-cpu:$d/host-cpu-zen4-shape/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
