@@ -38,7 +38,9 @@ check_loaded() {
   local out
   out=$("$stepcast" --plugin "$1" plugins) || { echo "$out"; fail "stepcast refused $1"; }
   echo "$out"
-  echo "$out" | grep -E "^collective +allreduce\.rabenseifner +1\.0\.0 +1\.0 +0 +loaded +$1\$" \
+  local abi_re  # the ABI the plugin was built against: the program's own (e.g. 1\.1)
+  abi_re=$("$stepcast" --version | sed -n 's/.*plugin ABI \([0-9]*\)\.\([0-9]*\)).*/\1\\.\2/p')
+  echo "$out" | grep -E "^collective +allreduce\.rabenseifner +1\.0\.0 +$abi_re +0 +loaded +$1\$" \
     >/dev/null || fail "$1 not listed as loaded"
   "$stepcast" --plugin "$1" plugins --json | grep -F '"name": "allreduce.rabenseifner"' \
     | grep -F '"status": "loaded"' >/dev/null || fail "$1 not loaded in --json listing"

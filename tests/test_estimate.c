@@ -513,6 +513,17 @@ START_TEST(residuals_check_against_plugins) {
 }
 END_TEST
 
+/* Remove what sc_residuals_save wrote into dir (residuals.toml and the tree file gbdt), and
+ * dir. */
+static void remove_saved(const char *dir, const char *gbdt) {
+  char path[160];
+  snprintf(path, sizeof path, "%s/residuals.toml", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/%s", dir, gbdt);
+  remove(path);
+  rmdir(dir);
+}
+
 START_TEST(residuals_dir_and_save) {
   char out[256], dir[64];
   sc_error err;
@@ -570,11 +581,7 @@ START_TEST(residuals_dir_and_save) {
   }
   sc_residuals_free(r);
   for (int k = 0; k < 2; k++) sc_resid_model_free(&ms[k]);
-  snprintf(out, sizeof out, "%s/residuals.toml", dir);
-  remove(out);
-  snprintf(out, sizeof out, "%s/memcpy.learned.gbdt.json", dir);
-  remove(out);
-  rmdir(dir);
+  remove_saved(dir, "memcpy.learned.gbdt.json");
 }
 END_TEST
 
@@ -587,7 +594,7 @@ START_TEST(residuals_unread_features) {
   sc_resid_model ms[2];
   sc_residuals *r = NULL;
   sc_error err;
-  char dir[64], path[128];
+  char dir[64];
   const char *names[2] = {"\"shape\", \"scale\"", "\"shape\", \"scale\""};
   sc_error_clear(&err);
   for (int i = 0; i < N; i++) { /* y depends on both; the scale column is left unread */
@@ -632,11 +639,7 @@ START_TEST(residuals_unread_features) {
   }
   sc_residuals_free(r);
   for (int k = 0; k < 2; k++) sc_resid_model_free(&ms[k]);
-  snprintf(path, sizeof path, "%s/residuals.toml", dir);
-  remove(path);
-  snprintf(path, sizeof path, "%s/memcpy.hybrid.gbdt.json", dir);
-  remove(path);
-  rmdir(dir);
+  remove_saved(dir, "memcpy.hybrid.gbdt.json");
 }
 END_TEST
 
