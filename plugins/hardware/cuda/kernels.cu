@@ -93,6 +93,24 @@ __device__ __forceinline__ void stv(T *p, int64_t i, const float *f) {
   *reinterpret_cast<pack<T> *>(p + i) = r;
 }
 
+/* W elements of a row at c: one 16-byte pack (W = pack<T>::N) or one element (W = 1). The
+ * row kernels are written once over W and launched with the pack width where their rows are
+ * packed (rows_packed), with 1 otherwise. */
+template <int W, typename T>
+__device__ __forceinline__ void ldw(const T *p, int64_t c, float *f) {
+  if constexpr (W == 1) {
+    f[0] = ld(p, c);
+  } else {
+    static_assert(W == pack<T>::N, "a row kernel's width is 1 or a pack");
+    ldv(p, c, f);
+  }
+}
+template <int W, typename T>
+__device__ __forceinline__ void stw(T *p, int64_t c, const float *f) {
+  if constexpr (W == 1) st(p, c, f[0]);
+  else stv(p, c, f);
+}
+
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* A row kernel's arrays go by 16-byte packs when every row starts on 16 bytes. */
@@ -138,49 +156,33 @@ template <bool WARP> struct row_group {
 };
 
 /* LayerNorm / RMSNorm forward: one pass for the sum and the sum of squares, one for the
- * output; by packs when vec. */
-template <typename T, bool WARP>
-__global__ void k_norm_fwd(int rms, int vec, int64_t rows, int64_t cols, const T *x,
-                           const T *gamma, const T *beta, T *y, float *mean, float *rstd) {
-  constexpr int N = pack<T>::N;
+ * output, W elements at a time. */
+template <typename T, bool WARP, int W>
+__global__ void k_norm_fwd(int rms, int64_t rows, int64_t cols, const T *x, const T *gamma,
+                           const T *beta, T *y, float *mean, float *rstd) {
   const row_group<WARP> g(rows);
   if (g.r < 0) return; /* a whole warp: the block has no barrier in warp mode */
   const int64_t r = g.r;
   const T *xr = x + r * cols;
   T *yr = y + r * cols;
   float s = 0.0f, s2 = 0.0f;
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float f[N];
-      ldv(xr, c, f);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float f[W];
+    ldw<W>(xr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) { s += f[k]; s2 += f[k] * f[k]; }
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n) {
-      float v = ld(xr, c);
-      s += v;
-      s2 += v * v;
-    }
+    for (int k = 0; k < W; k++) { s += f[k]; s2 += f[k] * f[k]; }
   }
   float mu = rms ? 0.0f : g.reduce(s, 0) / (float)cols;
   float var = g.reduce(s2, 0) / (float)cols - mu * mu;
   float rs = rsqrtf(fmaxf(var, 0.0f) + 1e-5f);
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float f[N], gm[N], bb[N];
-      ldv(xr, c, f);
-      ldv(gamma, c, gm);
-      if (!rms) ldv(beta, c, bb);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float f[W], gm[W], bb[W] = {};
+    ldw<W>(xr, c, f);
+    ldw<W>(gamma, c, gm);
+    if (!rms) ldw<W>(beta, c, bb);
 #pragma unroll
-      for (int k = 0; k < N; k++) f[k] = (f[k] - mu) * rs * gm[k] + (rms ? 0.0f : bb[k]);
-      stv(yr, c, f);
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n) {
-      float v = (ld(xr, c) - mu) * rs * ld(gamma, c);
-      st(yr, c, rms ? v : v + ld(beta, c));
-    }
+    for (int k = 0; k < W; k++) f[k] = (f[k] - mu) * rs * gm[k] + bb[k];
+    stw<W>(yr, c, f);
   }
   if (g.t == 0) {
     if (!rms) mean[r] = mu;
@@ -191,11 +193,9 @@ __global__ void k_norm_fwd(int rms, int vec, int64_t rows, int64_t cols, const T
 /* LayerNorm / RMSNorm backward, dx: a row to a group (warp or block, as the forward): the
  * row sums of g*dy and g*dy*xhat, then
  *     dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat))   (RMSNorm: no mean(g*dy)) */
-template <typename T, bool WARP>
-__global__ void k_norm_bwd(int rms, int vec, int64_t rows, int64_t cols, const T *x,
-                           const T *dy, const T *gamma, const float *mean, const float *rstd,
-                           T *dx) {
-  constexpr int N = pack<T>::N;
+template <typename T, bool WARP, int W>
+__global__ void k_norm_bwd(int rms, int64_t rows, int64_t cols, const T *x, const T *dy,
+                           const T *gamma, const float *mean, const float *rstd, T *dx) {
   const row_group<WARP> g(rows);
   if (g.r < 0) return;
   const int64_t r = g.r;
@@ -203,41 +203,28 @@ __global__ void k_norm_bwd(int rms, int vec, int64_t rows, int64_t cols, const T
   T *dxr = dx + r * cols;
   const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
   float s1 = 0.0f, s2 = 0.0f;
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float f[N], gr[N], gm[N];
-      ldv(xr, c, f);
-      ldv(dyr, c, gr);
-      ldv(gamma, c, gm);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float f[W], gr[W], gm[W];
+    ldw<W>(xr, c, f);
+    ldw<W>(dyr, c, gr);
+    ldw<W>(gamma, c, gm);
 #pragma unroll
-      for (int k = 0; k < N; k++) {
-        float gd = gm[k] * gr[k];
-        s1 += gd;
-        s2 += gd * (f[k] - mu) * rs;
-      }
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n) {
-      float gd = ld(gamma, c) * ld(dyr, c);
+    for (int k = 0; k < W; k++) {
+      float gd = gm[k] * gr[k];
       s1 += gd;
-      s2 += gd * (ld(xr, c) - mu) * rs;
+      s2 += gd * (f[k] - mu) * rs;
     }
   }
   s1 = rms ? 0.0f : g.reduce(s1, 0) / (float)cols;
   s2 = g.reduce(s2, 0) / (float)cols;
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float f[N], gr[N], gm[N];
-      ldv(xr, c, f);
-      ldv(dyr, c, gr);
-      ldv(gamma, c, gm);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float f[W], gr[W], gm[W];
+    ldw<W>(xr, c, f);
+    ldw<W>(dyr, c, gr);
+    ldw<W>(gamma, c, gm);
 #pragma unroll
-      for (int k = 0; k < N; k++) f[k] = rs * (gm[k] * gr[k] - s1 - (f[k] - mu) * rs * s2);
-      stv(dxr, c, f);
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n)
-      st(dxr, c, rs * (ld(gamma, c) * ld(dyr, c) - s1 - (ld(xr, c) - mu) * rs * s2));
+    for (int k = 0; k < W; k++) f[k] = rs * (gm[k] * gr[k] - s1 - (f[k] - mu) * rs * s2);
+    stw<W>(dxr, c, f);
   }
 }
 
@@ -302,12 +289,11 @@ __global__ void k_norm_cast(int rms, int64_t cols, const float *acc, T *dgamma, 
   }
 }
 
-/* Softmax forward: max, sum, output; by packs when vec (a pack past the row's last key is
- * masked element by element). */
-template <typename T, bool WARP>
-__global__ void k_softmax_fwd(int vec, int64_t rows, int64_t cols, int64_t period,
-                              int64_t offset, int causal, float scale, const T *x, T *y) {
-  constexpr int N = pack<T>::N;
+/* Softmax forward: max, sum, output, W elements at a time (of a pack past the row's last
+ * key, the keys past it are masked one by one). */
+template <typename T, bool WARP, int W>
+__global__ void k_softmax_fwd(int64_t rows, int64_t cols, int64_t period, int64_t offset,
+                              int causal, float scale, const T *x, T *y) {
   const row_group<WARP> g(rows);
   if (g.r < 0) return;
   const int64_t r = g.r;
@@ -317,76 +303,55 @@ __global__ void k_softmax_fwd(int vec, int64_t rows, int64_t cols, int64_t perio
   if (last >= cols) last = cols - 1;
   if (last < 0) last = 0;
   float mx = -INFINITY, s = 0.0f;
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c <= last; c += (int64_t)g.n * N) {
-      float f[N];
-      ldv(xr, c, f);
+  for (int64_t c = g.t * (int64_t)W; c <= last; c += (int64_t)g.n * W) {
+    float f[W];
+    ldw<W>(xr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) if (c + k <= last) mx = fmaxf(mx, f[k] * scale);
-    }
-    mx = g.reduce(mx, 1);
-    for (int64_t c = g.t * (int64_t)N; c <= last; c += (int64_t)g.n * N) {
-      float f[N];
-      ldv(xr, c, f);
+    for (int k = 0; k < W; k++) if (c + k <= last) mx = fmaxf(mx, f[k] * scale);
+  }
+  mx = g.reduce(mx, 1);
+  for (int64_t c = g.t * (int64_t)W; c <= last; c += (int64_t)g.n * W) {
+    float f[W];
+    ldw<W>(xr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) if (c + k <= last) s += __expf(f[k] * scale - mx);
-    }
-  } else {
-    for (int64_t c = g.t; c <= last; c += g.n) mx = fmaxf(mx, ld(xr, c) * scale);
-    mx = g.reduce(mx, 1);
-    for (int64_t c = g.t; c <= last; c += g.n) s += __expf(ld(xr, c) * scale - mx);
+    for (int k = 0; k < W; k++) if (c + k <= last) s += __expf(f[k] * scale - mx);
   }
   float inv = 1.0f / g.reduce(s, 0);
   /* every thread of the group has read all it needs (the reductions synchronise the group):
    * in place is safe */
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float f[N] = {};
-      if (c <= last) ldv(xr, c, f);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float f[W] = {};
+    if (c <= last) ldw<W>(xr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) f[k] = c + k <= last ? __expf(f[k] * scale - mx) * inv : 0.0f;
-      stv(yr, c, f);
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n)
-      st(yr, c, c <= last ? __expf(ld(xr, c) * scale - mx) * inv : 0.0f);
+    for (int k = 0; k < W; k++) f[k] = c + k <= last ? __expf(f[k] * scale - mx) * inv : 0.0f;
+    stw<W>(yr, c, f);
   }
 }
 
-template <typename T, bool WARP>
-__global__ void k_softmax_bwd(int vec, int64_t rows, int64_t cols, float scale, const T *dy,
+template <typename T, bool WARP, int W>
+__global__ void k_softmax_bwd(int64_t rows, int64_t cols, float scale, const T *dy,
                               const T *y, T *dx) {
-  constexpr int N = pack<T>::N;
   const row_group<WARP> g(rows);
   if (g.r < 0) return;
   const int64_t r = g.r;
   const T *dyr = dy + r * cols, *yr = y + r * cols;
   T *dxr = dx + r * cols;
   float d = 0.0f;
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float gr[N], f[N];
-      ldv(dyr, c, gr);
-      ldv(yr, c, f);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float gr[W], f[W];
+    ldw<W>(dyr, c, gr);
+    ldw<W>(yr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) d += gr[k] * f[k];
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n) d += ld(dyr, c) * ld(yr, c);
+    for (int k = 0; k < W; k++) d += gr[k] * f[k];
   }
   d = g.reduce(d, 0);
-  if (vec) {
-    for (int64_t c = g.t * (int64_t)N; c < cols; c += (int64_t)g.n * N) {
-      float gr[N], f[N];
-      ldv(dyr, c, gr);
-      ldv(yr, c, f);
+  for (int64_t c = g.t * (int64_t)W; c < cols; c += (int64_t)g.n * W) {
+    float gr[W], f[W];
+    ldw<W>(dyr, c, gr);
+    ldw<W>(yr, c, f);
 #pragma unroll
-      for (int k = 0; k < N; k++) f[k] = scale * f[k] * (gr[k] - d);
-      stv(dxr, c, f);
-    }
-  } else {
-    for (int64_t c = g.t; c < cols; c += g.n)
-      st(dxr, c, scale * ld(yr, c) * (ld(dyr, c) - d));
+    for (int k = 0; k < W; k++) f[k] = scale * f[k] * (gr[k] - d);
+    stw<W>(dxr, c, f);
   }
 }
 
@@ -547,22 +512,27 @@ extern "C" int sc__cu_fill(sc__cu_type type, void *p, size_t n, uint64_t seed, f
 template <typename T> static bool warp_rows(int64_t cols) {
   return cols <= (int64_t)32 * WARP_ROW_PACKS * pack<T>::N;
 }
-#define ROW_LAUNCH(KERNEL, rows, cols, stream, ...)                                           \
+#define ROW_LAUNCH_W(KERNEL, W, rows, cols, s, ...)                                          \
   do {                                                                                        \
     if (warp_rows<T>(cols))                                                                   \
-      KERNEL<T, true><<<(unsigned)(((rows) + THREADS / 32 - 1) / (THREADS / 32)), THREADS, 0, \
-                        S(stream)>>>(__VA_ARGS__);                                            \
+      KERNEL<T, true, W><<<(unsigned)(((rows) + THREADS / 32 - 1) / (THREADS / 32)), THREADS, \
+                           0, (s)>>>(__VA_ARGS__);                                            \
     else                                                                                      \
-      KERNEL<T, false><<<(unsigned)(rows), THREADS, 0, S(stream)>>>(__VA_ARGS__);            \
+      KERNEL<T, false, W><<<(unsigned)(rows), THREADS, 0, (s)>>>(__VA_ARGS__);               \
+  } while (0)
+/* By packs where the rows are packed (vec), element by element otherwise. */
+#define ROW_LAUNCH(KERNEL, vec, rows, cols, s, ...)                                           \
+  do {                                                                                        \
+    if (vec) ROW_LAUNCH_W(KERNEL, pack<T>::N, rows, cols, s, __VA_ARGS__);                   \
+    else ROW_LAUNCH_W(KERNEL, 1, rows, cols, s, __VA_ARGS__);                                \
   } while (0)
 
 extern "C" int sc__cu_norm_fwd(sc__cu_type type, int rms, int64_t rows, int64_t cols,
                                const void *x, const void *gamma, const void *beta, void *y,
                                float *mean, float *rstd, void *stream) {
-  DISPATCH(type, ROW_LAUNCH(k_norm_fwd, rows, cols, stream, rms,
-                            rows_packed<T>(cols, x, y, gamma, rms ? NULL : beta), rows, cols,
-                            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
-                            rstd));
+  DISPATCH(type, ROW_LAUNCH(k_norm_fwd, (rows_packed<T>(cols, x, y, gamma, rms ? NULL : beta)),
+                            rows, cols, S(stream), rms, rows, cols, (const T *)x,
+                            (const T *)gamma, (const T *)beta, (T *)y, mean, rstd));
   return (int)cudaGetLastError();
 }
 
@@ -586,14 +556,8 @@ static void norm_bwd_launch(int rms, int64_t rows, int64_t cols, const void *x, 
   if (ny > 65535) ny = 65535;
   if (ny < 1) ny = 1;
   const int64_t chunk = (rows + ny - 1) / ny;
-  if (warp_rows<T>(cols))
-    k_norm_bwd<T, true><<<(unsigned)((rows + THREADS / 32 - 1) / (THREADS / 32)), THREADS, 0,
-                          s>>>(rms, vec, rows, cols, (const T *)x, (const T *)dy,
-                               (const T *)gamma, mean, rstd, (T *)dx);
-  else
-    k_norm_bwd<T, false><<<(unsigned)rows, THREADS, 0, s>>>(rms, vec, rows, cols, (const T *)x,
-                                                            (const T *)dy, (const T *)gamma,
-                                                            mean, rstd, (T *)dx);
+  ROW_LAUNCH(k_norm_bwd, vec, rows, cols, s, rms, rows, cols, (const T *)x, (const T *)dy,
+             (const T *)gamma, mean, rstd, (T *)dx);
   k_norm_cols<T><<<dim3((unsigned)nx, (unsigned)ny), THREADS, 0, s>>>(
       rms, vec, rows, cols, chunk, (const T *)x, (const T *)dy, mean, rstd, acc);
   k_norm_cast<T><<<grid_for(cols), THREADS, 0, s>>>(rms, cols, acc, (T *)dgamma, (T *)dbeta);
@@ -614,17 +578,17 @@ extern "C" int sc__cu_norm_bwd(sc__cu_type type, int rms, int64_t rows, int64_t 
 extern "C" int sc__cu_softmax_fwd(sc__cu_type type, int64_t rows, int64_t cols,
                                   int64_t period, int64_t offset, int causal, float scale,
                                   const void *x, void *y, void *stream) {
-  DISPATCH(type, ROW_LAUNCH(k_softmax_fwd, rows, cols, stream,
-                            rows_packed<T>(cols, x, y, NULL, NULL), rows, cols, period, offset,
-                            causal, scale, (const T *)x, (T *)y));
+  DISPATCH(type, ROW_LAUNCH(k_softmax_fwd, (rows_packed<T>(cols, x, y, NULL, NULL)), rows,
+                            cols, S(stream), rows, cols, period, offset, causal, scale,
+                            (const T *)x, (T *)y));
   return (int)cudaGetLastError();
 }
 
 extern "C" int sc__cu_softmax_bwd(sc__cu_type type, int64_t rows, int64_t cols, float scale,
                                   const void *dy, const void *y, void *dx, void *stream) {
-  DISPATCH(type, ROW_LAUNCH(k_softmax_bwd, rows, cols, stream,
-                            rows_packed<T>(cols, dy, y, dx, NULL), rows, cols, scale,
-                            (const T *)dy, (const T *)y, (T *)dx));
+  DISPATCH(type, ROW_LAUNCH(k_softmax_bwd, (rows_packed<T>(cols, dy, y, dx, NULL)), rows,
+                            cols, S(stream), rows, cols, scale, (const T *)dy, (const T *)y,
+                            (T *)dx));
   return (int)cudaGetLastError();
 }
 
