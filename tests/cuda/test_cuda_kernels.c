@@ -204,6 +204,21 @@ END_TEST
 #define NORM_ROWS 13
 static const int64_t norm_cols[5] = {4096, 3001, 1024, 1001, 64};
 
+/* The host's mean (0 for RMSNorm) and 1/sqrt(var + 1e-5) of each row of x, in double,
+ * stored as the floats the device keeps. */
+static void host_norm_stats(const float *x, int64_t rows, int64_t cols, int rms, float *mean,
+                            float *rstd) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    double s = 0, s2 = 0;
+    for (int64_t k = 0; k < cols; k++) s += xr[k];
+    double mu = rms ? 0.0 : s / (double)cols;
+    for (int64_t k = 0; k < cols; k++) s2 += (xr[k] - mu) * (xr[k] - mu);
+    mean[r] = (float)mu;
+    rstd[r] = (float)(1.0 / sqrt(s2 / (double)cols + 1e-5));
+  }
+}
+
 START_TEST(norm_forward) {
   const int64_t rows = NORM_ROWS;
   for (int ti = 0; ti < 2; ti++)
@@ -220,21 +235,11 @@ START_TEST(norm_forward) {
         void *bb = dev_filled(t, (size_t)cols, 23, -1.0f, 1.0f, hb);
         void *y = dev_alloc((size_t)n * esize(t));
         float *dm = dev_alloc(rows * 4), *dr = dev_alloc(rows * 4);
-        for (int64_t r = 0; r < rows; r++) {
-          double s = 0, s2 = 0;
-          for (int64_t k = 0; k < cols; k++) s += hx[r * cols + k];
-          double mu = rms ? 0.0 : s / (double)cols;
-          for (int64_t k = 0; k < cols; k++) {
-            const double dv = hx[r * cols + k] - mu;
-            s2 += dv * dv;
-          }
-          double rs = 1.0 / sqrt(s2 / (double)cols + 1e-5);
-          wmean[r] = (float)mu;
-          wrstd[r] = (float)rs;
+        host_norm_stats(hx, rows, cols, rms, wmean, wrstd);
+        for (int64_t r = 0; r < rows; r++)
           for (int64_t k = 0; k < cols; k++)
-            want[r * cols + k] =
-                (float)((hx[r * cols + k] - mu) * rs * hg[k] + (rms ? 0.0 : hb[k]));
-        }
+            want[r * cols + k] = (float)((hx[r * cols + k] - (double)wmean[r]) * wrstd[r] *
+                                             hg[k] + (rms ? 0.0 : hb[k]));
         ck_assert_int_eq(sc__cu_norm_fwd(t, rms, rows, cols, x, g, bb, y, dm, dr, NULL), 0);
         char what[64];
         snprintf(what, sizeof what, "%s forward, %lld cols", rms ? "RMSNorm" : "LayerNorm",
@@ -276,17 +281,11 @@ START_TEST(norm_backward) {
         void *db = dev_alloc((size_t)cols * esize(t));
         float *dm = dev_alloc(rows * 4), *dr = dev_alloc(rows * 4);
         float *part = dev_alloc(sc__cu_norm_bwd_part_floats(t, rows, cols) * 4);
+        host_norm_stats(hx, rows, cols, rms, mean, rstd);
         for (int64_t r = 0; r < rows; r++) {
           const float *xr = hx + r * cols, *gr = hdy + r * cols;
-          double s = 0, s2 = 0, a1 = 0, a2 = 0;
-          for (int64_t k = 0; k < cols; k++) s += xr[k];
-          double mu = rms ? 0.0 : s / (double)cols;
-          for (int64_t k = 0; k < cols; k++) s2 += (xr[k] - mu) * (xr[k] - mu);
-          double rs = 1.0 / sqrt(s2 / (double)cols + 1e-5);
-          mean[r] = (float)mu;
-          rstd[r] = (float)rs;
-          mu = mean[r]; /* the device reads the float figures */
-          rs = rstd[r];
+          const double mu = mean[r], rs = rstd[r]; /* the float figures the device reads */
+          double a1 = 0, a2 = 0;
           for (int64_t k = 0; k < cols; k++) {
             double xh = (xr[k] - mu) * rs, gd = (double)hg[k] * gr[k];
             a1 += gd;
