@@ -7,9 +7,7 @@
 # Keeps in $OUT: samples.csv, hw.txt, sample.log.
 set -u
 : "${OUT:?}"
-mkdir -p /tmp/g && tar xJf .gpu/pkg.tar.xz -C /tmp/g || exit 1
-cub=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=/tmp/g/lib:/tmp/g/inst/lib${cub:+:$(dirname "$cub")}
+. docs/validation/cuda-sampler/unpack.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 timeout ${PLAN_TIMEOUT:-200} /tmp/g/inst/bin/stepcast sample --device cuda \
   --plan docs/validation/cuda-plan/plan.csv --families gemm,norm,elementwise,softmax \

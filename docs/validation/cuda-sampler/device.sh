@@ -11,9 +11,7 @@ set -u
 budget=${SECONDS_BUDGET:-180}
 passes=${PASSES:-5}
 here=docs/validation/cuda-sampler
-mkdir -p /tmp/g && tar xJf .gpu/pkg.tar.xz -C /tmp/g || exit 1
-cub=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13' 2>/dev/null | head -1)
-export LD_LIBRARY_PATH=/tmp/g/lib:/tmp/g/inst/lib${cub:+:$(dirname "$cub")}
+. docs/validation/cuda-sampler/unpack.sh
 sc=/tmp/g/inst/bin/stepcast
 { nvidia-smi
   nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,power.limit,driver_version \
