@@ -22,6 +22,8 @@ const char *sc_resid_target_name(sc_resid_target t) {
 static const char *const extra_names[SC_RESID_EXTRA_FEATURES] = {
     "log10_analytical_s", "hinge_log10_bytes_5", "hinge_log10_bytes_6",
     "hinge_log10_bytes_7", "hinge_log10_bytes_8", "compute_bound"};
+/* which of them measure the operator's scale (sc_resid_scale_mask): all but compute_bound */
+static const int extra_is_scale[SC_RESID_EXTRA_FEATURES] = {1, 1, 1, 1, 1, 0};
 
 const char *sc_resid_extra_name(uint32_t i) {
   return i < SC_RESID_EXTRA_FEATURES ? extra_names[i] : "?";
@@ -35,8 +37,8 @@ uint32_t sc_resid_nfeatures(const sc_op_plugin *op) {
 uint32_t sc_resid_scale_mask(const sc_op_plugin *op) {
   uint32_t n = sc_resid_nfeatures(op), own = op->nfeatures < n ? op->nfeatures : n;
   uint32_t mask = sc_op_scale_features(op) & (own < 32 ? (1u << own) - 1u : ~0u);
-  /* the extras: log10_analytical_s and the four byte hinges grow with the operator */
-  for (uint32_t i = 0; i < 5 && own + i < n; i++) mask |= SC_FEATURE(own + i);
+  for (uint32_t i = 0; i < SC_RESID_EXTRA_FEATURES && own + i < n; i++)
+    if (extra_is_scale[i]) mask |= SC_FEATURE(own + i);
   return mask;
 }
 
