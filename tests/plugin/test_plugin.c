@@ -332,6 +332,29 @@ START_TEST(test_minor0_accepted) {
 }
 END_TEST
 
+/* An op plugin whose scale_features marks a feature it does not have is refused. */
+static const char *const one_feature[] = {"log10_bytes"};
+static const sc_op_plugin bad_scale = {
+    .hdr = SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "test.bad_scale", "1.0"),
+    .nfeatures = 1,
+    .feature_names = one_feature,
+    .estimate = const_estimate,
+    .scale_features = SC_FEATURE(0) | SC_FEATURE(3),
+};
+static const sc_plugin_header *bad_scale_entry(void) { return &bad_scale.hdr; }
+
+START_TEST(test_scale_features_past_nfeatures) {
+  sc_registry *reg = new_reg(0);
+  sc_error err;
+  ck_assert_int_eq(sc_registry_add_entry(reg, bad_scale_entry, "builtin:bad_scale", &err),
+                   SC_EPLUGIN);
+  ck_assert_msg(strstr(err.msg, "scale_features 0x9 marks features past nfeatures 1") != NULL,
+                "%s", err.msg);
+  ck_assert_ptr_null(sc_registry_op(reg, "test.bad_scale"));
+  sc_registry_free(reg);
+}
+END_TEST
+
 /* Plugins that fail after a partial read still show what could be read. */
 START_TEST(test_refusal_listing_fields) {
   sc_registry *reg = new_reg(0);
@@ -979,6 +1002,7 @@ static Suite *plugin_suite(void) {
   tcase_add_test(tc, test_refusal_listing_fields);
   tcase_add_test(tc, test_newer_minor_accepted);
   tcase_add_test(tc, test_minor0_accepted);
+  tcase_add_test(tc, test_scale_features_past_nfeatures);
   tcase_add_test(tc, test_null_entry_static);
   tcase_add_test(tc, test_collision_same_priority);
   tcase_add_test(tc, test_load_same_file_twice);

@@ -381,6 +381,10 @@ static int sc__validate(sc_registry *reg, sc__rec *r, sc_error *err) {
     if (p->estimate == NULL) {
       return sc__refuse(reg, r, SC_EPLUGIN, err, "op plugin has no estimate function");
     }
+    const uint32_t scale = sc_op_scale_features(p); /* 0 for an ABI 1.0 descriptor */
+    if (p->nfeatures < 32 && (scale >> p->nfeatures) != 0)
+      return sc__refuse(reg, r, SC_EPLUGIN, err, "scale_features 0x%x marks features past "
+                        "nfeatures %u", (unsigned)scale, (unsigned)p->nfeatures);
     return sc__check_features(reg, r, p->nfeatures, p->feature_names, err);
   }
   case SC_PLUGIN_KIND_COLLECTIVE: {
