@@ -32,6 +32,8 @@ typedef struct fit_rule {
   int chain;     /* the chained rule where a family has the rows for it */
   int both;      /* otherwise "both" (else "either") */
   double margin; /* MAPE, a fraction */
+  double gain;   /* the chained rule: how far the splits' mean must beat the roofline's
+                  * (--gain; 0, any gain, by default) */
 } fit_rule;
 
 /* The chained held-out splits: fit on the smallest chain_at[c] of the rows (by analytical
@@ -88,12 +90,14 @@ static void rule_text(const fit_rule *r, const char *an, char *buf, size_t n) {
     snprintf(buf, n, "of the two kinds, %s", fallback);
     return;
   }
+  char gain[64] = "";
+  if (r->gain > 0) snprintf(gain, sizeof gain, " by more than %g points (--gain)", 100.0 * r->gain);
   snprintf(buf, n, "of the two kinds, those within a MAPE margin of %g%% of the %s "
            "cross-validated and on each of %d chained held-out splits (fitted on the smallest "
            "50, 62.5, 75 and 87.5%% by analytical time, tested on the rest) and better than it "
-           "on the splits' mean, the one with the lower mean "
+           "on the splits' mean%s, the one with the lower mean "
            "(--select chain; where fewer than %d rows are there to judge on, %s)",
-           100.0 * r->margin, an, NCHAIN, FIT_CHAIN_MIN_ROWS, fallback);
+           100.0 * r->margin, an, NCHAIN, gain, FIT_CHAIN_MIN_ROWS, fallback);
 }
 
 static void fit_usage(FILE *out) {
@@ -143,11 +147,18 @@ static void fit_usage(FILE *out) {
           "                     it by more than the margin in each (docs/validation.md,\n"
           "                     \"The selection rule\")\n"
           "  --margin P         that margin in points of MAPE (default 1)\n"
+          "  --gain P           the chained rule: the splits' mean must beat the analytical\n"
+          "                     estimate's by more than P points of MAPE (default 0)\n"
           "  --hybrid-features shape|all  what a hybrid model reads: 'shape' (the default),\n"
           "                     the plugin's shape features and compute_bound, so that it\n"
           "                     carries to larger shapes; 'all', the scale features too\n"
           "                     (where the analytical estimate misses a size effect, e.g. a\n"
           "                     GPU's launch floor: docs/learned.md)\n"
+          "  --read LIST        after --hybrid-features, also read these features in the\n"
+          "                     hybrid models: FAMILY.FEATURE, comma-separated (the names of\n"
+          "                     residuals.toml's features, e.g. gemm.log2_k)\n"
+          "  --unread LIST      leave these unread in the hybrid models, the same form (e.g.\n"
+          "                     attention.log10_intensity); for ablations\n"
           "  --families LIST    with --samples: fit only these families (comma-separated),\n"
           "                     e.g. to leave out rows whose kernel is not the one the\n"
           "                     estimate prices; each must have samples\n"
@@ -308,7 +319,7 @@ static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], si
         mean0 += ch[c][0] / NCHAIN;
         if (ch[c][1 + e] > ch[c][0] + m) ok = 0;
       }
-      if (!ok || !(mean < mean0)) continue;
+      if (!ok || !(mean < mean0 - r->gain)) continue;
       if (best < 0 || mean < best_mean) {
         best = e;
         best_mean = mean;
@@ -384,6 +395,35 @@ done:
   free(train);
   free(test);
   return rc;
+}
+
+/* --read / --unread: each FAMILY.FEATURE of the comma-separated list (NULL: none) read
+ * (unread = 0) or left unread (1) by the hybrid models of that family; an item naming a
+ * family without samples or a feature its plugin does not give is an error naming it. */
+static int apply_reads(fam_data *fds, size_t nf, const char *opt, const char *list,
+                       int unread, sc_error *err) {
+  for (const char *p = list; p != NULL;) {
+    size_t k = strcspn(p, ","), dot = strcspn(p, "."), f;
+    uint32_t j = 0;
+    int n = (int)(k < 64 ? k : 64);
+    if (dot >= k || dot == 0 || dot + 1 == k)
+      return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s' is not FAMILY.FEATURE", opt, n, p);
+    for (f = 0; f < nf && !(strlen(fds[f].family) == dot &&
+                            strncmp(fds[f].family, p, dot) == 0); f++) {}
+    if (f == nf)
+      return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s': no samples of family '%.*s'", opt,
+                          n, p, (int)dot, p);
+    for (; j < fds[f].p && !(strlen(fds[f].feature[j]) == k - dot - 1 &&
+                             strncmp(fds[f].feature[j], p + dot + 1, k - dot - 1) == 0); j++) {}
+    if (j == fds[f].p)
+      return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s': the %s plugin has no feature "
+                          "'%.*s' (it has %s)", opt, n, p, fds[f].family, (int)(k - dot - 1),
+                          p + dot + 1, fds[f].names);
+    if (unread) fds[f].scale_mask |= UINT32_C(1) << j;
+    else fds[f].scale_mask &= ~(UINT32_C(1) << j);
+    p = p[k] == '\0' ? NULL : p + k + 1;
+  }
+  return SC_OK;
 }
 
 /* an: what the analytical estimate is called ("roofline" for operators). */
@@ -639,7 +679,8 @@ int sc_cli_fit(int argc, char **argv) {
   char hwbuf[SC_PATH_MAX], path[4200], header[4096], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
-  fit_rule rule = {1, 0, FIT_MARGIN};
+  fit_rule rule = {1, 0, FIT_MARGIN, 0.0};
+  const char *read_list = NULL, *unread_list = NULL; /* --read, --unread */
   int all_features = 0; /* --hybrid-features all */
   sc_fit_opts o;
   sc_error err;
@@ -670,7 +711,8 @@ int sc_cli_fit(int argc, char **argv) {
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
         strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
-        strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0)
+        strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0 &&
+        strcmp(a, "--read") != 0 && strcmp(a, "--unread") != 0 && strcmp(a, "--gain") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -681,6 +723,8 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
+    else if (strcmp(a, "--read") == 0) read_list = v;
+    else if (strcmp(a, "--unread") == 0) unread_list = v;
     else if (strcmp(a, "--families") == 0) {
       static const char *const all[] = {"gemm",        "attention", "norm",      "softmax",
                                         "elementwise", "optimizer", "embedding", "cross_entropy",
@@ -726,6 +770,11 @@ int sc_cli_fit(int argc, char **argv) {
           return sc_cli_usage_error("fit", "--margin: '%s' is not a number of MAPE points in "
                                     "[0, 50]", v);
         rule.margin = x / 100.0;
+      } else if (strcmp(a, "--gain") == 0) {
+        if (bad || !(x >= 0 && x <= 50))
+          return sc_cli_usage_error("fit", "--gain: '%s' is not a number of MAPE points in "
+                                    "[0, 50]", v);
+        rule.gain = x / 100.0;
       } else {
         if (bad || x < 0) return sc_cli_usage_error("fit", "--lambda: '%s' is not a number >= 0", v);
         o.lambda = x;
@@ -740,6 +789,9 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm != NULL && system == NULL)
     return sc_cli_usage_error("fit", "--comm needs --system (the rows of one system)");
   if (comm == NULL && system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
+  if (comm != NULL && (read_list != NULL || unread_list != NULL))
+    return sc_cli_usage_error("fit", "--read and --unread are for --samples (a collective's "
+                              "residual reads every feature)");
   if (comm != NULL && families != NULL)
     return sc_cli_usage_error("fit", "--families is for --samples (--comm fits every collective "
                               "of the system)");
@@ -810,6 +862,9 @@ int sc_cli_fit(int argc, char **argv) {
                         sizeof fds / sizeof fds[0], &nf, rows, &err) != SC_OK)
       goto fail;
     for (size_t f = 0; f < nf && all_features; f++) fds[f].scale_mask = 0;
+    if (apply_reads(fds, nf, "--read", read_list, 0, &err) != SC_OK ||
+        apply_reads(fds, nf, "--unread", unread_list, 1, &err) != SC_OK)
+      goto fail;
   }
   models = calloc(nf * NEST, sizeof *models);
   names = calloc(nf * NEST, sizeof *names);

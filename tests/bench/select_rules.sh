@@ -8,7 +8,8 @@
 # chained rule, the two with the in-place rate and the gather curve, and the one with the
 # in-place rate stated as the DRAM rate and the first with the scale features unread) with
 # the fit options given
-# (e.g. --select either, --select both --margin 3; none: fit's default, the chained rule), and
+# (e.g. --select either, --select both --margin 3, --gain 1, --read gemm.log2_k; none: fit's
+# default, the chained rule), and
 # compares, per family, the hybrid the rule selects on the training rows alone with the
 # roofline, both scored on the held-out rows (the report's "hybrid, selected" column); then,
 # per family, the roofline's and the selected hybrid's mean, and the means of a hybrid linear

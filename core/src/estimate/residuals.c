@@ -364,8 +364,8 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
         }
         fprintf(f, "%s\"%s\"", k++ ? ", " : "", m->feature_names[j]);
       }
-      fprintf(f, "]  # the scale features: a hybrid residual reads the shape features alone "
-              "(docs/learned.md)\n");
+      fprintf(f, "]  # held at 0: the scale features, as a hybrid residual reads the shape "
+              "features alone, unless fit --read/--unread said otherwise (docs/learned.md)\n");
     }
     if (m->ngroups > 0) {
       fprintf(f, "group_ranks = [");
