@@ -57,8 +57,9 @@ typedef struct sc_sample_set {
 
 /* Read a samples CSV. Lines starting with '#' are comments; those of the form
  * "# key = value" before the column header are kept as metadata. The first other line must
- * be SC_SAMPLES_COLUMNS exactly; every row has 18 fields: a family name ([a-z_]+), variant
- * and ndims (integers, ndims in 1..8), a dtype name (sc_dtype_name), eight integer dims (the
+ * be SC_SAMPLES_COLUMNS exactly; every row has 18 fields: a family name (an operator
+ * plugin's, [A-Za-z0-9_.-]+), variant and ndims (integers, ndims in 1..8), a dtype name
+ * (sc_dtype_name), eight integer dims (the
  * first ndims > 0, the rest 0), reps >= 1 and five finite times > 0 with
  * min <= p10 <= median <= p90 <= max. Errors: SC_EIO (cannot open), SC_EPARSE with
  * "file:line: column 'name': what is wrong", SC_ENOMEM. On success *out owns its memory

@@ -117,9 +117,11 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
                         path, lineno, famcap - 1);
   }
   for (const char *c = fields[0]; *c; c++) {
-    if (!(islower((unsigned char)*c) || *c == '_')) {
+    /* an operator plugin's name (the registry's rule), so a third-party family samples
+     * and fits like a built-in one */
+    if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-')) {
       return sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%s' is not a family name "
-                          "([a-z_]+)", path, lineno, fields[0]);
+                          "(an operator plugin's, [A-Za-z0-9_.-]+)", path, lineno, fields[0]);
     }
   }
   snprintf(family, famcap, "%s", fields[0]);
