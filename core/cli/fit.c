@@ -30,6 +30,7 @@
  * beats it by more than margin in each. */
 typedef struct fit_rule {
   int chain;     /* the chained rule where a family has the rows for it */
+  int guard;     /* with chain: --select guard, the gbdt unless the splits show harm */
   int both;      /* otherwise "both" (else "either") */
   double margin; /* MAPE, a fraction */
   double gain;   /* the chained rule: how far the splits' mean must beat the roofline's
@@ -92,6 +93,14 @@ static void rule_text(const fit_rule *r, const char *an, char *buf, size_t n) {
   }
   char gain[64] = "";
   if (r->gain > 0) snprintf(gain, sizeof gain, " by more than %g points (--gain)", 100.0 * r->gain);
+  if (r->guard) {
+    snprintf(buf, n, "the gbdt, else the linear kind, whose mean MAPE over 4 chained held-out "
+             "splits (fitted on the smallest 50, 62.5, 75 and 87.5%% by analytical time, "
+             "tested on the rest) is within a margin of %g%% of the %s's (--select guard; where "
+             "fewer than %d rows are there to judge on, %s)", 100.0 * r->margin, an,
+             FIT_CHAIN_MIN_ROWS, fallback);
+    return;
+  }
   snprintf(buf, n, "of the two kinds, those within a MAPE margin of %g%% of the %s "
            "cross-validated and on each of %d chained held-out splits (fitted on the smallest "
            "50, 62.5, 75 and 87.5%% by analytical time, tested on the rest) and better than it "
@@ -139,9 +148,12 @@ static void fit_usage(FILE *out) {
           "                     held out (default 0.25)\n"
           "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
           "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
-          "  --select chain|either|both  which residuals become active: 'chain' (the\n"
+          "  --select chain|guard|either|both  which residuals become active: 'chain' (the\n"
           "                     default) as above, for a family with 16 rows or more to\n"
-          "                     judge on (fewer: 'either'); 'either' beats the analytical\n"
+          "                     judge on (fewer: 'either'); 'guard' the gbdt, else the\n"
+          "                     linear kind, unless its chained splits' mean is worse than\n"
+          "                     the analytical estimate's by more than the margin (no\n"
+          "                     gain asked); 'either' beats the analytical\n"
           "                     estimate by more than the margin cross-validated or on the\n"
           "                     one held-out split and is within it in both; 'both' beats\n"
           "                     it by more than the margin in each (docs/validation.md,\n"
@@ -309,6 +321,19 @@ static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], si
                   int t, const fit_rule *r) {
   int best = -1;
   const double m = r->margin;
+  if (r->chain && r->guard && rows >= FIT_CHAIN_MIN_ROWS) {
+    /* --select guard: the tree unless its splits' mean is worse than the roofline's by more
+     * than the margin, then the linear kind by the same test */
+    for (int e = 2 * t + 1; e >= 2 * t; e--) {
+      double mean = 0.0, mean0 = 0.0;
+      for (int c = 0; c < NCHAIN; c++) {
+        mean += ch[c][1 + e] / NCHAIN;
+        mean0 += ch[c][0] / NCHAIN;
+      }
+      if (mean <= mean0 + m) return e;
+    }
+    return -1;
+  }
   if (r->chain && rows >= FIT_CHAIN_MIN_ROWS) {
     double best_mean = 0.0;
     for (int e = 2 * t; e <= 2 * t + 1; e++) {
@@ -679,7 +704,7 @@ int sc_cli_fit(int argc, char **argv) {
   char hwbuf[SC_PATH_MAX], path[4200], header[4096], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
-  fit_rule rule = {1, 0, FIT_MARGIN, 0.0};
+  fit_rule rule = {1, 0, 0, FIT_MARGIN, 0.0};
   const char *read_list = NULL, *unread_list = NULL; /* --read, --unread */
   int all_features = 0; /* --hybrid-features all */
   sc_fit_opts o;
@@ -739,11 +764,13 @@ int sc_cli_fit(int argc, char **argv) {
       all_features = strcmp(v, "all") == 0;
     }
     else if (strcmp(a, "--select") == 0) {
-      if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0)
-        return sc_cli_usage_error("fit", "--select: '%s' is not 'chain', 'either' or 'both'",
-                                  v);
+      if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0 &&
+          strcmp(v, "guard") != 0)
+        return sc_cli_usage_error("fit", "--select: '%s' is not 'chain', 'guard', 'either' or "
+                                  "'both'", v);
       rule.both = strcmp(v, "both") == 0;
-      rule.chain = strcmp(v, "chain") == 0;
+      rule.guard = strcmp(v, "guard") == 0;
+      rule.chain = strcmp(v, "chain") == 0 || rule.guard;
     }
     else if (strcmp(a, "--folds") == 0) {
       long k = strtol(v, &end, 10);
