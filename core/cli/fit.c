@@ -424,26 +424,37 @@ done:
 
 /* --read / --unread: each FAMILY.FEATURE of the comma-separated list (NULL: none) read
  * (unread = 0) or left unread (1) by the hybrid models of that family; an item naming a
- * family without samples or a feature its plugin does not give is an error naming it. */
+ * family without samples or a feature its plugin does not give is an error naming it. A
+ * family's name may hold dots itself (a plugin's "fix.scale"): the longest family of the
+ * samples followed by a dot is the one meant. */
 static int apply_reads(fam_data *fds, size_t nf, const char *opt, const char *list,
                        int unread, sc_error *err) {
   for (const char *p = list; p != NULL;) {
-    size_t k = strcspn(p, ","), dot = strcspn(p, "."), f;
+    size_t k = strcspn(p, ","), f = nf, flen = 0;
     uint32_t j = 0;
     int n = (int)(k < 64 ? k : 64);
-    if (dot >= k || dot == 0 || dot + 1 == k)
-      return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s' is not FAMILY.FEATURE", opt, n, p);
-    for (f = 0; f < nf && !(strlen(fds[f].family) == dot &&
-                            strncmp(fds[f].family, p, dot) == 0); f++) {}
-    if (f == nf)
+    for (size_t i = 0; i < nf; i++) {
+      size_t l = strlen(fds[i].family);
+      if (l + 1 < k && l > flen && strncmp(fds[i].family, p, l) == 0 && p[l] == '.') {
+        f = i;
+        flen = l;
+      }
+    }
+    if (f == nf) {
+      size_t dot = strcspn(p, ".");
+      if (dot >= k || dot == 0 || dot + 1 == k)
+        return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s' is not FAMILY.FEATURE", opt, n, p);
       return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s': no samples of family '%.*s'", opt,
                           n, p, (int)dot, p);
-    for (; j < fds[f].p && !(strlen(fds[f].feature[j]) == k - dot - 1 &&
-                             strncmp(fds[f].feature[j], p + dot + 1, k - dot - 1) == 0); j++) {}
+    }
+    const char *feat = p + flen + 1;
+    size_t fl = k - flen - 1;
+    for (; j < fds[f].p && !(strlen(fds[f].feature[j]) == fl &&
+                             strncmp(fds[f].feature[j], feat, fl) == 0); j++) {}
     if (j == fds[f].p)
       return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s': the %s plugin has no feature "
-                          "'%.*s' (it has %s)", opt, n, p, fds[f].family, (int)(k - dot - 1),
-                          p + dot + 1, fds[f].names);
+                          "'%.*s' (it has %s)", opt, n, p, fds[f].family, (int)fl, feat,
+                          fds[f].names);
     if (unread) fds[f].scale_mask |= UINT32_C(1) << j;
     else fds[f].scale_mask &= ~(UINT32_C(1) << j);
     p = p[k] == '\0' ? NULL : p + k + 1;
