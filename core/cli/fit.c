@@ -94,10 +94,10 @@ static void rule_text(const fit_rule *r, const char *an, char *buf, size_t n) {
   char gain[64] = "";
   if (r->gain > 0) snprintf(gain, sizeof gain, " by more than %g points (--gain)", 100.0 * r->gain);
   if (r->guard) {
-    snprintf(buf, n, "the gbdt, else the linear kind, whose mean MAPE over 4 chained held-out "
+    snprintf(buf, n, "the gbdt, else the linear kind, whose mean MAPE over %d chained held-out "
              "splits (fitted on the smallest 50, 62.5, 75 and 87.5%% by analytical time, "
              "tested on the rest) is within a margin of %g%% of the %s's (--select guard; where "
-             "fewer than %d rows are there to judge on, %s)", 100.0 * r->margin, an,
+             "fewer than %d rows are there to judge on, %s)", NCHAIN, 100.0 * r->margin, an,
              FIT_CHAIN_MIN_ROWS, fallback);
     return;
   }
@@ -192,7 +192,8 @@ typedef struct fam_data {
   const char *family;
   size_t n;
   uint32_t p;
-  uint32_t scale_mask; /* the scale features, which a hybrid residual leaves unread */
+  uint32_t unread; /* what the hybrid residuals leave unread: the scale features, unless
+                    * --hybrid-features all, --read or --unread changed it */
   double *X;      /* n x p */
   double *an;     /* analytical time */
   double *meas;   /* measured median */
@@ -241,7 +242,7 @@ static int eval_split(const fam_data *fd, int e, const size_t *train, size_t nt,
   m.kind = est_kind[e];
   m.target = est_target[e];
   m.nfeatures = fd->p;
-  m.unread = est_target[e] == SC_TARGET_HYBRID ? fd->scale_mask : 0;
+  m.unread = est_target[e] == SC_TARGET_HYBRID ? fd->unread : 0;
   rc = sc_resid_fit(&m, X, y, nt, o, err);
   for (size_t i = 0; i < ns && rc == SC_OK; i++) {
     double yy;
@@ -317,6 +318,14 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
  * beat the roofline by more than the margin cross-validated, inside the sampled range, or
  * held out, beyond it, and are within the margin of it in both) or "both" (they beat it by
  * more than the margin in each); the best has the lower held-out error. */
+/* The mean error of estimator column k (0 the roofline, 1 + e estimator e) over the chained
+ * splits. */
+static double chain_mean(double (*ch)[NEST + 1], int k) {
+  double s = 0.0;
+  for (int c = 0; c < NCHAIN; c++) s += ch[c][k] / NCHAIN;
+  return s;
+}
+
 static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], size_t rows,
                   int t, const fit_rule *r) {
   int best = -1;
@@ -324,27 +333,18 @@ static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], si
   if (r->chain && r->guard && rows >= FIT_CHAIN_MIN_ROWS) {
     /* --select guard: the tree unless its splits' mean is worse than the roofline's by more
      * than the margin, then the linear kind by the same test */
-    for (int e = 2 * t + 1; e >= 2 * t; e--) {
-      double mean = 0.0, mean0 = 0.0;
-      for (int c = 0; c < NCHAIN; c++) {
-        mean += ch[c][1 + e] / NCHAIN;
-        mean0 += ch[c][0] / NCHAIN;
-      }
-      if (mean <= mean0 + m) return e;
-    }
+    for (int e = 2 * t + 1; e >= 2 * t; e--)
+      if (chain_mean(ch, 1 + e) <= chain_mean(ch, 0) + m) return e;
     return -1;
   }
   if (r->chain && rows >= FIT_CHAIN_MIN_ROWS) {
     double best_mean = 0.0;
     for (int e = 2 * t; e <= 2 * t + 1; e++) {
-      double mean = 0.0, mean0 = 0.0;
+      const double mean = chain_mean(ch, 1 + e);
       int ok = cv[1 + e] <= cv[0] + m;
-      for (int c = 0; c < NCHAIN; c++) {
-        mean += ch[c][1 + e] / NCHAIN;
-        mean0 += ch[c][0] / NCHAIN;
+      for (int c = 0; c < NCHAIN; c++)
         if (ch[c][1 + e] > ch[c][0] + m) ok = 0;
-      }
-      if (!ok || !(mean < mean0 - r->gain)) continue;
+      if (!ok || !(mean < chain_mean(ch, 0) - r->gain)) continue;
       if (best < 0 || mean < best_mean) {
         best = e;
         best_mean = mean;
@@ -401,7 +401,7 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     m->kind = est_kind[e];
     m->target = est_target[e];
     m->nfeatures = fd->p;
-    m->unread = est_target[e] == SC_TARGET_HYBRID ? fd->scale_mask : 0;
+    m->unread = est_target[e] == SC_TARGET_HYBRID ? fd->unread : 0;
     for (uint32_t j = 0; j < fd->p; j++)
       snprintf(m->feature_names[j], sizeof m->feature_names[j], "%s", fd->feature[j]);
     m->ngroups = fd->ngroups;
@@ -455,8 +455,8 @@ static int apply_reads(fam_data *fds, size_t nf, const char *opt, const char *li
       return sc_error_set(err, SC_EINVAL, "fit: %s: '%.*s': the %s plugin has no feature "
                           "'%.*s' (it has %s)", opt, n, p, fds[f].family, (int)fl, feat,
                           fds[f].names);
-    if (unread) fds[f].scale_mask |= UINT32_C(1) << j;
-    else fds[f].scale_mask &= ~(UINT32_C(1) << j);
+    if (unread) fds[f].unread |= SC_FEATURE(j);
+    else fds[f].unread &= ~SC_FEATURE(j);
     p = p[k] == '\0' ? NULL : p + k + 1;
   }
   return SC_OK;
@@ -550,7 +550,7 @@ static int sample_families(sc_registry *reg, const sc_device *dev, const char *s
       return sc_error_set(err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
                           fd->family);
     fd->p = sc_resid_nfeatures(op);
-    fd->scale_mask = sc_resid_scale_mask(op);
+    fd->unread = sc_resid_scale_mask(op);
     for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_resid_feature_name(op, j));
     if (fd->n < (size_t)folds + 2 || fd->n < 8)
       return sc_error_set(err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at "
@@ -908,7 +908,7 @@ int sc_cli_fit(int argc, char **argv) {
     if (sample_families(reg, &dev, samples, &set, families, folds, fds,
                         sizeof fds / sizeof fds[0], &nf, rows, &err) != SC_OK)
       goto fail;
-    for (size_t f = 0; f < nf && all_features; f++) fds[f].scale_mask = 0;
+    for (size_t f = 0; f < nf && all_features; f++) fds[f].unread = 0;
     if (apply_reads(fds, nf, "--read", read_list, 0, &err) != SC_OK ||
         apply_reads(fds, nf, "--unread", unread_list, 1, &err) != SC_OK)
       goto fail;

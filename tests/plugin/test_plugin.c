@@ -333,11 +333,10 @@ START_TEST(test_minor0_accepted) {
 END_TEST
 
 /* An op plugin whose scale_features marks a feature it does not have is refused. */
-static const char *const one_feature[] = {"log10_bytes"};
 static const sc_op_plugin bad_scale = {
     .hdr = SC_PLUGIN_HEADER(sc_op_plugin, SC_PLUGIN_KIND_OP, "test.bad_scale", "1.0"),
     .nfeatures = 1,
-    .feature_names = one_feature,
+    .feature_names = count_features,
     .estimate = const_estimate,
     .scale_features = SC_FEATURE(0) | SC_FEATURE(3),
 };

@@ -2,12 +2,12 @@
  * The samples CSV of `stepcast sample`: reader (strict, file:line errors) and row writer.
  * Format: stepcast/estimate.h and docs/learned.md.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ident.h"
 #include "common/median.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
@@ -116,14 +116,11 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': must have 1 to %zu characters",
                         path, lineno, famcap - 1);
   }
-  for (const char *c = fields[0]; *c; c++) {
-    /* an operator plugin's name (the registry's rule), so a third-party family samples
-     * and fits like a built-in one */
-    if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-')) {
-      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%s' is not a family name "
-                          "(an operator plugin's, [A-Za-z0-9_.-]+)", path, lineno, fields[0]);
-    }
-  }
+  /* an operator plugin's name (the registry's rule), so a third-party family samples and
+   * fits like a built-in one */
+  if (!sc__is_identifier(fields[0]))
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%s' is not a family name "
+                        "(an operator plugin's, [A-Za-z0-9_.-]+)", path, lineno, fields[0]);
   snprintf(family, famcap, "%s", fields[0]);
   if (!parse_int(fields[1], &iv) || iv < 0 || iv > 255) {
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'variant': '%s' is not an integer in "

@@ -8,20 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ident.h"
 #include "stepcast/registry.h"
 
-/* [A-Za-z0-9_.-]+: the names of plugins, features, algorithms and devices. */
-static inline int sc__is_identifier(const char *s) {
-  if (s == NULL || *s == '\0') return 0;
-  for (; *s != '\0'; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '.' || c == '-')) {
-      return 0;
-    }
-  }
-  return 1;
-}
 
 /* ------------------------------------------------------------------------- */
 /* Estimate memo: an open-addressing hash table (linear probing, power-of-two slots, grown
