@@ -178,7 +178,16 @@ static void fit_usage(FILE *out) {
           "                     measurement as CSV (family, line, variant, dims, flops, bytes,\n"
           "                     bound, analytical_s, measured_s, measured/analytical; with\n"
           "                     --comm: family, line, id, gpus, bytes, algorithm, bound,\n"
-          "                     analytical_s, measured_s, measured/analytical)\n\n"
+          "                     analytical_s, measured_s, measured/analytical)\n"
+          "  --repeat FILE      with --samples: a second samples file of the same plan,\n"
+          "                     measured at another time (stepcast sample again); the\n"
+          "                     report adds, per family, how far its medians and its\n"
+          "                     residuals (measured / analytical) differ from the samples'\n"
+          "                     on the same operators, on every row and on the held-out\n"
+          "                     ones: the part of the error no model of these shapes can\n"
+          "                     remove (docs/learned.md, \"Repeatability\")\n"
+          "  --repeat-hardware H  the second file's hardware file (default: beside it, as\n"
+          "                     for --hardware), for its residuals\n\n"
           "Exit status: 0 ok, 1 failure, 2 usage error.\n", 100.0 * FIT_MARGIN);
 }
 
@@ -198,6 +207,9 @@ typedef struct fam_data {
   double *an;     /* analytical time */
   double *meas;   /* measured median */
   size_t *order;  /* indices by analytical time, ascending */
+  size_t *src;    /* --samples: the row of the sample set each row came from */
+  double *again;  /* --repeat: the same operator's median in the second file (NAN: absent) */
+  double *again_an; /* and its analytical time on the second file's own hardware file */
   /* results */
   double cv[NEST + 1], ho[NEST + 1]; /* [0] analytical, then the four */
   double ch[NCHAIN][NEST + 1];       /* the chained splits, the same order */
@@ -462,6 +474,113 @@ static int apply_reads(fam_data *fds, size_t nf, const char *opt, const char *li
   return SC_OK;
 }
 
+/* a and b are the same operator: family, variant, dtype, dims and flags. */
+static int same_op(const sc_op_desc *a, const sc_op_desc *b) {
+  if (strcmp(a->family, b->family) != 0 || a->variant != b->variant || a->dtype != b->dtype ||
+      a->ndims != b->ndims || a->flags != b->flags)
+    return 0;
+  for (uint32_t j = 0; j < a->ndims && j < SC_OP_MAX_DIMS; j++)
+    if (a->dims[j] != b->dims[j]) return 0;
+  return 1;
+}
+
+/* --repeat: beside each row of fds (from set), the median of the same operator in the second
+ * sample set again (its first row of that operator) and that operator's analytical time on
+ * dev2, the second file's own device (its micro-benchmarks, taken in its run); NAN where
+ * again has none. No row matched at all is an error: a file of another plan says nothing
+ * about these samples. The estimate memo is keyed by the device's name, which the two
+ * files share: it is cleared before and after. */
+static int repeat_match(sc_registry *reg, const sc_device *dev2, fam_data *fds, size_t nf,
+                        const sc_sample_set *set, const sc_sample_set *again, const char *path,
+                        sc_error *err) {
+  size_t matched = 0;
+  int rc = SC_OK;
+  sc_registry_memo_clear(reg);
+  for (size_t f = 0; f < nf && rc == SC_OK; f++) {
+    fam_data *fd = &fds[f];
+    fd->again = malloc((fd->n ? fd->n : 1) * sizeof *fd->again);
+    fd->again_an = malloc((fd->n ? fd->n : 1) * sizeof *fd->again_an);
+    if (fd->again == NULL || fd->again_an == NULL) {
+      rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+      break;
+    }
+    for (size_t k = 0; k < fd->n && rc == SC_OK; k++) {
+      const sc_op_desc *a = &set->rows[fd->src[k]].op;
+      fd->again[k] = fd->again_an[k] = NAN;
+      for (size_t j = 0; j < again->n; j++) {
+        const sc_sample *s = &again->rows[j];
+        sc_estimate e;
+        sc_error e2;
+        if (!same_op(a, &s->op)) continue;
+        if (sc_registry_estimate_op(reg, dev2, &s->op, &e, &e2) != SC_OK) {
+          rc = sc_error_set(err, e2.code, "%s:%u: %s", path, s->line, e2.msg);
+        } else if (!(e.time_s > 0)) {
+          rc = sc_error_set(err, SC_EINVAL, "%s:%u: the %s plugin gave a time <= 0", path,
+                            s->line, fd->family);
+        } else {
+          fd->again[k] = s->m.median_s;
+          fd->again_an[k] = e.time_s;
+          matched++;
+        }
+        break;
+      }
+    }
+  }
+  sc_registry_memo_clear(reg);
+  if (rc == SC_OK && matched == 0)
+    rc = sc_error_set(err, SC_EINVAL, "%s: --repeat: none of its rows is an operator of the "
+                      "samples (the same family, variant, dtype and dims)", path);
+  return rc;
+}
+
+/* Over fd's rows order[from..to) that the second file has, the mean of |p - meas| / meas
+ * with p its median (resid 0) or this file's analytical time times the second file's
+ * measured / analytical (resid 1); *n gets how many. */
+static double repeat_mape(const fam_data *fd, size_t from, size_t to, int resid, size_t *n) {
+  double s = 0.0;
+  *n = 0;
+  for (size_t i = from; i < to; i++) {
+    size_t r = fd->order[i];
+    if (isnan(fd->again[r])) continue;
+    double p = resid ? fd->an[r] * fd->again[r] / fd->again_an[r] : fd->again[r];
+    s += fabs(p - fd->meas[r]) / fd->meas[r];
+    (*n)++;
+  }
+  return *n ? s / (double)*n : NAN;
+}
+
+/* --repeat's table: per family, how far the second file's medians, and its residuals, lie
+ * from these. */
+static void print_repeat(FILE *out, const fam_data *fds, size_t nf, const char *path,
+                         const char *hw2) {
+  fprintf(out, "\n## Repeatability: the same operators measured again (%s, hardware %s) "
+               "(MAPE %%)\n\n", path, hw2);
+  fprintf(out, "| family | rows again | medians | medians, held out | residuals | residuals, "
+               "held out | held out: roofline | held out: hybrid, selected |\n");
+  fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < nf; i++) {
+    const fam_data *fd = &fds[i];
+    fprintf(out, "| %s", fd->family);
+    for (int c = 0; c < 4; c++) {
+      size_t n;
+      double v = repeat_mape(fd, c % 2 ? fd->ntrain : 0, fd->n, c / 2, &n);
+      if (c == 0) fprintf(out, " | %zu of %zu", n, fd->n);
+      if (n) fprintf(out, " | %.1f", 100.0 * v);
+      else fprintf(out, " | -");
+    }
+    fprintf(out, " | %.1f | %.1f |\n", 100.0 * fd->ho[0], 100.0 * fd->sel_ho[0]);
+  }
+  fprintf(out, "\nOn the rows both files have (held out: the same rows as above). Medians: the "
+               "second file's medians taken as the prediction of these, how far two runs "
+               "measure one operator apart. Residuals: this file's roofline times the second "
+               "file's measured / analytical (its analytical estimate on its own hardware file, "
+               "whose micro-benchmarks were taken in its run): what a hybrid that knew the "
+               "other run's residual of every shape exactly would reach. A hybrid held out "
+               "near that figure has no error left that a model of the shape could remove: "
+               "both runs' noise is in it (about 1.4 x one run's, where the two are alike "
+               "and independent).\n");
+}
+
 /* an: what the analytical estimate is called ("roofline" for operators). */
 static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, double heldout,
                          const char *an, const fit_rule *rule) {
@@ -509,7 +628,8 @@ static int fam_alloc(fam_data *fd, size_t n, sc_error *err) {
   fd->an = malloc(n * sizeof *fd->an);
   fd->meas = malloc(n * sizeof *fd->meas);
   fd->order = malloc(n * sizeof *fd->order);
-  if (!fd->X || !fd->an || !fd->meas || !fd->order)
+  fd->src = malloc(n * sizeof *fd->src);
+  if (!fd->X || !fd->an || !fd->meas || !fd->order || !fd->src)
     return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
   return SC_OK;
 }
@@ -579,6 +699,7 @@ static int sample_families(sc_registry *reg, const sc_device *dev, const char *s
                 sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
       }
       fd->order[k] = k;
+      fd->src[k] = i;
       k++;
     }
     sort_ctx = fd;
@@ -729,11 +850,16 @@ int sc_cli_fit(int argc, char **argv) {
   const char **names = NULL;
   int rc = 1;
   FILE *rep = NULL, *rows = NULL;
-  const char *rows_path = NULL;
+  const char *rows_path = NULL, *repeat = NULL; /* --rows, --repeat */
+  sc_sample_set again; /* --repeat's rows */
+  sc_device dev2;      /* and its device */
+  char hwbuf2[SC_PATH_MAX];
+  const char *hardware2 = NULL; /* --repeat-hardware */
 
   sc_fit_opts_defaults(&o);
   sc_error_clear(&err);
   memset(&set, 0, sizeof set);
+  memset(&again, 0, sizeof again);
   memset(fds, 0, sizeof fds);
   sc_cli_command_line(argc, argv, cmd, sizeof cmd);
   for (int i = 1; i < argc; i++) {
@@ -748,7 +874,8 @@ int sc_cli_fit(int argc, char **argv) {
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
         strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
         strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0 &&
-        strcmp(a, "--read") != 0 && strcmp(a, "--unread") != 0 && strcmp(a, "--gain") != 0)
+        strcmp(a, "--read") != 0 && strcmp(a, "--unread") != 0 && strcmp(a, "--gain") != 0 &&
+        strcmp(a, "--repeat") != 0 && strcmp(a, "--repeat-hardware") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -759,6 +886,8 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
+    else if (strcmp(a, "--repeat") == 0) repeat = v;
+    else if (strcmp(a, "--repeat-hardware") == 0) hardware2 = v;
     else if (strcmp(a, "--read") == 0) read_list = v;
     else if (strcmp(a, "--unread") == 0) unread_list = v;
     else if (strcmp(a, "--families") == 0) {
@@ -824,6 +953,10 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm != NULL && system == NULL)
     return sc_cli_usage_error("fit", "--comm needs --system (the rows of one system)");
   if (comm == NULL && system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
+  if (comm != NULL && repeat != NULL)
+    return sc_cli_usage_error("fit", "--repeat is for --samples (a second samples file)");
+  if (repeat == NULL && hardware2 != NULL)
+    return sc_cli_usage_error("fit", "--repeat-hardware is for --repeat");
   if (comm != NULL && (read_list != NULL || unread_list != NULL))
     return sc_cli_usage_error("fit", "--read and --unread are for --samples (a collective's "
                               "residual reads every feature)");
@@ -841,6 +974,15 @@ int sc_cli_fit(int argc, char **argv) {
                                 "in a folder named after its device");
     snprintf(hwbuf, sizeof hwbuf, "%.*s.toml", (int)dl, samples);
     hardware = hwbuf;
+  }
+  if (repeat != NULL && hardware2 == NULL) { /* the same convention for the second file */
+    const char *s = strrchr(repeat, '/');
+    size_t dl = s ? (size_t)(s - repeat) : 0;
+    if (s == NULL || dl == 0)
+      return sc_cli_usage_error("fit", "--repeat-hardware is required when the --repeat file "
+                                "is not in a folder named after its device");
+    snprintf(hwbuf2, sizeof hwbuf2, "%.*s.toml", (int)dl, repeat);
+    hardware2 = hwbuf2;
   }
 
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
@@ -912,6 +1054,11 @@ int sc_cli_fit(int argc, char **argv) {
     if (apply_reads(fds, nf, "--read", read_list, 0, &err) != SC_OK ||
         apply_reads(fds, nf, "--unread", unread_list, 1, &err) != SC_OK)
       goto fail;
+    if (repeat != NULL &&
+        (sc_samples_read(repeat, &again, &err) != SC_OK ||
+         sc_hardware_load(reg, hardware2, &dev2, &err) != SC_OK ||
+         repeat_match(reg, &dev2, fds, nf, &set, &again, repeat, &err) != SC_OK))
+      goto fail;
   }
   models = calloc(nf * NEST, sizeof *models);
   names = calloc(nf * NEST, sizeof *names);
@@ -961,6 +1108,7 @@ int sc_cli_fit(int argc, char **argv) {
   if (skipped[0] != '\0')
     fprintf(rep, "Skipped (fewer than max(8, folds + 2) rows): %s.\n\n", skipped);
   print_tables(rep, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
+  if (repeat != NULL) print_repeat(rep, fds, nf, repeat, hardware2);
   fprintf(rep, "\nActive models (used by --estimator hybrid / learned; a family with none "
                "stays analytical: no model met the rule above):\n\n");
   for (size_t f = 0; f < nf; f++) {
@@ -1022,6 +1170,7 @@ int sc_cli_fit(int argc, char **argv) {
   else
     printf("device %s, %zu samples from %s\n\n", target_name, nrows, source);
   print_tables(stdout, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
+  if (repeat != NULL) print_repeat(stdout, fds, nf, repeat, hardware2);
   printf("\nwrote %s/residuals.toml and %s\n", outdir, path);
   rc = 0;
   goto done;
@@ -1038,8 +1187,12 @@ done:
     free(fds[f].an);
     free(fds[f].meas);
     free(fds[f].order);
+    free(fds[f].src);
+    free(fds[f].again);
+    free(fds[f].again_an);
   }
   sc_samples_free(&set);
+  sc_samples_free(&again);
   sc_registry_free(reg);
   return rc;
 }
