@@ -827,6 +827,16 @@ done:
   return rc;
 }
 
+/* The hardware file of a samples file X/<name>/samples.csv: X/<name>.toml, into buf; 0 when
+ * the path has no folder to name it by. */
+static int hardware_beside(const char *samples, char *buf, size_t n) {
+  const char *s = strrchr(samples, '/');
+  size_t dl = s ? (size_t)(s - samples) : 0;
+  if (s == NULL || dl == 0) return 0;
+  snprintf(buf, n, "%.*s.toml", (int)dl, samples);
+  return 1;
+}
+
 int sc_cli_fit(int argc, char **argv) {
   const char *samples = NULL, *outdir = NULL, *hardware = NULL, *comm = NULL, *system = NULL;
   const char *source, *basis, *target_name, *families = NULL;
@@ -966,22 +976,16 @@ int sc_cli_fit(int argc, char **argv) {
   if (samples == NULL && comm == NULL)
     return sc_cli_usage_error("fit", "--samples is required (or --comm)");
   if (outdir == NULL) return sc_cli_usage_error("fit", "--out is required");
-  if (comm == NULL && hardware == NULL) { /* X/<name>/samples.csv -> X/<name>.toml */
-    const char *s = strrchr(samples, '/');
-    size_t dl = s ? (size_t)(s - samples) : 0;
-    if (s == NULL || dl == 0)
+  if (comm == NULL && hardware == NULL) {
+    if (!hardware_beside(samples, hwbuf, sizeof hwbuf))
       return sc_cli_usage_error("fit", "--hardware is required when the samples file is not "
                                 "in a folder named after its device");
-    snprintf(hwbuf, sizeof hwbuf, "%.*s.toml", (int)dl, samples);
     hardware = hwbuf;
   }
   if (repeat != NULL && hardware2 == NULL) { /* the same convention for the second file */
-    const char *s = strrchr(repeat, '/');
-    size_t dl = s ? (size_t)(s - repeat) : 0;
-    if (s == NULL || dl == 0)
+    if (!hardware_beside(repeat, hwbuf2, sizeof hwbuf2))
       return sc_cli_usage_error("fit", "--repeat-hardware is required when the --repeat file "
                                 "is not in a folder named after its device");
-    snprintf(hwbuf2, sizeof hwbuf2, "%.*s.toml", (int)dl, repeat);
     hardware2 = hwbuf2;
   }
 
