@@ -639,6 +639,22 @@ START_TEST(test_row_rate) {
   REL(e.time_s, 4.0 * 4096 * 1024 / 1e10);
   e = run(&dev, DESC("norm", SC_NORM_OP_RMSNORM_BWD, SC_DTYPE_FP32, 4096, 64));
   REL(e.time_s, 9.0 * 4096 * 64 / 1e10);
+  /* the softmax reads its own table: the backward (5 N flops) at 64 columns x 1.25, the
+   * causal forward (7 x the unmasked elements, 64 x 65 / 2 per head) stated to 128 columns
+   * only, so wider rows keep the 128-column multiple */
+  snprintf(dev.row_rate[1].family, sizeof dev.row_rate[1].family, "softmax");
+  dev.row_rate[1].multiple[SC_SOFTMAX_BWD][0] = 1.25;
+  dev.row_rate[1].multiple[SC_SOFTMAX_BWD][2] = 1.0;
+  dev.row_rate[1].multiple[SC_SOFTMAX_FWD][0] = 1.03;
+  dev.row_rate[1].multiple[SC_SOFTMAX_FWD][1] = 0.95;
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_FP32, 4096, 64));
+  REL(e.time_s, 5.0 * 4096 * 64 / (1e10 * 1.25));
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_BWD, SC_DTYPE_FP32, 4096, 256));
+  REL(e.time_s, 5.0 * 4096 * 256 / 1e10);
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_FP32, 4096, 64));
+  REL(e.time_s, 7.0 * 64 * (64 * 65 / 2) / (1e10 * 1.03));
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_FP32, 4096, 1024));
+  REL(e.time_s, 7.0 * 4 * (1024 * 1025 / 2) / (1e10 * 0.95));
 }
 END_TEST
 

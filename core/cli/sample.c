@@ -160,14 +160,19 @@ typedef struct kernel_micro {
                         * its plugin prices apart at the device's fill rate (the embedding
                         * backward, sc__op_fill_s): that time, at the measured fill curve, is
                         * taken off the median before the rate is taken */
+#define ROW_HEADS 16   /* its rows come in causal heads of as many rows as columns (the
+                        * causal softmax forward: the first rows of a head are nearly all
+                        * masked): its row rates are measured on whole heads */
+#define SOFTMAX_ROW (ROW_RATE | ROW_EXPOSURE)
 
 static const kernel_micro kernel_micros[] = {
     {"norm", SC_NORM_OP_LAYERNORM_FWD, 2, {32, 1024, 0}, "layer-norm forward", NORM_ROW},
     {"norm", SC_NORM_OP_LAYERNORM_BWD, 2, {32, 1024, 0}, "layer-norm backward", NORM_ROW},
     {"norm", SC_NORM_OP_RMSNORM_FWD, 2, {32, 1024, 0}, "RMSNorm forward", NORM_ROW},
     {"norm", SC_NORM_OP_RMSNORM_BWD, 2, {32, 1024, 0}, "RMSNorm backward", NORM_ROW},
-    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward", ROW_EXPOSURE},
-    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward", ROW_EXPOSURE},
+    {"softmax", SC_SOFTMAX_FWD, 2, {256, 256, 0}, "causal softmax forward",
+     SOFTMAX_ROW | ROW_HEADS},
+    {"softmax", SC_SOFTMAX_BWD, 2, {256, 256, 0}, "softmax backward", SOFTMAX_ROW},
     {"elementwise", SC_EW_GELU_FWD, 1, {32768, 0, 0}, "bias + GeLU forward", 0},
     {"elementwise", SC_EW_GELU_BWD, 1, {32768, 0, 0}, "bias + GeLU backward", 0},
     {"elementwise", SC_EW_SWIGLU_FWD, 1, {32768, 0, 0}, "SwiGLU forward", 0},
@@ -272,10 +277,23 @@ static void set_kernel_rates(sc_device *dev, const double *krate) {
 
 /* The row rate of the kernel_micros entries marked row (sc_device_row_rate): each timed on
  * cache-resident rows of SC_ROW_RATE_COLS0 x 2^i columns over ROW_RATE_ELEMS elements, its
- * FLOP rate at each width over its rate at 1024 columns in the same sweep (the width of the
- * kernel_flops_per_s shapes). rr[k][i] stays 0 for the others; mm[k][i] gets each
- * measurement. */
+ * FLOP rate at each width over its rate in the same sweep at the width of its
+ * kernel_flops_per_s shape (dims[1]: 1024 columns for the norms, 256 for the softmax).
+ * Marked ROW_HEADS, on whole heads instead (rows a multiple of the columns, at least
+ * ROW_RATE_ELEMS elements) up to ROW_HEADS_MAX columns, the wider widths left unstated.
+ * rr[k][i] stays 0 for the others; mm[k][i] gets each measurement. */
 #define ROW_RATE_ELEMS 32768 /* 32 x 1024, as the per-kernel rates: 128 KiB per fp32 array */
+#define ROW_HEADS_MAX 256 /* a 256-column head: 256 KiB per fp32 array, inside a core's L2 (a
+                          * 1024-column one, 4 MiB, ran 0.905x the 256-column rate on the Zen
+                          * 4 guest: the L3 in it, which the roofline's memory term prices) */
+
+/* The rows of a row-rate measurement of km at cols columns; 0 when it takes none there. */
+static int64_t row_rate_rows(const kernel_micro *km, int64_t cols) {
+  if (!(km->row & ROW_HEADS)) return ROW_RATE_ELEMS / cols;
+  if (cols > ROW_HEADS_MAX) return 0;
+  int64_t heads = ROW_RATE_ELEMS / (cols * cols);
+  return (heads < 1 ? 1 : heads) * cols;
+}
 static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *dev,
                              const char *families, double budget_s,
                              double (*rr)[SC_ROW_RATE_WIDTHS],
@@ -285,34 +303,40 @@ static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_
     sc_op_desc ops[SC_ROW_RATE_WIDTHS];
     sc_measurement *out[SC_ROW_RATE_WIDTHS];
     double flops[SC_ROW_RATE_WIDTHS], ref = 0.0;
-    for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) rr[k][i] = 0.0;
-    if (!(km->row & ROW_RATE) || !sc_cli_list_has(families, km->family)) continue;
+    size_t n = 0;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) {
+      rr[k][i] = 0.0;
+      memset(&mm[k][i], 0, sizeof mm[k][i]);
+    }
+    if (!(km->row & ROW_RATE) || !sc_cli_list_has(families, km->family)) continue;
+    for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) { /* the widths measured, narrowest first */
       sc_estimate e;
       sc_error e2;
-      int64_t cols = (int64_t)SC_ROW_RATE_COLS0 << i;
-      memset(&ops[i], 0, sizeof ops[i]);
-      ops[i].family = km->family;
-      ops[i].variant = km->variant;
-      ops[i].dtype = SC_DTYPE_FP32;
-      ops[i].ndims = 2;
-      ops[i].dims[0] = ROW_RATE_ELEMS / cols;
-      ops[i].dims[1] = cols;
-      if (sc_registry_estimate_op(reg, dev, &ops[i], &e, &e2) != SC_OK)
+      int64_t cols = (int64_t)SC_ROW_RATE_COLS0 << i, rows = row_rate_rows(km, cols);
+      if (rows == 0) break;
+      memset(&ops[n], 0, sizeof ops[n]);
+      ops[n].family = km->family;
+      ops[n].variant = km->variant;
+      ops[n].dtype = SC_DTYPE_FP32;
+      ops[n].ndims = 2;
+      ops[n].dims[0] = rows;
+      ops[n].dims[1] = cols;
+      if (sc_registry_estimate_op(reg, dev, &ops[n], &e, &e2) != SC_OK)
         return sc_error_set(err, e2.code, "sample: row rate of the %s: %s", km->what, e2.msg);
-      flops[i] = e.flops;
-      out[i] = &mm[k][i];
+      flops[n] = e.flops;
+      out[n] = &mm[k][i];
+      n++;
     }
     /* the widths in interleaved rounds, as the kernel rates: a slow spell moves one round */
-    int rc = measure_rounds(hw, sc_registry_state(reg, &hw->hdr), dev, ops, SC_ROW_RATE_WIDTHS,
-                            3, budget_s, out, err);
+    int rc = measure_rounds(hw, sc_registry_state(reg, &hw->hdr), dev, ops, n, 3, budget_s, out,
+                            err);
     if (rc != SC_OK) return rc;
     double rate[SC_ROW_RATE_WIDTHS];
-    for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) {
+    for (size_t i = 0; i < n; i++) {
       rate[i] = flops[i] > 0 && mm[k][i].median_s > 0 ? flops[i] / mm[k][i].median_s : 0.0;
-      if (ops[i].dims[1] == 1024) ref = rate[i];
+      if (ops[i].dims[1] == km->dims[1]) ref = rate[i];
     }
-    for (int i = 0; i < SC_ROW_RATE_WIDTHS && ref > 0; i++) rr[k][i] = rate[i] / ref;
+    for (size_t i = 0; i < n && ref > 0; i++) rr[k][i] = rate[i] / ref;
   }
   return SC_OK;
 }
@@ -829,11 +853,20 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     if (!(r->rrate[k][0] > 0)) continue;
-    fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
-               "its rate at 1024 columns, %d elements in cache (micro.row_rate.%s.%u)\n",
-            km->family, km->variant, km->what, ROW_RATE_ELEMS, km->family, km->variant);
+    if (km->row & ROW_HEADS)
+      fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
+                 "its rate at %lld columns, on whole causal heads of %d elements or more in "
+                 "cache, to %d columns (micro.row_rate.%s.%u)\n", km->family, km->variant,
+              km->what, (long long)km->dims[1], ROW_RATE_ELEMS, ROW_HEADS_MAX, km->family,
+              km->variant);
+    else
+      fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
+                 "its rate at %lld columns, %d elements in cache (micro.row_rate.%s.%u)\n",
+              km->family, km->variant, km->what, (long long)km->dims[1], ROW_RATE_ELEMS,
+              km->family, km->variant);
     for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
-      fprintf(o, "%lld = %.3f\n", (long long)SC_ROW_RATE_COLS0 << w, r->rrate[k][w]);
+      if (r->rrate[k][w] > 0) /* a width not measured stays unstated */
+        fprintf(o, "%lld = %.3f\n", (long long)SC_ROW_RATE_COLS0 << w, r->rrate[k][w]);
   }
   if (r->attn_sm[0] > 0 || r->attn_sm[1] > 0) {
     fprintf(o, "\n[hardware.kernel_flops_per_s.attention]\n");
@@ -1561,13 +1594,22 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
     for (size_t k = 0; k < NKERNEL_MICROS; k++) {
       const kernel_micro *km = &kernel_micros[k];
       if (!(r->rrate[k][0] > 0)) continue;
+      int nw = 0;
+      while (nw < SC_ROW_RATE_WIDTHS && r->rrate[k][nw] > 0) nw++;
       fprintf(f, "# micro.row_rate.%s.%u =", km->family, km->variant);
-      for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++) fprintf(f, " %.4g", r->rrate[k][w]);
-      const long long c0 = (long long)SC_ROW_RATE_COLS0, c1 = c0 << (SC_ROW_RATE_WIDTHS - 1);
-      fprintf(f, "  (of the rate at 1024 columns, at %lld to %lld columns)\n", c0, c1);
-      fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %d elements as rows of %lld to %lld "
-                 "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS, c0, c1);
-      for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
+      for (int w = 0; w < nw; w++) fprintf(f, " %.4g", r->rrate[k][w]);
+      const long long c0 = (long long)SC_ROW_RATE_COLS0, c1 = c0 << (nw - 1);
+      fprintf(f, "  (of the rate at %lld columns, at %lld to %lld columns)\n",
+              (long long)km->dims[1], c0, c1);
+      if (km->row & ROW_HEADS)
+        fprintf(f, "# micro.row_rate.%s.%u = %s fp32, whole causal heads of %lld to %lld "
+                   "columns, %d elements or more: medians", km->family, km->variant, km->what,
+                c0, c1, ROW_RATE_ELEMS);
+      else
+        fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %d elements as rows of %lld to %lld "
+                   "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS, c0,
+                c1);
+      for (int w = 0; w < nw; w++)
         fprintf(f, "%s %.4g s of %u", w ? "," : "", r->rrmeas[k][w].median_s,
                 r->rrmeas[k][w].reps);
       fprintf(f, "\n");

@@ -16,7 +16,10 @@
  * device stating [hardware.row_exposure.softmax] adds that multiple of min(compute, memory)
  * to the roofline's max at every row width (sc_device_exposure: on the CPU the forward's
  * rows of 128 to 1600 columns past the last-level cache ran 9-14 % over the overlapped
- * roofline alike, inside the L1 or not; docs/operators.md). GPU files state none.
+ * roofline alike, inside the L1 or not; docs/operators.md). The kernel's rate is its stated
+ * rate (measured on 256-column rows) times the device's [hardware.row_rate.softmax.<variant>]
+ * at this row width (sc_device_row_rate; on the Zen 4 guest rows of 64 columns ran 10-13 %
+ * under their roofline without it). GPU files state none.
  */
 #include "op_common.h"
 
@@ -34,6 +37,7 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   rc = sc__op_vector_peak(dev, "softmax", op->variant, &peak, err);
   if (rc != SC_OK) return rc;
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
+  peak *= sc_device_row_rate(dev, "softmax", op->variant, cols);
   double e = sc__op_dtype_bytes(op->dtype);
   int bwd = op->variant == SC_SOFTMAX_BWD;
   double whole = floor(rows / cols), m = rows - whole * cols;

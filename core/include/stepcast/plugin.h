@@ -262,8 +262,9 @@ typedef struct sc_device {
    * a norm's per-row reductions are serial chains, and rows narrow enough for the
    * out-of-order window to hold a whole row run two rows' chains at once. row_rate states, per
    * family and variant, the multiple of the kernel's stated rate (kernel_rates, measured on
-   * 1024-column rows) at widths of SC_ROW_RATE_COLS0 x 2^i columns (i < SC_ROW_RATE_WIDTHS:
-   * 64 .. 8192), 0 = not stated there; measured by `stepcast sample` on cache-resident rows.
+   * rows of one width: 1024 columns for the norms, 256 for the softmax) at widths of
+   * SC_ROW_RATE_COLS0 x 2^i columns (i < SC_ROW_RATE_WIDTHS: 64 .. 8192), 0 = not stated
+   * there; measured by `stepcast sample` on cache-resident rows.
    * Read through sc_device_row_rate. */
   struct {
     char family[32];
