@@ -1,6 +1,6 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the twenty-six CPU sample sets kept
+# never saw (docs/validation.md, "The selection rule"). Fits the twenty-eight CPU sample sets kept
 # in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
 # Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
 # the row exposures off powers of two, the second with the measured zero-fill, the one with the
@@ -8,7 +8,7 @@
 # chained rule, the two with the in-place rate and the gather curve, and the one with the
 # in-place rate stated as the DRAM rate, the first with the scale features unread and the
 # four with 96 GEMM and 48 embedding shapes, the second on a busy machine, the fourth in five
-# passes) with
+# passes, and the two with the softmax's row rates) with
 # the fit options given
 # (e.g. --select either, --select both --margin 3, --gain 1, --read gemm.log2_k; none: fit's
 # default, the chained rule), and
@@ -53,7 +53,9 @@ for s in hardware/host-cpu:hardware/host-cpu.toml \
          $d/host-cpu-zen4-more/host-cpu:$d/host-cpu-zen4-more/host-cpu.toml \
          $d/host-cpu-zen4-more/noisy/host-cpu:$d/host-cpu-zen4-more/noisy/host-cpu.toml \
          $d/host-cpu-zen4-more/run3/host-cpu:$d/host-cpu-zen4-more/run3/host-cpu.toml \
-         $d/host-cpu-zen4-more/passes5/host-cpu:$d/host-cpu-zen4-more/passes5/host-cpu.toml; do
+         $d/host-cpu-zen4-more/passes5/host-cpu:$d/host-cpu-zen4-more/passes5/host-cpu.toml \
+         $d/host-cpu-zen4-softmax-rate/host-cpu:$d/host-cpu-zen4-softmax-rate/host-cpu.toml \
+         $d/host-cpu-zen4-softmax-rate/run2/host-cpu:$d/host-cpu-zen4-softmax-rate/run2/host-cpu.toml; do
   i=$((i + 1))
   "$bin" fit --samples "${s%%:*}/samples.csv" --hardware "${s##*:}" --out "$out/$i" "$@" \
       > "$out/$i.txt"
