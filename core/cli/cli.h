@@ -44,6 +44,10 @@ int sc_cli_list_has(const char *list, const char *name);
 const char *sc_cli_list_unknown(const char *list, const char *const *known, size_t n,
                                 size_t *len);
 
+/* 1 when a and b are the same operator: family, variant, dtype, dims and flags (a plan's
+ * operator listed again, a second samples file's row of it). Defined in main.c. */
+int sc_cli_same_op(const sc_op_desc *a, const sc_op_desc *b);
+
 /* "stepcast <subcommand> <args...>" into buf (cut to cap - 1 bytes), for the headers of the
  * files a subcommand writes; argv as the subcommand received it. */
 void sc_cli_command_line(int argc, char **argv, char *buf, size_t cap);

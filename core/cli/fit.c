@@ -474,16 +474,6 @@ static int apply_reads(fam_data *fds, size_t nf, const char *opt, const char *li
   return SC_OK;
 }
 
-/* a and b are the same operator: family, variant, dtype, dims and flags. */
-static int same_op(const sc_op_desc *a, const sc_op_desc *b) {
-  if (strcmp(a->family, b->family) != 0 || a->variant != b->variant || a->dtype != b->dtype ||
-      a->ndims != b->ndims || a->flags != b->flags)
-    return 0;
-  for (uint32_t j = 0; j < a->ndims && j < SC_OP_MAX_DIMS; j++)
-    if (a->dims[j] != b->dims[j]) return 0;
-  return 1;
-}
-
 /* --repeat: beside each row of fds (from set), the median of the same operator in the second
  * sample set again (its first row of that operator) and that operator's analytical time on
  * dev2, the second file's own device (its micro-benchmarks, taken in its run); NAN where
@@ -511,7 +501,7 @@ static int repeat_match(sc_registry *reg, const sc_device *dev2, fam_data *fds, 
         const sc_sample *s = &again->rows[j];
         sc_estimate e;
         sc_error e2;
-        if (!same_op(a, &s->op)) continue;
+        if (!sc_cli_same_op(a, &s->op)) continue;
         if (sc_registry_estimate_op(reg, dev2, &s->op, &e, &e2) != SC_OK) {
           rc = sc_error_set(err, e2.code, "%s:%u: %s", path, s->line, e2.msg);
         } else if (!(e.time_s > 0)) {

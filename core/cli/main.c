@@ -54,6 +54,13 @@ int sc_cli_list_has(const char *list, const char *name) {
   }
 }
 
+int sc_cli_same_op(const sc_op_desc *a, const sc_op_desc *b) {
+  if (strcmp(a->family, b->family) != 0 || a->variant != b->variant || a->dtype != b->dtype ||
+      a->ndims != b->ndims || a->flags != b->flags || a->ndims > SC_OP_MAX_DIMS)
+    return 0;
+  return memcmp(a->dims, b->dims, a->ndims * sizeof a->dims[0]) == 0;
+}
+
 const char *sc_cli_list_unknown(const char *list, const char *const *known, size_t n,
                                 size_t *len) {
   for (const char *p = list;; p++) {

@@ -853,17 +853,15 @@ static int write_cpu_hardware(FILE *o, const char *name, const char *model, long
   for (size_t k = 0; k < NKERNEL_MICROS; k++) {
     const kernel_micro *km = &kernel_micros[k];
     if (!(r->rrate[k][0] > 0)) continue;
+    char on[96];
     if (km->row & ROW_HEADS)
-      fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
-                 "its rate at %lld columns, on whole causal heads of %d elements or more in "
-                 "cache, to %d columns (micro.row_rate.%s.%u)\n", km->family, km->variant,
-              km->what, (long long)km->dims[1], ROW_RATE_ELEMS, ROW_HEADS_MAX, km->family,
-              km->variant);
+      snprintf(on, sizeof on, "on whole causal heads of %d elements or more in cache, to %d "
+               "columns", ROW_RATE_ELEMS, ROW_HEADS_MAX);
     else
-      fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
-                 "its rate at %lld columns, %d elements in cache (micro.row_rate.%s.%u)\n",
-              km->family, km->variant, km->what, (long long)km->dims[1], ROW_RATE_ELEMS,
-              km->family, km->variant);
+      snprintf(on, sizeof on, "%d elements in cache", ROW_RATE_ELEMS);
+    fprintf(o, "\n[hardware.row_rate.%s.%u]  # MEASURED: the %s's rate at each row width over "
+               "its rate at %lld columns, %s (micro.row_rate.%s.%u)\n", km->family,
+            km->variant, km->what, (long long)km->dims[1], on, km->family, km->variant);
     for (int w = 0; w < SC_ROW_RATE_WIDTHS; w++)
       if (r->rrate[k][w] > 0) /* a width not measured stays unstated */
         fprintf(o, "%lld = %.3f\n", (long long)SC_ROW_RATE_COLS0 << w, r->rrate[k][w]);
@@ -1146,10 +1144,7 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
       continue;
     }
     int seen = 0;
-    for (size_t j = 0; j < pl->n && !seen; j++)
-      seen = strcmp(pl->ops[j].family, fs) == 0 && pl->ops[j].variant == o.variant &&
-             pl->ops[j].dtype == o.dtype && pl->ops[j].ndims == o.ndims &&
-             memcmp(pl->ops[j].dims, o.dims, o.ndims * sizeof o.dims[0]) == 0;
+    for (size_t j = 0; j < pl->n && !seen; j++) seen = sc_cli_same_op(&pl->ops[j], &o);
     if (seen) {
       (*dups)++;
       continue;
@@ -1601,14 +1596,10 @@ static void write_samples_header(FILE *f, const micro_run *r, const char *device
       const long long c0 = (long long)SC_ROW_RATE_COLS0, c1 = c0 << (nw - 1);
       fprintf(f, "  (of the rate at %lld columns, at %lld to %lld columns)\n",
               (long long)km->dims[1], c0, c1);
-      if (km->row & ROW_HEADS)
-        fprintf(f, "# micro.row_rate.%s.%u = %s fp32, whole causal heads of %lld to %lld "
-                   "columns, %d elements or more: medians", km->family, km->variant, km->what,
-                c0, c1, ROW_RATE_ELEMS);
-      else
-        fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %d elements as rows of %lld to %lld "
-                   "columns: medians", km->family, km->variant, km->what, ROW_RATE_ELEMS, c0,
-                c1);
+      fprintf(f, "# micro.row_rate.%s.%u = %s fp32, %s%d elements %s %lld to %lld columns: "
+                 "medians", km->family, km->variant, km->what,
+              (km->row & ROW_HEADS) ? "whole causal heads of " : "", ROW_RATE_ELEMS,
+              (km->row & ROW_HEADS) ? "or more, of" : "as rows of", c0, c1);
       for (int w = 0; w < nw; w++)
         fprintf(f, "%s %.4g s of %u", w ? "," : "", r->rrmeas[k][w].median_s,
                 r->rrmeas[k][w].reps);

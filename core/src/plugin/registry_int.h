@@ -11,7 +11,6 @@
 #include "common/ident.h"
 #include "stepcast/registry.h"
 
-
 /* ------------------------------------------------------------------------- */
 /* Estimate memo: an open-addressing hash table (linear probing, power-of-two slots, grown
  * at 3/4 load) from a serialised description (the key bytes) to an sc_estimate. Keys are
