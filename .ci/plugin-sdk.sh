@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The plugin SDK end to end: install stepcast to a temporary prefix, build the example plugin
-# (docs/examples/plugin) out of tree against the installed SDK twice, once with the
-# pkg-config line and once with the CMake package, and check that `stepcast --plugin FILE
-# plugins` lists each as loaded and that the installed program finds a plugin installed in
-# its plugin folder with no environment variables. Exits non-zero on the first failure.
+# The plugin SDK end to end: install stepcast to a temporary prefix, build the example plugins
+# (docs/examples/plugin: the Rabenseifner all-reduce and the SwiGLU "elementwise" plugin) out
+# of tree against the installed SDK twice, once with the pkg-config line and once with the
+# CMake package, and check that `stepcast --plugin FILE plugins` lists each as loaded, that
+# the installed program finds them installed in its plugin folder with no environment
+# variables, and that a `predict`, an `ops` and a `comm` use them: an example is a test.
+# Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -33,17 +35,52 @@ check_exports() {
   echo "exports: $syms"
 }
 
-# `stepcast --plugin FILE plugins` must list it as loaded, from that file.
+# `stepcast --plugin FILE plugins` must list it as loaded, from that file: check_loaded FILE
+# KIND NAME VERSION PRIORITY.
 check_loaded() {
-  local out
+  local out name_re
   out=$("$stepcast" --plugin "$1" plugins) || { echo "$out"; fail "stepcast refused $1"; }
   echo "$out"
   local abi_re  # the ABI the plugin was built against: the program's own (e.g. 1\.1)
   abi_re=$("$stepcast" --version | sed -n 's/.*plugin ABI \([0-9]*\)\.\([0-9]*\)).*/\1\\.\2/p')
-  echo "$out" | grep -E "^collective +allreduce\.rabenseifner +1\.0\.0 +$abi_re +0 +loaded +$1\$" \
+  name_re=${3//./\\.}
+  echo "$out" | grep -E "^$2 +$name_re +${4//./\\.} +$abi_re +$5 +loaded +$1\$" \
     >/dev/null || fail "$1 not listed as loaded"
-  "$stepcast" --plugin "$1" plugins --json | grep -F '"name": "allreduce.rabenseifner"' \
-    | grep -F '"status": "loaded"' >/dev/null || fail "$1 not loaded in --json listing"
+  "$stepcast" --plugin "$1" plugins --json | grep -F "\"name\": \"$3\"" \
+    | grep -F "\"path\": \"$1\"" | grep -F '"status": "loaded"' >/dev/null \
+    || fail "$1 not loaded in --json listing"
+}
+
+# Both examples used by the program: check_used ARGS... (the --plugin options, or none when
+# they are installed in the plugin folder).
+check_used() {
+  local out err
+  # comm: 8 bytes on 16 GPUs (fewer bytes than ranks) by the Rabenseifner all-reduce.
+  out=$("$stepcast" "$@" comm --topology dgx-a100-superpod --gpus 16 -b 8 -e 8 \
+        --algo rabenseifner) || { echo "$out"; fail "comm --algo rabenseifner failed"; }
+  echo "$out" | tail -n 3
+  echo "$out" | grep -E "^ +8 +2 +float +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +rabenseifner/" \
+    >/dev/null || fail "comm did not answer with the rabenseifner plugin"
+  # comm with "auto" on a group the plugin declines (3 nodes), and predict (whose auto
+  # choices probe the plugin at 0 bytes): they must work with the plugin loaded.
+  "$stepcast" "$@" comm --topology dgx-a100-superpod --gpus 24 -b 8 -e 1G -f 1024 \
+    >/dev/null || fail "comm --algo auto failed with the example plugins loaded"
+  err=$work/predict.err
+  out=$("$stepcast" "$@" predict --model llama2-7b --topology dgx-a100-superpod --gpus 16 \
+        --tp 2 --global-batch 64 2>"$err") || { cat "$err"; fail "predict failed"; }
+  echo "$out" | grep -E "iteration time|elementwise"
+  # The SwiGLU plugin takes the family over: one warning names it.
+  grep -E "\[warning\] plugins: .*swiglu\.so \(priority 10\) overrides operator family 'elementwise'" \
+    "$err" >/dev/null || { cat "$err"; fail "no warning that swiglu.so overrides elementwise"; }
+  # ops: SwiGLU priced by the plugin (eager PyTorch: 5 x 2 and 9 x 2 bytes per element;
+  # the built-in's fused kernel moves 3 x 2 and 5 x 2).
+  out=$("$stepcast" "$@" ops --model llama2-7b --hardware a100-sxm4-80gb --tp 2 2>/dev/null) \
+    || fail "ops failed"
+  echo "$out" | grep -E "mlp_swiglu"
+  echo "$out" | grep -E "^ +mlp_swiglu +elementwise +22544384 +32 +[0-9.]+ +225\.44 +memory" \
+    >/dev/null || fail "ops: mlp_swiglu not priced by the swiglu plugin"
+  echo "$out" | grep -E "^ +mlp_swiglu\.bwd +elementwise +22544384 +32 +[0-9.]+ +405\.80 +memory" \
+    >/dev/null || fail "ops: mlp_swiglu.bwd not priced by the swiglu plugin"
 }
 
 step "pkg-config"
@@ -57,28 +94,40 @@ echo "cflags: $(pkg-config --cflags stepcast-plugin)  abi: $abi  plugindir: $plu
   || fail "pkg-config abi $abi differs from the program's"
 [ -d "$plugindir" ] || fail "plugindir $plugindir does not exist"
 mkdir -p "$work/pc"
-# shellcheck disable=SC2046
-cc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
-   $(pkg-config --cflags stepcast-plugin) \
-   -o "$work/pc/allreduce-rabenseifner.so" "$work/example/allreduce_rabenseifner.c"
-check_exports "$work/pc/allreduce-rabenseifner.so"
-check_loaded "$work/pc/allreduce-rabenseifner.so"
+for p in allreduce_rabenseifner swiglu; do
+  # shellcheck disable=SC2046
+  cc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
+     $(pkg-config --cflags stepcast-plugin) \
+     -o "$work/pc/${p//_/-}.so" "$work/example/$p.c"
+  check_exports "$work/pc/${p//_/-}.so"
+done
+check_loaded "$work/pc/allreduce-rabenseifner.so" collective allreduce.rabenseifner 1.0.0 0
+check_loaded "$work/pc/swiglu.so" op elementwise 0.1.0 10
+check_used --plugin "$work/pc/allreduce-rabenseifner.so" --plugin "$work/pc/swiglu.so"
 
 step "CMake package"
 cmake -S "$work/example" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" \
       -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/cm" >/dev/null
-so=$work/cm/allreduce-rabenseifner.so
-[ -f "$so" ] || fail "CMake build did not produce $so (no 'lib' prefix expected)"
-check_exports "$so"
-check_loaded "$so"
+for so in "$work/cm/allreduce-rabenseifner.so" "$work/cm/swiglu.so"; do
+  [ -f "$so" ] || fail "CMake build did not produce $so (no 'lib' prefix expected)"
+  check_exports "$so"
+done
+check_loaded "$work/cm/allreduce-rabenseifner.so" collective allreduce.rabenseifner 1.0.0 0
+check_loaded "$work/cm/swiglu.so" op elementwise 0.1.0 10
 
 step "installed into the plugin folder, found with no environment"
 cmake --install "$work/cm" >/dev/null
-[ -f "$plugindir/allreduce-rabenseifner.so" ] || fail "not installed into $plugindir"
-out=$("$stepcast" plugins)
+for f in allreduce-rabenseifner.so swiglu.so; do
+  [ -f "$plugindir/$f" ] || fail "$f not installed into $plugindir"
+done
+out=$("$stepcast" plugins 2>/dev/null)
 echo "$out"
-echo "$out" | grep -E "allreduce\.rabenseifner .* loaded +$(realpath "$plugindir")/allreduce-rabenseifner\.so\$|allreduce\.rabenseifner .* loaded +$plugindir/allreduce-rabenseifner\.so\$" \
-  >/dev/null || fail "installed plugin not found by the installed program"
+for pat in "allreduce\.rabenseifner .* loaded +.*/allreduce-rabenseifner\.so" \
+           "elementwise .* 10 +loaded +.*/swiglu\.so"; do
+  echo "$out" | grep -E "^(collective|op) +$pat\$" >/dev/null \
+    || fail "installed plugin ($pat) not found by the installed program"
+done
+check_used
 
 step "plugin SDK: OK"

@@ -29,6 +29,34 @@ static void sc__cli_log(sc_log_level level, const char *who, const char *msg, vo
           (unsigned)level < 4 ? names[level] : "log", who != NULL ? who : "?", msg);
 }
 
+/* One warning line on stderr per takeover (a plugin answering in place of another for a
+ * family, algorithm or device kind): a plugin that changes predictions must say so. Once
+ * per process: a threaded sweep opens one registry per thread, all alike. */
+static void sc__cli_warn_overrides(const sc_registry *reg) {
+  static int warned = 0;
+  size_t n = sc_registry_override_count(reg);
+  if (warned) return;
+  warned = 1;
+  for (size_t i = 0; i < n; i++) {
+    sc_plugin_override o;
+    if (sc_registry_override(reg, i, &o) != SC_OK) continue;
+    if (o.kind == SC_PLUGIN_KIND_COLLECTIVE) {
+      fprintf(stderr,
+              "stepcast: [warning] plugins: %s (collective '%s', priority %d) takes over "
+              "algorithm '%s' from '%s' of %s (priority %d)\n",
+              o.by_path, o.by_name, (int)o.by_priority, o.name, o.from_name, o.from_path,
+              (int)o.from_priority);
+    } else {
+      fprintf(stderr,
+              "stepcast: [warning] plugins: %s (priority %d) overrides %s '%s' of %s "
+              "(priority %d)\n",
+              o.by_path, (int)o.by_priority,
+              o.kind == SC_PLUGIN_KIND_OP ? "operator family" : "device kind", o.name,
+              o.from_path, (int)o.from_priority);
+    }
+  }
+}
+
 int sc_cli_registry_open(sc_registry **out, sc_error *err) {
   sc_registry *reg = NULL;
   int rc = sc_registry_new(&reg, err);
@@ -40,6 +68,7 @@ int sc_cli_registry_open(sc_registry **out, sc_error *err) {
     sc_registry_free(reg);
     return rc;
   }
+  sc__cli_warn_overrides(reg);
   *out = reg;
   return SC_OK;
 }
@@ -172,6 +201,7 @@ int sc_cli_plugins(int argc, char **argv) {
     sc_registry_free(reg);
     return sc_cli_fail(&err);
   }
+  sc__cli_warn_overrides(reg);
   if (json) {
     print_json(stdout, reg);
   } else {

@@ -207,6 +207,35 @@ SC_PLUGIN_ENTRY(fixture) { return &fix_coll.hdr; }
 /* A hardware kind "fix.gpu": reads its table through the host services.
  *   name (string), peak_bf16_tflops (number), memory.bytes (integer), memory.bw_GBps
  *   (number); every other field fixed. */
+#if defined(FIX_HW_NEWER)
+/* "fix.gpu.next": built against the next minor ABI, whose sc_device has grown by a field;
+ * describe() writes it, past the end of this runtime's sc_device. The loader must refuse
+ * the plugin before describe() can be called. */
+typedef struct fix_device_next {
+  sc_device dev;
+  double appended_at_next_minor;
+} fix_device_next;
+
+static int fix_hw_next_describe(void *state, const sc_host *host, const sc_table *t,
+                                sc_device *dev, sc_error *err) {
+  (void)state;
+  (void)host;
+  (void)t;
+  (void)err;
+  ((fix_device_next *)(void *)dev)->appended_at_next_minor = 1.0;
+  return SC_OK;
+}
+
+static const sc_hw_plugin fix_hw_next = {
+    .hdr = {.abi_major = SC_PLUGIN_ABI_MAJOR, .abi_minor = SC_PLUGIN_ABI_MINOR + 1,
+            .size = (uint32_t)sizeof(sc_hw_plugin), .kind = SC_PLUGIN_KIND_HARDWARE,
+            .name = "fix.gpu.next", .version = "0.1.0"},
+    .describe = fix_hw_next_describe,
+};
+
+SC_PLUGIN_ENTRY(fixture) { return &fix_hw_next.hdr; }
+#endif
+
 #if defined(FIX_HW)
 static int fix_hw_describe(void *state, const sc_host *host, const sc_table *t,
                            sc_device *dev, sc_error *err) {

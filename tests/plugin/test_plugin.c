@@ -16,6 +16,7 @@
 #include "plugin/registry_int.h"
 #include "sc_config.h"
 #include "spec/table.h"
+#include "stepcast/ops.h"
 #include "stepcast/stepcast.h"
 #include "toml/toml.h"
 
@@ -280,8 +281,10 @@ START_TEST(test_refusal) {
 }
 END_TEST
 
-/* A plugin built against a newer minor of ABI 1 (a longer descriptor, fields appended)
- * loads: the runtime reads only what it knows. */
+/* A plugin built against a newer minor of ABI 1 is refused, naming both ABIs (issue 34):
+ * the structures it shares with the runtime (sc_device above all, which a hardware plugin
+ * fills in the runtime's buffer) carry no size, and a newer minor may have appended to
+ * them. An op descriptor here; the hardware fixture hw-newer in test_newer_minor_hw. */
 typedef struct newer_op {
   sc_op_plugin op;
   double appended_at_minor_9[8];
@@ -294,15 +297,35 @@ static const newer_op newer = {
 };
 static const sc_plugin_header *newer_entry(void) { return &newer.op.hdr; }
 
-START_TEST(test_newer_minor_accepted) {
+START_TEST(test_newer_minor_refused) {
   sc_registry *reg = new_reg(0);
   sc_error err;
   sc_plugin_info info;
-  ck_assert_int_eq(sc_registry_add_entry(reg, newer_entry, "builtin:newer", &err), SC_OK);
+  char want[128];
+  ck_assert_int_eq(sc_registry_add_entry(reg, newer_entry, "builtin:newer", &err), SC_EABI);
+  snprintf(want, sizeof want, "ABI %d.9 is newer than this stepcast's ABI %d.%d",
+           SC_PLUGIN_ABI_MAJOR, SC_PLUGIN_ABI_MAJOR, SC_PLUGIN_ABI_MINOR);
+  ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
   info = row_of(reg, "builtin:newer");
-  ck_assert_int_eq(info.status, SC_PLUGIN_LOADED);
+  ck_assert_int_eq(info.status, SC_PLUGIN_REFUSED);
   ck_assert_uint_eq(info.abi_minor, 9);
-  ck_assert_ptr_nonnull(sc_registry_op(reg, "test.newer"));
+  ck_assert_ptr_null(sc_registry_op(reg, "test.newer"));
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* A hardware plugin built against the next minor, whose sc_device would be larger than the
+ * runtime's (the fixture writes one byte past the runtime's sc_device when asked to
+ * describe: ASan would catch it), is refused before it is ever asked. */
+START_TEST(test_newer_minor_hw) {
+  sc_registry *reg = new_reg(0);
+  sc_error err;
+  const char *f = fx("extra", "hw-newer.so");
+  ck_assert_int_eq(sc_registry_load_file(reg, f, &err), SC_EABI);
+  ck_assert_ptr_nonnull(strstr(err.msg, f));
+  ck_assert_ptr_nonnull(strstr(err.msg, "is newer than this stepcast's ABI"));
+  ck_assert_int_eq(row_of(reg, f).status, SC_PLUGIN_REFUSED);
+  ck_assert_ptr_null(sc_registry_hw(reg, "fix.gpu.next"));
   sc_registry_free(reg);
 }
 END_TEST
@@ -499,9 +522,22 @@ START_TEST(test_override_order_independent) {
   ck_assert_str_eq(info.version, "1.0.0");
   ck_assert_ptr_nonnull(strstr(info.reason, hi));
   ck_assert_str_eq(sc_registry_op(reg, "fix.scale")->hdr.version, "2.0.0");
-  /* Never initialised: no init line for version 1.0.0 in the log. */
-  ck_assert_ptr_null(strstr(logbuf, "init (version 1.0.0)"));
+  /* Both initialised: an operator family's lower plugin is kept loaded to answer what the
+   * higher one declines (SC_EUNSUPPORTED; test_decline_fallback). */
+  ck_assert_ptr_nonnull(strstr(logbuf, "init (version 1.0.0)"));
   ck_assert_ptr_nonnull(strstr(logbuf, "init (version 2.0.0)"));
+  /* One takeover, the later lower plugin displaced by the earlier higher one. */
+  {
+    sc_plugin_override o;
+    ck_assert_uint_eq(sc_registry_override_count(reg), 1);
+    ck_assert_int_eq(sc_registry_override(reg, 0, &o), SC_OK);
+    ck_assert_str_eq(o.name, "fix.scale");
+    ck_assert_str_eq(o.by_path, hi);
+    ck_assert_int_eq(o.by_priority, 10);
+    ck_assert_str_eq(o.from_path, lo);
+    ck_assert_int_eq(o.from_priority, 0);
+    ck_assert_int_eq(sc_registry_override(reg, 1, &o), SC_EINVAL);
+  }
   sc_registry_free(reg);
 }
 END_TEST
@@ -983,12 +1019,271 @@ START_TEST(test_example_rabenseifner) {
   ck_assert_ptr_nonnull(strstr(err.msg, "nranks 16 != product of tier ranks 8"));
   c = two_tier(4, 100e9, 1e-6, 2, 0.0, 5e-6, n);
   ck_assert_int_eq(sc_registry_estimate_coll(reg, rab, &c, &e, &err), SC_EINVAL);
+  /* Fewer bytes than ranks, and none at all (the runtime's latency probe): every step
+   * still pays its latency, the bandwidth term continues the formula (issue 34: "bytes 0 <
+   * nranks 8" broke every predict and comm). 4 bytes on 4 x 2:
+   * T = 2 * (7e-6 + 2/25e9 + 1/100e9 + 0.5/100e9); 0 bytes: 2 * 7e-6. */
   c = two_tier(4, 100e9, 1e-6, 2, 25e9, 5e-6, 4.0);
+  ck_assert_int_eq(sc_registry_estimate_coll(reg, rab, &c, &e, &err), SC_OK);
+  ck_assert_rel(e.time_s, 2.0 * (7e-6 + 2.0 / 25e9 + 1.0 / 100e9 + 0.5 / 100e9));
+  ck_assert_int_eq(e.bound, SC_BOUND_LATENCY);
+  c = two_tier(4, 100e9, 1e-6, 2, 25e9, 5e-6, 0.0);
+  ck_assert_int_eq(sc_registry_estimate_coll(reg, rab, &c, &e, &err), SC_OK);
+  ck_assert_rel(e.time_s, 14e-6);
+  c.bytes = -1.0;
   ck_assert_int_eq(sc_registry_estimate_coll(reg, rab, &c, &e, &err), SC_EINVAL);
   c = two_tier(4, 100e9, 1e-6, 2, 25e9, 5e-6, n);
   c.kind = SC_COLL_ALLGATHER;
   ck_assert_int_eq(sc_registry_estimate_coll(reg, rab, &c, &e, &err), SC_EUNSUPPORTED);
   sc_registry_free(reg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------- */
+/* The SDK example SwiGLU: a plugin for part of a built-in family            */
+
+static sc_device ew_device(void) {
+  sc_device d = test_device();
+  d.peak_flops_per_s[SC_DTYPE_FP32] = 20e12; /* the built-in prices vector ops at fp32 */
+  return d;
+}
+
+static sc_op_desc ew_op(uint32_t variant, int64_t n) {
+  sc_op_desc op;
+  memset(&op, 0, sizeof op);
+  op.family = "elementwise";
+  op.variant = variant;
+  op.dtype = SC_DTYPE_BF16;
+  op.ndims = 1;
+  op.dims[0] = n;
+  return op;
+}
+
+/* docs/examples/plugin/swiglu.c is named "elementwise" at priority 10 (the name the workload
+ * asks for: a plugin named "swiglu" is never called) and prices the SwiGLU variants alone,
+ * declining the others with SC_EUNSUPPORTED: the registry then asks the built-in it
+ * overrides, whichever was loaded first (_i = 0: the built-ins first; 1: the example). */
+START_TEST(test_decline_fallback) {
+  sc_registry *ref = new_reg(0), *reg;
+  sc_error err;
+  sc_estimate e, want;
+  sc_plugin_override o;
+  sc_device dev = ew_device();
+  const char *sw = fx("example", "swiglu.so");
+  sc_op_desc gelu = ew_op(SC_EW_GELU_FWD, 1000000), fwd = ew_op(SC_EW_SWIGLU_FWD, 1000000);
+  sc_op_desc bwd = ew_op(SC_EW_SWIGLU_BWD, 1000000);
+  ck_assert_int_eq(sc_registry_add_builtins(ref, &err), SC_OK);
+  ck_assert_int_eq(sc_registry_estimate_op(ref, &dev, &gelu, &want, &err), SC_OK);
+  reg = new_reg(1);
+  if (_i == 0) {
+    ck_assert_int_eq(sc_registry_add_builtins(reg, &err), SC_OK);
+    ck_assert_msg(sc_registry_load_file(reg, sw, &err) == SC_OK, "%s", err.msg);
+  } else {
+    ck_assert_msg(sc_registry_load_file(reg, sw, &err) == SC_OK, "%s", err.msg);
+    ck_assert_int_eq(sc_registry_add_builtins(reg, &err), SC_OK);
+  }
+  ck_assert_int_eq(row_of(reg, sw).status, SC_PLUGIN_LOADED);
+  ck_assert_int_eq(row_of(reg, "builtin:ops_elementwise").status, SC_PLUGIN_OVERRIDDEN);
+  /* SwiGLU by the example (eager PyTorch): 1e6 bf16 elements, 5 * 2 bytes each and 2
+   * kernels forward, 9 * 2 bytes and 3 kernels backward, at 1e12 * 0.8 B/s and 5 us a
+   * kernel: 10e6 / 0.8e12 + 2 * 5e-6 = 22.5 us; 18e6 / 0.8e12 + 3 * 5e-6 = 37.5 us. */
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &fwd, &e, &err), SC_OK);
+  ck_assert_rel(e.time_s, 22.5e-6);
+  ck_assert_rel(e.bytes, 10e6);
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &bwd, &e, &err), SC_OK);
+  ck_assert_rel(e.time_s, 37.5e-6);
+  ck_assert_rel(e.bytes, 18e6);
+  /* GeLU declined: the built-in's answer, as without the example. */
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &gelu, &e, &err), SC_OK);
+  ck_assert_rel(e.time_s, want.time_s);
+  ck_assert_rel(e.bytes, want.bytes);
+  ck_assert_ptr_nonnull(strstr(logbuf, "declined variant 0"));
+  /* The takeover is on record, for the CLI's warning. */
+  ck_assert_uint_eq(sc_registry_override_count(reg), 1);
+  ck_assert_int_eq(sc_registry_override(reg, 0, &o), SC_OK);
+  ck_assert_int_eq(o.kind, SC_PLUGIN_KIND_OP);
+  ck_assert_str_eq(o.name, "elementwise");
+  ck_assert_str_eq(o.by_path, sw);
+  ck_assert_int_eq(o.by_priority, 10);
+  ck_assert_str_eq(o.from_path, "builtin:ops_elementwise");
+  /* Without a plugin below, a decline is the error it is. */
+  sc_registry_free(reg);
+  reg = new_reg(0);
+  ck_assert_int_eq(sc_registry_load_file(reg, sw, &err), SC_OK);
+  ck_assert_int_eq(sc_registry_estimate_op(reg, &dev, &gelu, &e, &err), SC_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(err.msg, "swiglu: variant 0 is not SwiGLU"));
+  sc_registry_free(reg);
+  sc_registry_free(ref);
+}
+END_TEST
+
+/* A collective of another name offering the built-in ring's algorithm at a higher priority
+ * takes "ring" over for all-reduce (sc_registry_coll answers with it): on record. */
+static int const_coll(void *state, const sc_coll_desc *c, sc_estimate *out, sc_error *err) {
+  (void)state;
+  (void)c;
+  (void)err;
+  out->time_s = 1.0;
+  return SC_OK;
+}
+static const sc_coll_plugin ring2 = {
+    .hdr = SC_PLUGIN_HEADER_FULL(sc_coll_plugin, SC_PLUGIN_KIND_COLLECTIVE, "test.ring2",
+                                 "1.0", 5, NULL, NULL),
+    .algorithm = "ring",
+    .kinds_mask = 1u << SC_COLL_ALLREDUCE,
+    .estimate = const_coll,
+};
+static const sc_plugin_header *ring2_entry(void) { return &ring2.hdr; }
+
+START_TEST(test_override_algorithm) {
+  sc_registry *reg = new_reg(0);
+  sc_error err;
+  sc_plugin_override o;
+  int found = 0;
+  ck_assert_int_eq(sc_registry_add_builtins(reg, &err), SC_OK);
+  ck_assert_uint_eq(sc_registry_override_count(reg), 0); /* the built-ins take nothing over */
+  ck_assert_int_eq(sc_registry_add_entry(reg, ring2_entry, "builtin:ring2", &err), SC_OK);
+  ck_assert_ptr_eq(sc_registry_coll(reg, SC_COLL_ALLREDUCE, "ring"), &ring2);
+  for (size_t i = 0; i < sc_registry_override_count(reg); i++) {
+    ck_assert_int_eq(sc_registry_override(reg, i, &o), SC_OK);
+    ck_assert_int_eq(o.kind, SC_PLUGIN_KIND_COLLECTIVE);
+    ck_assert_str_eq(o.name, "ring");
+    ck_assert_str_eq(o.by_path, "builtin:ring2");
+    ck_assert_int_eq(o.by_priority, 5);
+    if (strcmp(o.from_path, "builtin:collectives_allreduce_ring") == 0) found = 1;
+  }
+  ck_assert_msg(found, "no takeover of allreduce.ring on record");
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------- */
+/* Loading the plugin folder maps no CUDA library                            */
+
+/* 1 when /proc/self/maps names a file containing needle. */
+static int mapped(const char *needle) {
+  char line[4096];
+  int hit = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  ck_assert_ptr_nonnull(f);
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strstr(line, needle) != NULL) hit = 1;
+  }
+  fclose(f);
+  return hit;
+}
+
+/* Issue 34: every command that discovers plugins loaded the cuda plugin and with it cuBLAS
+ * (541 MB: 0.2 s and 211 MiB per command on a machine without a GPU). The build tree's
+ * plugin folder, discovered as the CLI does, with the cuda plugin among its plugins where it
+ * is built (SC_TEST_HAVE_CUDA): no libcublas, libcublasLt or libcudart in this process. */
+START_TEST(test_no_cuda_mapped) {
+  sc_registry *reg = new_reg(0);
+  sc_error err;
+  ck_assert_int_eq(mapped("libcublas"), 0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, NULL, SC_PLUGIN_BUILD_DIR, NULL, 0, &err),
+                   SC_OK);
+#if defined(SC_TEST_HAVE_CUDA)
+  ck_assert_msg(sc_registry_hw(reg, "cuda") != NULL, "the cuda plugin did not load from %s",
+                SC_PLUGIN_BUILD_DIR);
+#endif
+  ck_assert_ptr_nonnull(sc_registry_hw(reg, "gpu"));
+  ck_assert_msg(!mapped("libcublas"), "libcublas is mapped after loading the plugin folder");
+  ck_assert_msg(!mapped("libcudart"), "libcudart is mapped after loading the plugin folder");
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* Copy file src to dst (a plugin into a temporary folder). */
+static void copy_file(const char *src, const char *dst) {
+  char buf[65536];
+  size_t n;
+  FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+  ck_assert_ptr_nonnull(in);
+  ck_assert_ptr_nonnull(out);
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  ck_assert_int_eq(fclose(out), 0);
+}
+
+/* Issue 34: STEPCAST_PLUGIN_PATH elements that are relative paths are ignored with a
+ * warning naming them (not resolved against the working directory); a folder writable by
+ * everyone without the sticky bit, or owned by another non-root user, and a plugin file
+ * writable by everyone or owned by another user, are skipped with a warning (ssh's
+ * StrictModes). The suite runs as root, which may chown to any uid. */
+START_TEST(test_discover_unsafe) {
+  sc_registry *reg;
+  sc_error err;
+  char tmpl[] = "/tmp/sc-plugin-unsafe-XXXXXX", dir[512], so[600], cwd[4096], list[1200];
+  char *base = mkdtemp(tmpl);
+  ck_assert_ptr_nonnull(base);
+  snprintf(dir, sizeof dir, "%s/p", base);
+  ck_assert_int_eq(mkdir(dir, 0755), 0);
+  snprintf(so, sizeof so, "%s/fix-op.so", dir);
+  copy_file(fx("good", "fix-op.so"), so);
+  ck_assert_int_eq(chmod(so, 0755), 0);
+  /* Safe: loads. */
+  reg = new_reg(0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+  ck_assert_uint_eq(sc_registry_count(reg), 1);
+  ck_assert_ptr_null(strstr(logbuf, "[1] plugins"));
+  sc_registry_free(reg);
+  /* Relative: "p" from inside base would find the same folder; ignored with a warning. */
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+  ck_assert_int_eq(chdir(base), 0);
+  reg = new_reg(0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, "/no/such:p:./p", NULL, NULL, 0, &err), SC_OK);
+  ck_assert_int_eq(chdir(cwd), 0);
+  ck_assert_uint_eq(sc_registry_count(reg), 0);
+  ck_assert_ptr_nonnull(strstr(logbuf, "[1] plugins: STEPCAST_PLUGIN_PATH element 1 'p' is a "
+                                       "relative path: ignored"));
+  ck_assert_ptr_nonnull(strstr(logbuf, "element 2 './p' is a relative path"));
+  sc_registry_free(reg);
+  /* A folder writable by everyone, no sticky bit: skipped; with the sticky bit: scanned. */
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  reg = new_reg(0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+  ck_assert_uint_eq(sc_registry_count(reg), 0);
+  snprintf(list, sizeof list, "[1] plugins: plugin folder %s (STEPCAST_PLUGIN_PATH) skipped: "
+           "writable by every user (mode 0777, no sticky bit)", dir);
+  ck_assert_msg(strstr(logbuf, list) != NULL, "%s", logbuf);
+  sc_registry_free(reg);
+  ck_assert_int_eq(chmod(dir, 01777), 0);
+  reg = new_reg(0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+  ck_assert_uint_eq(sc_registry_count(reg), 1);
+  sc_registry_free(reg);
+  ck_assert_int_eq(chmod(dir, 0755), 0);
+  /* A plugin file writable by everyone: skipped. */
+  ck_assert_int_eq(chmod(so, 0777), 0);
+  reg = new_reg(0);
+  ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+  ck_assert_uint_eq(sc_registry_count(reg), 0);
+  snprintf(list, sizeof list, "[1] plugins: plugin %s skipped: writable by every user", so);
+  ck_assert_msg(strstr(logbuf, list) != NULL, "%s", logbuf);
+  sc_registry_free(reg);
+  ck_assert_int_eq(chmod(so, 0755), 0);
+  /* Owned by another user (not root, not us): the file, then the folder. */
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chown(so, 4242, 4242), 0);
+    reg = new_reg(0);
+    ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+    ck_assert_uint_eq(sc_registry_count(reg), 0);
+    ck_assert_ptr_nonnull(strstr(logbuf, "skipped: owned by another user (uid 4242"));
+    sc_registry_free(reg);
+    ck_assert_int_eq(chown(so, 0, 0), 0);
+    ck_assert_int_eq(chown(dir, 4242, 4242), 0);
+    reg = new_reg(0);
+    ck_assert_int_eq(sc__registry_discover_in(reg, dir, NULL, NULL, 0, &err), SC_OK);
+    ck_assert_uint_eq(sc_registry_count(reg), 0);
+    snprintf(list, sizeof list, "plugin folder %s (STEPCAST_PLUGIN_PATH) skipped: owned by "
+             "another user (uid 4242", dir);
+    ck_assert_ptr_nonnull(strstr(logbuf, list));
+    sc_registry_free(reg);
+  }
+  ck_assert_int_eq(unlink(so), 0);
+  ck_assert_int_eq(rmdir(dir), 0);
+  ck_assert_int_eq(rmdir(base), 0);
 }
 END_TEST
 
@@ -999,7 +1294,8 @@ static Suite *plugin_suite(void) {
   tcase_add_test(tc, test_host_alloc_accounting);
   tcase_add_loop_test(tc, test_refusal, 0, (int)NBAD);
   tcase_add_test(tc, test_refusal_listing_fields);
-  tcase_add_test(tc, test_newer_minor_accepted);
+  tcase_add_test(tc, test_newer_minor_refused);
+  tcase_add_test(tc, test_newer_minor_hw);
   tcase_add_test(tc, test_minor0_accepted);
   tcase_add_test(tc, test_scale_features_past_nfeatures);
   tcase_add_test(tc, test_null_entry_static);
@@ -1018,12 +1314,16 @@ static Suite *plugin_suite(void) {
   tcase_add_test(tc, test_memo_coll);
   tcase_add_test(tc, test_host_tables);
   tcase_add_test(tc, test_example_rabenseifner);
+  tcase_add_loop_test(tc, test_decline_fallback, 0, 2);
+  tcase_add_test(tc, test_override_algorithm);
   suite_add_tcase(s, tc);
   tc = tcase_create("discover");
   tcase_add_test(tc, test_discover_empty_elements);
   tcase_add_test(tc, test_discover_bad_folder);
   tcase_add_test(tc, test_discover_env_and_extra);
   tcase_add_test(tc, test_default_dir);
+  tcase_add_test(tc, test_no_cuda_mapped);
+  tcase_add_test(tc, test_discover_unsafe);
   suite_add_tcase(s, tc);
   return s;
 }

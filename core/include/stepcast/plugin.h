@@ -9,6 +9,10 @@
  *
  * Rules the loader enforces (each refusal names the file and the reason):
  *   - header.abi_major == SC_PLUGIN_ABI_MAJOR;
+ *   - header.abi_minor <= SC_PLUGIN_ABI_MINOR: the structures exchanged with the runtime
+ *     (sc_device, filled by a hardware plugin in the runtime's buffer; sc_op_desc,
+ *     sc_coll_desc, sc_estimate) carry no size, so a plugin built against a newer minor,
+ *     where they may have grown, could write or read past the runtime's copies;
  *   - header.size >= the size that kind had at ABI minor 0 (SC_*_PLUGIN_MIN_SIZE);
  *   - header.flags == 0 (reserved for later use);
  *   - header.name is a non-empty identifier ([A-Za-z0-9_.-]+);
@@ -190,6 +194,9 @@ typedef struct sc_host {
 
 /* ------------------------------------------------------------------------- */
 /* Device: what a hardware plugin produces and operator plugins consume.     */
+/* No size field: the runtime allocates it and refuses plugins of a newer ABI minor, whose
+ * sc_device may be larger (docs/plugins.md, "ABI rules"). Fields are only appended, so a
+ * plugin of an older minor fills a prefix; the runtime zeroes the rest first. */
 
 typedef struct sc_device {
   char name[64];                            /* e.g. "a100-sxm4-40gb" */

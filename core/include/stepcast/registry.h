@@ -82,6 +82,25 @@ void sc_registry_set_log(sc_registry *reg, sc_log_fn fn, void *ud);
 size_t sc_registry_count(const sc_registry *reg);
 int sc_registry_info(const sc_registry *reg, size_t i, sc_plugin_info *out);
 
+/* A takeover: plugin "by" answers in place of plugin "from" for one operator family, one
+ * collective algorithm (distinct collective plugins offering one algorithm for a common
+ * kind: the higher priority answers, the first loaded among equals) or one device kind.
+ * An overridden operator plugin is still asked for what the one above it declines
+ * (SC_EUNSUPPORTED). Strings are owned by the registry. The CLI prints each as a warning. */
+typedef struct sc_plugin_override {
+  sc_plugin_kind kind;
+  const char *name;       /* the family, the algorithm or the device kind taken over */
+  const char *by_name, *by_path;
+  int32_t by_priority;
+  const char *from_name, *from_path;
+  int32_t from_priority;
+} sc_plugin_override;
+
+/* The takeovers so far, in the order they happened; i < sc_registry_override_count.
+ * sc_registry_override returns SC_OK, or SC_EINVAL for a NULL argument or i out of range. */
+size_t sc_registry_override_count(const sc_registry *reg);
+int sc_registry_override(const sc_registry *reg, size_t i, sc_plugin_override *out);
+
 /* Lookups of the active plugin; NULL when none. */
 const sc_op_plugin *sc_registry_op(const sc_registry *reg, const char *family);
 const sc_coll_plugin *sc_registry_coll(const sc_registry *reg, sc_coll_kind kind,

@@ -88,6 +88,7 @@ static int sc__best_whole(sc_registry *reg, sc_coll_kind kind, const sc_coll_des
     int rc;
     if (strcmp(cand[i]->algorithm, "nvls") == 0) continue;
     rc = sc__call(reg, cand[i], &k, &e, err);
+    if (rc == SC_EUNSUPPORTED) continue; /* declines this group: the others choose */
     if (rc != SC_OK) return rc;
     if (e.time_s < best_t) {
       best_t = e.time_s;
@@ -586,10 +587,28 @@ int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll
     }
     n = 1;
   }
-  for (size_t i = 0; i < n; i++) {
-    rc = sc__probe(reg, t, &r, cand[i], &cd[i], err);
-    if (rc != SC_OK) return rc;
-    if (cd[i].algo == SC__A_RING && strcmp(cand[i]->algorithm, "ring") == 0) ring_i = (int)i;
+  {
+    /* With "auto", a plugin that declines this group (SC_EUNSUPPORTED, e.g. an algorithm
+     * for powers of two only) leaves the choice to the others; a forced one fails. */
+    size_t k = 0;
+    sc_error first;
+    first.code = SC_OK;
+    for (size_t i = 0; i < n; i++) {
+      rc = sc__probe(reg, t, &r, cand[i], &cd[k], err);
+      if (rc == SC_EUNSUPPORTED && n > 1) {
+        if (first.code == SC_OK && err != NULL) first = *err;
+        continue;
+      }
+      if (rc != SC_OK) return rc;
+      cand[k] = cand[i];
+      if (cd[k].algo == SC__A_RING && strcmp(cand[k]->algorithm, "ring") == 0) ring_i = (int)k;
+      k++;
+    }
+    if (k == 0) {
+      if (err != NULL && first.code != SC_OK) *err = first;
+      return SC_EUNSUPPORTED;
+    }
+    n = k;
   }
   /* The tuner prices the tree against the ring's bandwidth: find it even when the tree is
    * forced. */

@@ -171,7 +171,26 @@ static int sc__ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Load every *.so of dir, in name order. Only running out of memory is an error. */
+/* Why st (of a plugin folder or file) may not be trusted, like ssh's StrictModes: writable
+ * by everyone without the sticky bit (anyone could drop a plugin in, or replace it), or
+ * owned by a user other than root and the one running stepcast (that user could). NULL when
+ * it is safe; else the reason, written to buf. */
+static const char *sc__unsafe(const struct stat *st, char *buf, size_t cap) {
+  if ((st->st_mode & S_IWOTH) != 0 && !(S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))) {
+    snprintf(buf, cap, "writable by every user (mode %04o%s)", (unsigned)(st->st_mode & 07777),
+             S_ISDIR(st->st_mode) ? ", no sticky bit" : "");
+    return buf;
+  }
+  if (st->st_uid != 0 && st->st_uid != geteuid()) {
+    snprintf(buf, cap, "owned by another user (uid %u; trusted: root and uid %u)",
+             (unsigned)st->st_uid, (unsigned)geteuid());
+    return buf;
+  }
+  return NULL;
+}
+
+/* Load every *.so of dir, in name order. Only running out of memory is an error. A folder
+ * or file that sc__unsafe refuses is skipped with a warning. */
 static int sc__scan_dir(sc_registry *reg, const char *dir, const char *origin, sc__seen *seen,
                         sc_error *err) {
   char real[PATH_MAX];
@@ -190,6 +209,15 @@ static int sc__scan_dir(sc_registry *reg, const char *dir, const char *origin, s
   }
   if (sc__seen_add(seen, real) != SC_OK) {
     return sc_error_set(err, SC_ENOMEM, "plugin discovery: out of memory");
+  }
+  {
+    struct stat st;
+    char why[160];
+    const char *bad;
+    if (stat(real, &st) == 0 && (bad = sc__unsafe(&st, why, sizeof why)) != NULL) {
+      sc__registry_warn(reg, "plugin folder %s (%s) skipped: %s", dir, origin, bad);
+      return SC_OK;
+    }
   }
   d = opendir(real);
   if (d == NULL) {
@@ -237,6 +265,15 @@ static int sc__scan_dir(sc_registry *reg, const char *dir, const char *origin, s
       sc__registry_narrate(reg, "%s: skipped: already loaded as %s", path, by);
       continue;
     }
+    {
+      struct stat st;
+      char why[160];
+      const char *bad;
+      if (stat(path, &st) == 0 && (bad = sc__unsafe(&st, why, sizeof why)) != NULL) {
+        sc__registry_warn(reg, "plugin %s skipped: %s", path, bad);
+        continue;
+      }
+    }
     if (sc_registry_load_file(reg, path, &lerr) == SC_ENOMEM) rc = SC_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
@@ -262,6 +299,11 @@ int sc__registry_discover_in(sc_registry *reg, const char *path_list, const char
       } else if (len >= PATH_MAX) {
         sc__registry_narrate(reg, "STEPCAST_PLUGIN_PATH element %zu is too long: skipped",
                              idx);
+      } else if (p[0] != '/') {
+        /* Relative to whatever folder stepcast runs in: a stranger's checkout or a shared
+         * scratch folder would supply the plugins. Ignored, not resolved. */
+        sc__registry_warn(reg, "STEPCAST_PLUGIN_PATH element %zu '%.*s' is a relative path: "
+                          "ignored (plugin folders must be absolute)", idx, (int)len, p);
       } else {
         char dir[PATH_MAX];
         memcpy(dir, p, len);

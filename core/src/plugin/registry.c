@@ -39,9 +39,17 @@ typedef struct sc__rec {
   int inited;                /* init ran and succeeded: fini is due */
 } sc__rec;
 
+/* One takeover (sc_registry_override): record indices, so that recs may grow. */
+typedef struct sc__override {
+  size_t by, from;
+  char *name;                /* family, algorithm or device kind (owned) */
+} sc__override;
+
 struct sc_registry {
   sc__rec *recs;
   size_t n, cap;
+  sc__override *ovr;
+  size_t novr, capovr;
   sc_host host;
   sc_log_fn log;
   void *log_ud;
@@ -142,6 +150,16 @@ void sc__registry_narrate(const sc_registry *reg, const char *fmt, ...) {
   reg->log(SC_LOG_INFO, "plugins", msg, reg->log_ud);
 }
 
+void sc__registry_warn(const sc_registry *reg, const char *fmt, ...) {
+  char msg[SC_ERROR_MSG_MAX + 256];
+  va_list ap;
+  if (reg == NULL || reg->log == NULL) return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  reg->log(SC_LOG_WARN, "plugins", msg, reg->log_ud);
+}
+
 void sc__registry_set_verbose(sc_registry *reg, int on) {
   if (reg != NULL) reg->verbose = on;
 }
@@ -209,6 +227,8 @@ void sc_registry_free(sc_registry *reg) {
     free(r->reason);
   }
   free(reg->recs);
+  for (size_t i = 0; i < reg->novr; i++) free(reg->ovr[i].name);
+  free(reg->ovr);
   sc__memo_free(&reg->memo);
   free(reg);
 }
@@ -326,6 +346,19 @@ static int sc__validate(sc_registry *reg, sc__rec *r, sc_error *err) {
                       (unsigned)h->abi_major, SC_PLUGIN_ABI_MAJOR, SC_PLUGIN_ABI_MINOR);
   }
   r->abi_minor = h->abi_minor;
+  /* The structures a plugin and the runtime hand each other (sc_device, which a hardware
+   * plugin fills in the runtime's buffer; sc_op_desc, sc_coll_desc and sc_estimate) carry
+   * no size: a plugin built against a newer minor, where they may have grown, would write
+   * or read past the runtime's copies. Only the descriptor itself is sized. */
+  if (h->abi_minor > SC_PLUGIN_ABI_MINOR) {
+    return sc__refuse(reg, r, SC_EABI, err,
+                      "ABI %u.%u is newer than this stepcast's ABI %d.%d: sc_device, "
+                      "sc_op_desc, sc_coll_desc and sc_estimate carry no size, so a newer "
+                      "plugin could write past them (rebuild the plugin against this "
+                      "stepcast's plugin.h, or upgrade stepcast)",
+                      (unsigned)h->abi_major, (unsigned)h->abi_minor, SC_PLUGIN_ABI_MAJOR,
+                      SC_PLUGIN_ABI_MINOR);
+  }
   if (h->size < sizeof(sc_plugin_header)) {
     return sc__refuse(reg, r, SC_EABI, err,
                       "descriptor size %u is smaller than the %zu-byte common header",
@@ -434,6 +467,25 @@ static const char *sc__status_word(sc_plugin_status s) {
                                                                       : "refused";
 }
 
+/* Record that recs[by] answers in place of recs[from] for name. */
+static int sc__override_add(sc_registry *reg, size_t by, size_t from, const char *name) {
+  char *copy;
+  if (reg->novr == reg->capovr) {
+    size_t cap = reg->capovr ? reg->capovr * 2 : 8;
+    sc__override *o = realloc(reg->ovr, cap * sizeof *o);
+    if (o == NULL) return SC_ENOMEM;
+    reg->ovr = o;
+    reg->capovr = cap;
+  }
+  copy = sc__strdup(name);
+  if (copy == NULL) return SC_ENOMEM;
+  reg->ovr[reg->novr].by = by;
+  reg->ovr[reg->novr].from = from;
+  reg->ovr[reg->novr].name = copy;
+  reg->novr++;
+  return SC_OK;
+}
+
 /* r has a valid descriptor: check for a duplicate descriptor, resolve priorities, run
  * init, and make it active (or overridden). */
 static int sc__admit(sc_registry *reg, size_t ri, sc_error *err) {
@@ -460,11 +512,14 @@ static int sc__admit(sc_registry *reg, size_t ri, sc_error *err) {
     }
   }
   active = sc__active(reg, r->kind, r->name);
-  if (active != NULL && active->priority > r->priority) {
+  if (active != NULL && active->priority > r->priority && r->kind != SC_PLUGIN_KIND_OP) {
     /* Valid but lower: never initialised, unloaded now. */
     char *why = sc__strdup_printf("overridden by %s (priority %d > %d)", active->path,
                                   (int)active->priority, (int)r->priority);
     if (sc__rec_set_reason(r, why) != SC_OK) {
+      return sc_error_set(err, SC_ENOMEM, "%s: out of memory", r->path);
+    }
+    if (sc__override_add(reg, (size_t)(active - reg->recs), ri, r->name) != SC_OK) {
       return sc_error_set(err, SC_ENOMEM, "%s: out of memory", r->path);
     }
     sc__rec_release(reg, r);
@@ -490,17 +545,55 @@ static int sc__admit(sc_registry *reg, size_t ri, sc_error *err) {
     r->inited = 1;
   }
   active = sc__active(reg, r->kind, r->name);
+  if (active != NULL && active->priority > r->priority) {
+    /* An operator family's lower plugin: initialised and kept loaded, overridden, to
+     * answer the questions the active one declines (SC_EUNSUPPORTED). */
+    char *why = sc__strdup_printf("overridden by %s (priority %d > %d)", active->path,
+                                  (int)active->priority, (int)r->priority);
+    if (sc__rec_set_reason(r, why) != SC_OK ||
+        sc__override_add(reg, (size_t)(active - reg->recs), ri, r->name) != SC_OK) {
+      return sc_error_set(err, SC_ENOMEM, "%s: out of memory", r->path);
+    }
+    r->status = SC_PLUGIN_OVERRIDDEN;
+    sc__memo_clear(&reg->memo);
+    sc__registry_narrate(reg, "%s: %s plugin '%s' %s: %s (kept for what it declines)",
+                         r->path, sc__kind_name(r->kind), r->name, sc__status_word(r->status),
+                         r->reason);
+    return SC_OK;
+  }
   if (active != NULL) {
     /* The newcomer has the higher priority: the old one stays loaded (pointers to it may
-     * be held) but is no longer answered. */
+     * be held) but is no longer answered (an operator family's: only for what the
+     * newcomer declines). */
     char *why = sc__strdup_printf("overridden by %s (priority %d > %d)", r->path,
                                   (int)r->priority, (int)active->priority);
-    if (sc__rec_set_reason(active, why) != SC_OK) {
+    if (sc__rec_set_reason(active, why) != SC_OK ||
+        sc__override_add(reg, ri, (size_t)(active - reg->recs), r->name) != SC_OK) {
       return sc_error_set(err, SC_ENOMEM, "%s: out of memory", r->path);
     }
     active->status = SC_PLUGIN_OVERRIDDEN;
     sc__registry_narrate(reg, "%s: %s plugin '%s' now overridden by %s", active->path,
                          sc__kind_name(active->kind), active->name, r->path);
+  }
+  if (r->kind == SC_PLUGIN_KIND_COLLECTIVE) {
+    /* Distinct names may offer one algorithm for one kind: sc_registry_coll answers with
+     * the highest priority, the first loaded among equals. Each such pair is a takeover. */
+    const sc_coll_plugin *rp = (const sc_coll_plugin *)(const void *)h;
+    for (size_t i = 0; i < reg->n; i++) {
+      const sc__rec *o = &reg->recs[i];
+      const sc_coll_plugin *op;
+      if (i == ri || o->status != SC_PLUGIN_LOADED || o->kind != SC_PLUGIN_KIND_COLLECTIVE) {
+        continue;
+      }
+      op = (const sc_coll_plugin *)(const void *)o->hdr;
+      if ((op->kinds_mask & rp->kinds_mask) == 0 || strcmp(op->algorithm, rp->algorithm) != 0) {
+        continue;
+      }
+      if (sc__override_add(reg, r->priority > o->priority ? ri : i,
+                           r->priority > o->priority ? i : ri, rp->algorithm) != SC_OK) {
+        return sc_error_set(err, SC_ENOMEM, "%s: out of memory", r->path);
+      }
+    }
   }
   r->status = SC_PLUGIN_LOADED;
   /* Which plugin answers a question may have changed: forget memoised answers. */
@@ -641,6 +734,26 @@ int sc_registry_info(const sc_registry *reg, size_t i, sc_plugin_info *out) {
   return SC_OK;
 }
 
+size_t sc_registry_override_count(const sc_registry *reg) {
+  return reg != NULL ? reg->novr : 0;
+}
+
+int sc_registry_override(const sc_registry *reg, size_t i, sc_plugin_override *out) {
+  const sc__rec *by, *from;
+  if (reg == NULL || out == NULL || i >= reg->novr) return SC_EINVAL;
+  by = &reg->recs[reg->ovr[i].by];
+  from = &reg->recs[reg->ovr[i].from];
+  out->kind = by->kind;
+  out->name = reg->ovr[i].name;
+  out->by_name = by->name;
+  out->by_path = by->path;
+  out->by_priority = by->priority;
+  out->from_name = from->name;
+  out->from_path = from->path;
+  out->from_priority = from->priority;
+  return SC_OK;
+}
+
 const sc_op_plugin *sc_registry_op(const sc_registry *reg, const char *family) {
   const sc__rec *r;
   if (reg == NULL || family == NULL) return NULL;
@@ -714,17 +827,39 @@ const sc_host *sc_registry_host(const sc_registry *reg) {
 /* Estimates                                                                 */
 
 /* After a plugin's estimate: the result must be usable by the core. */
-static int sc__check_estimate(const char *who, const sc_estimate *out, sc_error *err) {
+/* Every time a plugin returns is checked here, the one place plugin results come back:
+ * finite, not negative, and at most SC_MAX_OP_TIME_S (one operator or collective taking
+ * more than a million seconds, 11.6 days, is a plugin's error, and would overflow the
+ * reports' sums and plots downstream). what names the operator or collective. */
+#define SC_MAX_OP_TIME_S 1e6
+static int sc__check_estimate(const char *who, const char *what, const sc_estimate *out,
+                              sc_error *err) {
   if (out->nfeatures > SC_MAX_FEATURES) {
     return sc_error_set(err, SC_EPLUGIN,
                         "plugin '%s' returned nfeatures %u > SC_MAX_FEATURES (%d)", who,
                         (unsigned)out->nfeatures, SC_MAX_FEATURES);
   }
-  if (!isfinite(out->time_s) || out->time_s < 0.0) {
-    return sc_error_set(err, SC_EPLUGIN, "plugin '%s' returned time_s %g (not finite >= 0)",
-                        who, out->time_s);
+  if (!isfinite(out->time_s) || out->time_s < 0.0 || out->time_s > SC_MAX_OP_TIME_S) {
+    return sc_error_set(err, SC_EPLUGIN, "plugin '%s' returned time_s %g for %s (a time must "
+                        "be finite, >= 0 and at most %g s for one operator)", who, out->time_s,
+                        what, SC_MAX_OP_TIME_S);
   }
   return SC_OK;
+}
+
+/* The plugin an operator family's record r overrides: the loaded (overridden, still
+ * initialised) one of the same family with the highest priority below r's; NULL if none. */
+static const sc__rec *sc__op_fallback(const sc_registry *reg, const sc__rec *r) {
+  const sc__rec *best = NULL;
+  for (size_t i = 0; i < reg->n; i++) {
+    const sc__rec *o = &reg->recs[i];
+    if (o->status == SC_PLUGIN_OVERRIDDEN && o->hdr != NULL && o->kind == SC_PLUGIN_KIND_OP &&
+        o->priority < r->priority && strcmp(o->name, r->name) == 0 &&
+        (best == NULL || o->priority > best->priority)) {
+      best = o;
+    }
+  }
+  return best;
 }
 
 int sc_registry_estimate_op(sc_registry *reg, const sc_device *dev, const sc_op_desc *op,
@@ -758,13 +893,22 @@ int sc_registry_estimate_op(sc_registry *reg, const sc_device *dev, const sc_op_
   if (r == NULL) {
     return sc_error_set(err, SC_ENOTFOUND, "no plugin for operator family '%s'", op->family);
   }
-  p = (const sc_op_plugin *)(const void *)r->hdr;
-  memset(out, 0, sizeof *out);
-  out->bound_tier = -1;
-  saved = sc__current_reg;
-  sc__current_reg = reg;
-  rc = p->estimate(r->state, dev, op, out, err);
-  sc__current_reg = saved;
+  for (;;) {
+    const sc__rec *next;
+    p = (const sc_op_plugin *)(const void *)r->hdr;
+    memset(out, 0, sizeof *out);
+    out->bound_tier = -1;
+    saved = sc__current_reg;
+    sc__current_reg = reg;
+    rc = p->estimate(r->state, dev, op, out, err);
+    sc__current_reg = saved;
+    /* Declined: ask the plugin it overrides, if any. */
+    if (rc != SC_EUNSUPPORTED || (next = sc__op_fallback(reg, r)) == NULL) break;
+    sc__registry_narrate(reg, "op plugin '%s' at %s declined variant %u (%s): asking %s",
+                         r->name, r->path, (unsigned)op->variant,
+                         err != NULL ? err->msg : "", next->path);
+    r = next;
+  }
   if (rc != SC_OK) {
     if (err != NULL && (err->code != rc || err->msg[0] == '\0')) {
       sc_error_set(err, rc, "op plugin '%s' failed on family '%s': %s", r->name, op->family,
@@ -772,7 +916,15 @@ int sc_registry_estimate_op(sc_registry *reg, const sc_device *dev, const sc_op_
     }
     return rc;
   }
-  rc = sc__check_estimate(r->name, out, err);
+  {
+    char what[160];
+    int n = snprintf(what, sizeof what, "operator %s variant %u dims ", op->family,
+                     (unsigned)op->variant);
+    for (uint32_t i = 0; i < op->ndims && n > 0 && (size_t)n < sizeof what; i++)
+      n += snprintf(what + n, sizeof what - (size_t)n, "%s%lld", i ? "x" : "",
+                    (long long)op->dims[i]);
+    rc = sc__check_estimate(r->name, what, out, err);
+  }
   if (rc != SC_OK) return rc;
   if (klen > 0) sc__memo_insert(&reg->memo, key, klen, hash, out);
   return SC_OK;
@@ -827,7 +979,12 @@ int sc_registry_estimate_coll(sc_registry *reg, const sc_coll_plugin *algo,
     }
     return rc;
   }
-  rc = sc__check_estimate(r->name, out, err);
+  {
+    char what[96];
+    snprintf(what, sizeof what, "collective kind %d of %.0f bytes", (int)coll->kind,
+             coll->bytes);
+    rc = sc__check_estimate(r->name, what, out, err);
+  }
   if (rc != SC_OK) return rc;
   if (klen > 0) sc__memo_insert(&reg->memo, key, klen, hash, out);
   return SC_OK;

@@ -80,6 +80,13 @@ void sc__registry_narrate(const sc_registry *reg, const char *fmt, ...)
     ;
 void sc__registry_set_verbose(sc_registry *reg, int on);
 
+/* A warning through the registry's log callback (SC_LOG_WARN, always, verbose or not). */
+void sc__registry_warn(const sc_registry *reg, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* 1 when a plugin whose file resolves to real_path is already taken (loaded or
  * overridden) in reg; *by then names its path. */
 int sc__registry_has_file(const sc_registry *reg, const char *real_path, const char **by);

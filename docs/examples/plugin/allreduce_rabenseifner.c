@@ -16,9 +16,15 @@
  * divided by its oversubscription and by the number of groups sharing it. For one flat
  * tier this is exactly the formula above.
  *
+ * Small messages: every step pays its latency whatever the size, and the bandwidth term
+ * continues the formula below p bytes (fractions of a byte per step), as the built-in ring
+ * does; at 0 bytes the answer is the latency term alone, 2 lg(p) alpha. The runtime asks
+ * exactly that (a 0-byte message) to split an algorithm's time into latency and bandwidth,
+ * so a plugin must answer it.
+ *
  * Limits: every tier's fan-out must be a power of two (the non-power-of-two variant adds
- * a pre- and post-step that this model does not describe); the message must have at least
- * p bytes so that every step moves data.
+ * a pre- and post-step that this model does not describe); other groups are declined with
+ * SC_EUNSUPPORTED, and with the algorithm "auto" the runtime then chooses among the others.
  *
  * Build (against an installed stepcast):
  *   cc -O2 -shared -fPIC -fvisibility=hidden $(pkg-config --cflags stepcast-plugin) \
@@ -84,12 +90,6 @@ static int rab_estimate(void *state, const sc_coll_desc *coll, sc_estimate *out,
     out->bound = SC_BOUND_LATENCY;
     out->nfeatures = 3;
     return SC_OK;
-  }
-  if (coll->bytes < (double)coll->nranks) {
-    return sc_plugin_fail(err, SC_EINVAL,
-                          "allreduce.rabenseifner: bytes %.0f < nranks %u (every step must "
-                          "move data)",
-                          coll->bytes, (unsigned)coll->nranks);
   }
   /* Reduce-scatter step k: n / 2^k bytes at distance 2^(L-k); the all-gather mirrors it. */
   for (uint32_t k = 1; k <= L; k++) {
