@@ -15,6 +15,11 @@
 
 static const char *const CMD = "comm";
 
+/* The most rows (sizes) one table may have. nccl-tests steps by a factor from minbytes to
+ * maxbytes too and refuses a step that makes no progress; a factor just above 1 would ask
+ * for hundreds of millions of rows, so the count is bounded (docs/cli.md). */
+#define SC_COMM_MAX_ROWS 10000
+
 static void comm_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast comm --topology T --gpus N [--op OP] [--algo A]\n"
@@ -34,7 +39,8 @@ static void comm_usage(FILE *out) {
           "                   sets nvls = true)\n"
           "  -b, --minbytes B smallest size (default 8); suffixes K, M, G (powers of 1024)\n"
           "  -e, --maxbytes B largest size (default 8G)\n"
-          "  -f, --factor F   size multiplier between rows (default 2)\n"
+          "  -f, --factor F   size multiplier between rows (default 2); it must take\n"
+          "                   minbytes to maxbytes in at most %d rows\n"
           "  -d, --dtype D    float (default), half, bfloat16, int8, fp8\n"
           "  --estimator E    analytical (default), hybrid (analytical x exp(residual)) or\n"
           "                   learned (a regressor on the collective's features alone), with\n"
@@ -51,7 +57,8 @@ static void comm_usage(FILE *out) {
           "                   the ranks from the log where it states them (else --op, --gpus);\n"
           "                   --system names the cluster, --id prefixes the row ids (default\n"
           "                   the log's file name), --source the rows' source (default the\n"
-          "                   log's path). For stepcast fit --comm and comm --validate.\n");
+          "                   log's path). For stepcast fit --comm and comm --validate.\n",
+          SC_COMM_MAX_ROWS);
 }
 
 /* nccl-tests' parsesize: an integer with an optional K, M or G suffix (1024-based). */
@@ -488,6 +495,17 @@ int sc_cli_comm(int argc, char **argv) {
   if (!have_gpus) return sc_cli_usage_error(CMD, "--gpus is required");
   if (minb < 1.0 || maxb < minb) {
     return sc_cli_usage_error(CMD, "sizes must satisfy 1 <= minbytes <= maxbytes");
+  }
+  {
+    /* the rows the loop below prints, counted the same way (a step that does not grow the
+     * size, as 1 + 1e-17 would, counts until the bound) */
+    long nsizes = 0;
+    for (double size = minb; size <= maxb && nsizes <= SC_COMM_MAX_ROWS; size *= factor)
+      nsizes++;
+    if (nsizes > SC_COMM_MAX_ROWS)
+      return sc_cli_usage_error(CMD, "--factor: %.10g from %.0f to %.0f bytes gives more than %d "
+                                "rows (at most %d): use a larger factor or a narrower range",
+                                factor, minb, maxb, SC_COMM_MAX_ROWS, SC_COMM_MAX_ROWS);
   }
 
   rc = setup(topo, gpus, &t, &c, &err);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "common/afile.h"
 #include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
@@ -849,7 +850,9 @@ int sc_cli_fit(int argc, char **argv) {
   sc_resid_model *models = NULL;
   const char **names = NULL;
   int rc = 1;
-  FILE *rep = NULL, *rows = NULL;
+  FILE *rep = NULL, *rows = NULL; /* rep_af.f and rows_af.f: every output is replaced only
+                                   * when the whole fit succeeded (common/afile.h) */
+  sc__afile rep_af = {0}, rows_af = {0};
   const char *rows_path = NULL, *repeat = NULL; /* --rows, --repeat */
   sc_sample_set again; /* --repeat's rows */
   sc_device dev2;      /* and its device */
@@ -1017,11 +1020,8 @@ int sc_cli_fit(int argc, char **argv) {
     }
   }
   if (rows_path != NULL) {
-    rows = fopen(rows_path, "w");
-    if (rows == NULL) {
-      sc_error_set(&err, SC_EIO, "%s: %s", rows_path, strerror(errno));
-      goto fail;
-    }
+    if (sc__afile_open(&rows_af, rows_path, &err) != SC_OK) goto fail;
+    rows = rows_af.f;
     if (comm != NULL)
       fprintf(rows, "family,line,id,gpus,bytes,algorithm,bound,analytical_s,measured_s,"
                     "measured_over_analytical\n");
@@ -1088,11 +1088,8 @@ int sc_cli_fit(int argc, char **argv) {
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
   }
   snprintf(path, sizeof path, "%s/report.md", outdir);
-  rep = fopen(path, "w");
-  if (rep == NULL) {
-    sc_error_set(&err, SC_EIO, "%s: %s", path, strerror(errno));
-    goto fail;
-  }
+  if (sc__afile_open(&rep_af, path, &err) != SC_OK) goto fail;
+  rep = rep_af.f;
   fprintf(rep, "# Residual fit of %s\n\nCommand: `%s`\n\nSamples: `%s` (%zu rows%s%s), %s: "
           "`%s`. MAPE of the analytical %s, hybrid (analytical x exp(residual)) and "
           "learned (exp(regressor on features alone)) estimators.\n\n",
@@ -1116,35 +1113,14 @@ int sc_cli_fit(int argc, char **argv) {
               kind);
     }
   }
-  if (rows != NULL) {
-    int bad = fclose(rows) != 0;
-    rows = NULL;
-    if (bad) {
-      sc_error_set(&err, SC_EIO, "%s: write error", rows_path);
-      goto fail;
-    }
-  }
-  if (fclose(rep) != 0) {
-    rep = NULL;
-    sc_error_set(&err, SC_EIO, "%s: write error", path);
+  rows = rep = NULL;
+  if ((rows_path != NULL && sc__afile_close(&rows_af, &err) != SC_OK) ||
+      sc__afile_close(&rep_af, &err) != SC_OK)
     goto fail;
-  }
-  rep = NULL;
   { /* the manifest keeps every linear model (a few numbers) and the active gbdt ones */
     size_t nk = 0;
     for (size_t i = 0; i < nf * NEST; i++) {
-      if (models[i].kind == SC_RESID_GBDT && !models[i].active) {
-        /* a tree file an earlier fit left for this family and target would outlive the
-         * manifest that named it: remove it (the name is the one sc_residuals_save gives) */
-        char stale[4400];
-        snprintf(stale, sizeof stale, "%s/%s.%s.gbdt.json", outdir, models[i].family,
-                 sc_resid_target_name(models[i].target));
-        if (remove(stale) != 0 && errno != ENOENT) {
-          sc_error_set(&err, SC_EIO, "%s: %s", stale, strerror(errno));
-          goto fail;
-        }
-        continue;
-      }
+      if (models[i].kind == SC_RESID_GBDT && !models[i].active) continue;
       if (nk != i) {
         sc_resid_model tmp = models[nk];
         const char *tn = names[nk];
@@ -1155,8 +1131,24 @@ int sc_cli_fit(int argc, char **argv) {
       }
       nk++;
     }
-    if (sc_residuals_save(outdir, target_name, models, nk, names, header, &err) != SC_OK)
+    /* the models (manifest last), then the report and the rows: all written, now renamed */
+    if (sc_residuals_save(outdir, target_name, models, nk, names, header, &err) != SC_OK ||
+        (rows_path != NULL && sc__afile_commit(&rows_af, &err) != SC_OK) ||
+        sc__afile_commit(&rep_af, &err) != SC_OK)
       goto fail;
+    for (size_t i = nk; i < nf * NEST; i++) {
+      /* a tree file an earlier fit left for this family and target would outlive the
+       * manifest that named it: remove it (the name is the one sc_residuals_save gives), now
+       * that the new manifest is in place */
+      char stale[4400];
+      if (models[i].kind != SC_RESID_GBDT || models[i].active) continue;
+      snprintf(stale, sizeof stale, "%s/%s.%s.gbdt.json", outdir, models[i].family,
+               sc_resid_target_name(models[i].target));
+      if (remove(stale) != 0 && errno != ENOENT) {
+        sc_error_set(&err, SC_EIO, "%s: %s", stale, strerror(errno));
+        goto fail;
+      }
+    }
   }
   if (comm != NULL)
     printf("topology %s, %zu rows of system '%s' from %s%s%s\n\n", target_name, nrows, system,
@@ -1171,8 +1163,8 @@ int sc_cli_fit(int argc, char **argv) {
 fail:
   rc = sc_cli_fail(&err);
 done:
-  if (rep != NULL) fclose(rep);
-  if (rows != NULL) fclose(rows);
+  sc__afile_abort(&rep_af);
+  sc__afile_abort(&rows_af);
   for (size_t i = 0; models != NULL && i < nf * NEST; i++) sc_resid_model_free(&models[i]);
   free(models);
   free((void *)names);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/checked.h"
 #include "job.h"
 #include "spec/table.h"
 #include "toml/toml.h"
@@ -97,13 +98,16 @@ int sc_cli_job_is_bool(const char *name) {
   return k != NULL && k->type == K_BOOL;
 }
 
-static int parse_u32(const char *v, uint32_t *out) {
+/* A positive decimal integer into *out: 0, -1 when it is not one, -2 when it is one above
+ * max (or beyond any integer type). */
+static int parse_u32(const char *v, uint32_t max, uint32_t *out) {
   char *end = NULL;
-  unsigned long x;
-  if (v == NULL || *v == '\0' || *v == '-' || *v == '+') return -1;
+  unsigned long long x;
+  if (v == NULL || *v < '0' || *v > '9') return -1;
   errno = 0;
-  x = strtoul(v, &end, 10);
-  if (errno != 0 || *end != '\0' || x == 0 || x > 0xffffffffUL) return -1;
+  x = strtoull(v, &end, 10);
+  if (*end != '\0' || (errno != 0 && errno != ERANGE) || (errno == 0 && x == 0)) return -1;
+  if (errno == ERANGE || x > max) return -2;
   *out = (uint32_t)x;
   return 0;
 }
@@ -160,8 +164,15 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
       return sc_error_set(err, SC_EINVAL, "algo: '%s' is not auto, ring, tree or nvls", value);
     return SC_OK;
   }
-  case K_U32:
-    if (parse_u32(value, &u) != 0)
+  case K_U32: {
+    /* every size is bounded where it is parsed (common/checked.h), so that no later
+     * combination of them (2*cp, the product of the degrees, ...) can wrap */
+    uint32_t max = sc__size_limit(k->name);
+    int st = parse_u32(value, max ? max : UINT32_MAX, &u);
+    if (st == -2)
+      return sc_error_set(err, SC_ERANGE, "%s: %s is out of range (at most %u)", k->name, value,
+                          max ? max : UINT32_MAX);
+    if (st != 0)
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is not a positive integer", k->name, value);
     if (strcmp(k->name, "gpus") == 0) j->gpus = u;
     else if (strcmp(k->name, "tp") == 0) { j->par.tp = u; j->given[0] = 1; }
@@ -173,6 +184,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "seq-len") == 0) { j->par.seq_len = u; j->seq_given = 1; }
     else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
     return SC_OK;
+  }
   case K_DOUBLE: {
     char *end = NULL;
     double d;
@@ -279,21 +291,33 @@ int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err) {
   }
   if (j->gpus != 0 && nmissing > 0) {
     for (int i = 0; i < 4; i++) {
-      if (i != missing) prod *= *deg[i];
+      if (i != missing && __builtin_mul_overflow(prod, (uint64_t)*deg[i], &prod))
+        prod = UINT64_MAX; /* more than any gpus: not divisible, said below */
     }
-    if (j->gpus % prod != 0)
+    if (prod > j->gpus || j->gpus % prod != 0)
       return sc_error_set(err, SC_ECONFIG, "gpus: %u is not divisible by the product of the "
                           "other degrees (%llu), so %s cannot be derived", j->gpus,
                           (unsigned long long)prod, names[missing]);
     *deg[missing] = (uint32_t)(j->gpus / prod);
   }
-  prod = (uint64_t)j->par.tp * j->par.pp * j->par.dp * j->par.cp;
+  prod = 1;
+  for (int i = 0; i < 4; i++) {
+    if (__builtin_mul_overflow(prod, (uint64_t)*deg[i], &prod) || prod > SC_MAX_GPUS)
+      return sc_error_set(err, SC_ECONFIG, "gpus: tp*pp*dp*cp (%u x %u x %u x %u) is more "
+                          "than %u GPUs", j->par.tp, j->par.pp, j->par.dp, j->par.cp,
+                          SC_MAX_GPUS);
+  }
   if (j->gpus != 0 && prod != j->gpus)
     return sc_error_set(err, SC_ECONFIG, "gpus: %u but tp*pp*dp*cp = %llu", j->gpus,
                         (unsigned long long)prod);
-  if (prod > 0xffffffffULL) return sc_error_set(err, SC_ECONFIG, "gpus: too many");
   j->gpus = (uint32_t)prod;
   if (!j->seq_given && m != NULL) j->par.seq_len = (uint32_t)m->max_seq;
+  /* a learned position table has max_seq rows: a longer sequence has no positions to add */
+  if (m != NULL && m->position == SC_POS_LEARNED && (int64_t)j->par.seq_len > m->max_seq)
+    return sc_error_set(err, SC_ECONFIG, "seq-len: %u is more than the max_seq of model '%s' "
+                        "(%lld): "
+                        "its learned position embeddings have no rows past position %lld",
+                        j->par.seq_len, m->name, (long long)m->max_seq, (long long)m->max_seq);
   if (j->par.global_batch == 0)
     return sc_error_set(err, SC_ECONFIG, "global-batch: required (sequences per iteration)");
   if (j->par.virtual_stages > 1 && j->par.schedule != SC_SCHED_INTERLEAVED)

@@ -1,6 +1,7 @@
 /* stepcast: the program. Dispatches to one subcommand per file in core/cli/. */
 #include <stdarg.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,18 +77,97 @@ const char *sc_cli_list_unknown(const char *list, const char *const *known, size
   }
 }
 
+/* Write msg on f as ONE line, without its line break, whatever text from an input file it
+ * carries (a quoted CSV field, a job name, a command-line argument):
+ * - a control character (below 0x20, and 0x7f) becomes \n, \r, \t or \xNN, so that no line
+ *   break splits the message and no ESC sequence reaches the terminal;
+ * - valid UTF-8 passes unchanged, except a C1 control (U+0080..U+009F, which terminals also
+ *   obey) written \u00NN; a byte that is not part of valid UTF-8 is written \xNN;
+ * - a library message that carries an XGBoost (dmlc) log, "[hh:mm:ss] file:line: what", keeps
+ *   the first line of that log: the rest is XGBoost's context and stack trace. The same
+ *   for a "Stack trace:" line without the stamp; trailing line breaks are dropped. */
+static void put_one_line(FILE *f, const char *msg) {
+  size_t n = strlen(msg);
+  for (size_t i = 0; i + 11 <= n; i++) { /* "[hh:mm:ss] " */
+    const char *t = msg + i;
+    if (t[0] == '[' && isdigit((unsigned char)t[1]) && isdigit((unsigned char)t[2]) &&
+        t[3] == ':' && isdigit((unsigned char)t[4]) && isdigit((unsigned char)t[5]) &&
+        t[6] == ':' && isdigit((unsigned char)t[7]) && isdigit((unsigned char)t[8]) &&
+        t[9] == ']' && t[10] == ' ') {
+      const char *nl = strchr(t, '\n');
+      if (nl != NULL) n = (size_t)(nl - msg);
+      break;
+    }
+  }
+  const char *st = strstr(msg, "\nStack trace:");
+  if (st != NULL && (size_t)(st - msg) < n) n = (size_t)(st - msg);
+  while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) n--;
+  const unsigned char *s = (const unsigned char *)msg;
+  for (size_t i = 0; i < n;) {
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      if (c == '\n') fputs("\\n", f);
+      else if (c == '\r') fputs("\\r", f);
+      else if (c == '\t') fputs("\\t", f);
+      else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+      else fputc((int)c, f);
+      i++;
+      continue;
+    }
+    /* the length of a valid UTF-8 sequence at s + i (no overlong form, no surrogate, at
+     * most U+10FFFF), 0 when there is none */
+    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (len > n - i) len = 0;
+    for (size_t k = 1; k < len; k++) {
+      const unsigned b = s[i + k];
+      unsigned lo = 0x80, hi = 0xbf;
+      if (k == 1 && c == 0xe0) lo = 0xa0;
+      if (k == 1 && c == 0xed) hi = 0x9f;
+      if (k == 1 && c == 0xf0) lo = 0x90;
+      if (k == 1 && c == 0xf4) hi = 0x8f;
+      if (b < lo || b > hi) len = 0;
+    }
+    if (len == 0) {
+      fprintf(f, "\\x%02x", c);
+      i++;
+    } else if (c == 0xc2 && s[i + 1] < 0xa0) {
+      fprintf(f, "\\u%04x", (unsigned)s[i + 1]);
+      i += 2;
+    } else {
+      fwrite(s + i, 1, len, f);
+      i += len;
+    }
+  }
+}
+
 int sc_cli_fail(const sc_error *err) {
-  fprintf(stderr, "stepcast: %s\n", err->msg[0] ? err->msg : sc_strerror(err->code));
+  fputs("stepcast: ", stderr);
+  put_one_line(stderr, err->msg[0] ? err->msg : sc_strerror(err->code));
+  fputc('\n', stderr);
   return 1;
 }
 
 int sc_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "stepcast %s: ", cmd);
+  va_list ap, ap2;
+  char small[1024], *msg = small;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  va_copy(ap2, ap);
+  const int need = vsnprintf(small, sizeof small, fmt, ap);
   va_end(ap);
+  if (need >= (int)sizeof small) { /* a long argument echoed: the whole of it, else the cut */
+    char *big = malloc((size_t)need + 1);
+    if (big != NULL) {
+      vsnprintf(big, (size_t)need + 1, fmt, ap2);
+      msg = big;
+    }
+  }
+  va_end(ap2);
+  if (need < 0) small[0] = '\0';
+  fprintf(stderr, "stepcast %s: ", cmd);
+  put_one_line(stderr, msg);
   fprintf(stderr, " (see 'stepcast %s --help')\n", cmd);
+  if (msg != small) free(msg);
   return 2;
 }
 
@@ -193,5 +273,15 @@ int main(int argc, char **argv) {
     }
   }
   free(sc_cli_plugin_files);
+  /* Every subcommand's standard output, checked in one place: a full disk or a closed pipe
+   * must not pass for a complete CSV (fflush: what is still buffered; ferror: a write that
+   * failed earlier). */
+  errno = 0;
+  if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) { /* else the command said why */
+    const int e = errno;
+    fprintf(stderr, "stepcast: error writing standard output: %s\n",
+            e ? strerror(e) : "write error");
+    rc = 1;
+  }
   return rc;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/afile.h"
 #include "job.h"
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
@@ -31,12 +32,14 @@ static void predict_usage(FILE *out) {
 
 static int write_file(const char *path, int (*fn)(FILE *, const void *, const void *, sc_error *),
                       const void *a, const void *b, sc_error *err) {
-  FILE *f = fopen(path, "w");
+  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
   int rc;
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open for writing", path);
-  rc = fn(f, a, b, err);
-  if (fclose(f) != 0 && rc == SC_OK) rc = sc_error_set(err, SC_EIO, "%s: write failed", path);
-  return rc;
+  if ((rc = sc__afile_open(&af, path, err)) != SC_OK) return rc;
+  if ((rc = fn(af.f, a, b, err)) != SC_OK) {
+    sc__afile_abort(&af);
+    return rc;
+  }
+  return sc__afile_commit(&af, err);
 }
 
 static int do_trace(FILE *f, const void *s, const void *r, sc_error *err) {

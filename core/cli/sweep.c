@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/checked.h"
+#include "common/afile.h"
 #include "job.h"
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
@@ -65,9 +67,13 @@ static int parse_u32_list(const char *opt, const char *v, uint32_t *out, uint32_
     if (*p < '0' || *p > '9')
       return sc_cli_usage_error("sweep", "--%s: '%s' is not a list of positive integers", opt, v);
     errno = 0;
-    unsigned long x = strtoul(p, &end, 10);
-    if (errno != 0 || x == 0 || x > 0xffffffffUL || (*end != ',' && *end != '\0'))
+    unsigned long long x = strtoull(p, &end, 10);
+    uint32_t max = sc__size_limit(opt); /* common/checked.h; 0: not a parallel size */
+    if ((errno != 0 && errno != ERANGE) || x == 0 || (*end != ',' && *end != '\0'))
       return sc_cli_usage_error("sweep", "--%s: '%s' is not a list of positive integers", opt, v);
+    if (errno == ERANGE || x > (max ? max : UINT32_MAX))
+      return sc_cli_usage_error("sweep", "--%s: %.*s is out of range (at most %u)", opt,
+                                (int)(end - p), p, max ? max : UINT32_MAX);
     if (*n >= SC_SWEEP_MAX_CHOICES)
       return sc_cli_usage_error("sweep", "--%s: more than %d values", opt, SC_SWEEP_MAX_CHOICES);
     out[(*n)++] = (uint32_t)x;
@@ -481,8 +487,10 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
                       uint32_t nvar, const char *title, sc_error *err) {
   static const char *const colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
                                         "#E69F00", "#56B4E9", "#000000", "#F0E442"};
-  FILE *f = fopen(path, "w");
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open for writing", path);
+  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
+  int rc = sc__afile_open(&af, path, err);
+  if (rc != SC_OK) return rc;
+  FILE *f = af.f;
   const double W = 720, H = 440, L = 80, R = 200, T = 50, B = 70;
   double pw = W - L - R, ph = H - T - B;
   uint32_t nx = v[0].nvalues, nser = nvar / nx;
@@ -567,8 +575,7 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
     fprintf(f, "</text>\n");
   }
   fprintf(f, "</svg>\n");
-  if (fclose(f) != 0) return sc_error_set(err, SC_EIO, "%s: write failed", path);
-  return SC_OK;
+  return sc__afile_commit(&af, err);
 }
 
 /* ------------------------------------------------------------------------- */

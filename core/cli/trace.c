@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/afile.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 #include "stepcast/trace.h"
@@ -93,14 +94,14 @@ static void print_graph(const sc_trace_result *r) {
 
 static int write_timeline(const char *path, const sc_trace_result *r) {
   sc_error err = {0};
-  FILE *f = fopen(path, "w");
-  if (f == NULL) {
-    fprintf(stderr, "stepcast: %s: cannot write: %s\n", path, strerror(errno));
-    return 1;
+  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
+  if (sc__afile_open(&af, path, &err) != SC_OK) return sc_cli_fail(&err);
+  int rc = sc_trace_timeline(af.f, r, &err);
+  if (rc != SC_OK) {
+    sc__afile_abort(&af);
+    return sc_cli_fail(&err);
   }
-  int rc = sc_trace_timeline(f, r, &err);
-  if (fclose(f) != 0 && rc == SC_OK) rc = sc_error_set(&err, SC_EIO, "%s: write failed", path);
-  if (rc != SC_OK) return sc_cli_fail(&err);
+  if (sc__afile_commit(&af, &err) != SC_OK) return sc_cli_fail(&err);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/checked.h"
 #include "stepcast/estimate.h"
 #include "job.h"
 #include "stepcast/csv.h"
@@ -126,16 +127,26 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   if (r->id[0] == '\0')
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': empty", path, line);
 
+  char range[SC_ERROR_MSG_MAX] = ""; /* a size out of range: this row's error, not the file's */
   for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
     int col = ints[k];
     rc = sc_csv_i64(c, row, (size_t)idx[col], &v[col], &known[col], err);
     if (rc != SC_OK) return rc;
-    if (known[col] && (v[col] < 0 || v[col] > (int64_t)UINT32_MAX))
+    if (known[col] && v[col] < 0)
       return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': '%lld' is not a non-negative "
-                          "integer below 2^32", path, line, colnames[col], (long long)v[col]);
+                          "integer", path, line, colnames[col], (long long)v[col]);
     if (known[col] && v[col] == 0 && col != C_KV && col != C_FFN)
       return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': must be > 0", path, line,
                           colnames[col]);
+    /* the parallel sizes to the bounds of common/checked.h, the model's sizes to 32 bits
+     * (sc_model_finish holds them to its own, smaller bounds) */
+    uint32_t max = sc__size_limit(colnames[col]);
+    if (known[col] && v[col] > (int64_t)(max ? max : UINT32_MAX)) {
+      if (range[0] == '\0')
+        snprintf(range, sizeof range, "column '%s': %lld is out of range (at most %u)",
+                 colnames[col], (long long)v[col], max ? max : UINT32_MAX);
+      known[col] = 0;
+    }
   }
   rc = sc_csv_double(c, row, (size_t)idx[C_MEASURED], &r->measured_s, &known[C_MEASURED], err);
   if (rc != SC_OK) return rc;
@@ -288,6 +299,10 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
     snprintf(tmp, sizeof tmp, "%s", r->reason);
     snprintf(r->reason, sizeof r->reason, "unknown: %.400s", tmp);
     r->status = ROW_SKIPPED;
+  }
+  if (range[0] != '\0') {
+    snprintf(r->reason, sizeof r->reason, "%s", range);
+    r->status = ROW_ERROR;
   }
   return SC_OK;
 }

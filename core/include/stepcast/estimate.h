@@ -35,6 +35,12 @@ extern "C" {
 #define SC_SAMPLES_COLUMNS \
   "family,variant,dtype,ndims,d0,d1,d2,d3,d4,d5,d6,d7,reps,median_s,min_s,max_s,p10_s,p90_s"
 
+/* The first line of a file stepcast sample writes, and its last: "# end = N rows", N the
+ * rows it holds. sc_samples_read refuses a file whose first line is SC_SAMPLES_LIVE and whose
+ * last line is not that count (a file cut short at a row boundary is still valid CSV). */
+#define SC_SAMPLES_LIVE "# stepcast samples v1: operator times measured on the live device"
+#define SC_SAMPLES_END "# end = "
+
 typedef struct sc_sample {
   sc_op_desc op;           /* op.family points into the set's own storage */
   sc_measurement m;
@@ -63,7 +69,8 @@ typedef struct sc_sample_set {
  * first ndims > 0, the rest 0), reps >= 1 and five finite times > 0 with
  * min <= p10 <= median <= p90 <= max. Errors: SC_EIO (cannot open), SC_EPARSE with
  * "file:line: column 'name': what is wrong", SC_ENOMEM. On success *out owns its memory
- * (sc_samples_free). An empty file (no rows) is SC_EPARSE. */
+ * (sc_samples_free). An empty file (no rows) is SC_EPARSE, and so is a file of stepcast
+ * sample (SC_SAMPLES_LIVE) without its SC_SAMPLES_END trailer or whose count disagrees. */
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err);
 void sc_samples_free(sc_sample_set *s);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "comm/comm_int.h"
+#include "common/slurp.h"
 #include "stepcast/stepcast.h"
 
 #define SC__LOG_TOKENS 32
@@ -41,6 +42,22 @@ static int sc__all_digits(const char *s) {
   return 1;
 }
 
+/* 1 when the line of tokens tok[0..nt) is no results row: it neither starts as a number
+ * does (a digit, a sign, a point) nor has a whole count and a type name in columns 2 and 3
+ * as nccl-tests prints them; or it is NCCL's own (a "NCCL" token: INFO, WARN lines). */
+static int sc__not_a_row(char *const *tok, int nt) {
+  static const char *const types[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+                                      "half", "float", "double", "bfloat16", "fp8_e4m3",
+                                      "fp8_e5m2", NULL};
+  int typed = 0;
+  for (int i = 0; i < nt; i++)
+    if (strcmp(tok[i], "NCCL") == 0) return 1;
+  if (nt >= 3 && sc__all_digits(tok[1]))
+    for (int i = 0; types[i] != NULL; i++)
+      if (strcmp(tok[2], types[i]) == 0) typed = 1;
+  return !(isdigit((unsigned char)tok[0][0]) || strchr("+-.", tok[0][0]) != NULL || typed);
+}
+
 void sc__comm_nccl_log_free(sc__nccl_log *log) {
   if (log == NULL) return;
   free(log->rows);
@@ -54,11 +71,12 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
   ssize_t got;
   uint32_t line = 0, header_line = 0;
   int isize = -1, itime = -1, rc = SC_OK;
+  char *text = NULL;
   if (path == NULL || out == NULL)
     return sc_error_set(err, SC_EINVAL, "sc__comm_read_nccl_log: an argument is NULL");
   memset(out, 0, sizeof *out);
-  fp = fopen(path, "r");
-  if (fp == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  fp = sc__fopen_text(path, &text, err); /* capped (common/slurp.h) */
+  if (fp == NULL) return err != NULL ? err->code : SC_EIO;
   while ((got = getline(&buf, &bufcap, fp)) != -1) {
     char *tok[SC__LOG_TOKENS];
     size_t len = strlen(buf);
@@ -114,8 +132,16 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
     }
     nt = sc__tokens(buf, tok, SC__LOG_TOKENS);
     /* a results row starts with the size; anything else (NCCL INFO lines, warnings) is not
-     * nccl-tests' own output */
-    if (header_line == 0 || nt == 0 || !sc__all_digits(tok[0])) continue;
+     * nccl-tests' own output. A line that looks like a row (it starts as a number does, or
+     * its count and type columns are there) but does not parse is an error, never skipped:
+     * a size dropped without a word is a curve with a hole. */
+    if (header_line == 0 || nt == 0 || sc__not_a_row(tok, nt)) continue;
+    if (!sc__all_digits(tok[isize < nt ? isize : 0])) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'size': '%.40s' is not a whole number "
+                        "of bytes (a results row of the table at line %u)", path,
+                        (unsigned)line, tok[isize < nt ? isize : 0], (unsigned)header_line);
+      break;
+    }
     if (nt <= itime || nt <= isize) {
       rc = sc_error_set(err, SC_EPARSE, "%s:%u: a results row with %d columns, the header "
                         "(line %u) puts 'time' in column %d", path, (unsigned)line, nt,
@@ -167,6 +193,7 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
   if (rc == SC_OK && ferror(fp)) rc = sc_error_set(err, SC_EIO, "%s: read error", path);
   free(buf);
   fclose(fp);
+  free(text);
   if (rc == SC_OK && header_line == 0)
     rc = sc_error_set(err, SC_EPARSE, "%s: no results table (a '#  size  count  type ... "
                       "time  algbw  busbw' header line, as nccl-tests prints)", path);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm/comm_int.h"
+#include "common/slurp.h"
 #include "stepcast/stepcast.h"
 
 #define SC__VCOLS 10
@@ -137,6 +138,7 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   ssize_t got;
   uint32_t line = 0;
   int header = 0, rc = SC_OK;
+  char *text = NULL;
   sc__vrow *v = NULL;
   size_t cnt = 0, cap = 0;
   if (path == NULL || rows == NULL || n == NULL) {
@@ -144,10 +146,8 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   }
   *rows = NULL;
   *n = 0;
-  fp = fopen(path, "r");
-  if (fp == NULL) {
-    return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
-  }
+  fp = sc__fopen_text(path, &text, err); /* capped (common/slurp.h) */
+  if (fp == NULL) return err != NULL ? err->code : SC_EIO;
   while ((got = getline(&buf, &bufcap, fp)) != -1) {
     char *f[SC__VCOLS];
     size_t len = strlen(buf);
@@ -212,6 +212,7 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
     rc = sc_error_set(err, SC_EIO, "%s: read error", path);
   free(buf);
   fclose(fp);
+  free(text);
   if (rc == SC_OK && !header) rc = sc_error_set(err, SC_EPARSE, "%s: no header line", path);
   if (rc == SC_OK && cnt == 0) rc = sc_error_set(err, SC_EPARSE, "%s: no data rows", path);
   if (rc != SC_OK) {

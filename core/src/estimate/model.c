@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xgboost/c_api.h>
+#include <yajl/yajl_tree.h>
 
+#include "common/afile.h"
+#include "estimate/estimate_int.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
 
@@ -353,12 +356,317 @@ int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_e
   return sc_error_set(err, SC_EINVAL, "residual: unknown model kind %d", (int)m->kind);
 }
 
+int sc__resid_write_gbdt(const sc_resid_model *m, FILE *f, const char *path, sc_error *err) {
+  bst_ulong len = 0;
+  const char *buf = NULL;
+  if (m == NULL || f == NULL || m->kind != SC_RESID_GBDT || m->booster == NULL)
+    return sc_error_set(err, SC_EINVAL, "gbdt: save: not a fitted gbdt model");
+  if (XGBoosterSaveModelToBuffer((BoosterHandle)m->booster, "{\"format\": \"json\"}", &len,
+                                 &buf) != 0)
+    return sc_error_set(err, SC_EIO, "%s: XGBoosterSaveModelToBuffer: %s", path,
+                        XGBGetLastError());
+  if (fwrite(buf, 1, (size_t)len, f) != (size_t)len)
+    return sc_error_set(err, SC_EIO, "%s: write error", path);
+  return SC_OK;
+}
+
+/* Through a temporary file renamed over path (common/afile.h): a failed save leaves the old
+ * model as it was. */
 int sc_resid_save_gbdt(const sc_resid_model *m, const char *path, sc_error *err) {
+  sc__afile af;
+  int rc;
   if (m == NULL || path == NULL || m->kind != SC_RESID_GBDT || m->booster == NULL)
     return sc_error_set(err, SC_EINVAL, "gbdt: save: not a fitted gbdt model");
-  if (XGBoosterSaveModel((BoosterHandle)m->booster, path) != 0)
-    return sc_error_set(err, SC_EIO, "%s: XGBoosterSaveModel: %s", path, XGBGetLastError());
+  if ((rc = sc__afile_open(&af, path, err)) != SC_OK) return rc;
+  if ((rc = sc__resid_write_gbdt(m, af.f, path, err)) != SC_OK) {
+    sc__afile_abort(&af);
+    return rc;
+  }
+  return sc__afile_commit(&af, err);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A gbdt model file checked before XGBoost reads it: XGBoost trusts the trees' indices (a
+ * split feature or a child out of range reads outside its arrays; a tree that is its own
+ * child never ends), so every index and number is checked here first. */
+
+#define GBDT_MAX_BYTES (256L << 20) /* a model file larger than 256 MB is not one we wrote */
+#define GBDT_MAX_DEPTH 64           /* JSON nesting: XGBoost's format needs 8 */
+#define GBDT_MAX_NODES (1L << 24)   /* per tree */
+#define GBDT_MAX_VALUE 100.0        /* |leaf value|, |base_score|: a log-time correction of
+                                       e^100 is no model */
+
+static const char *jstr(yajl_val v) { return YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : NULL; }
+
+static yajl_val jget(yajl_val obj, const char *key) {
+  const char *p[2] = {key, NULL};
+  return obj != NULL ? yajl_tree_get(obj, p, yajl_t_any) : NULL;
+}
+
+/* A JSON number (or a string holding one, as XGBoost writes its parameters) into *out;
+ * 0 when it is one and finite. */
+static int jnum(yajl_val v, double *out) {
+  if (YAJL_IS_NUMBER(v)) {
+    if (v->u.number.flags & YAJL_NUMBER_DOUBLE_VALID) *out = YAJL_GET_DOUBLE(v);
+    else if (v->u.number.flags & YAJL_NUMBER_INT_VALID) *out = (double)YAJL_GET_INTEGER(v);
+    else return -1;
+    return isfinite(*out) ? 0 : -1;
+  }
+  if (YAJL_IS_STRING(v)) {
+    char *end = NULL;
+    const char *s = YAJL_GET_STRING(v);
+    *out = strtod(s, &end);
+    return (end != s && *end == '\0' && isfinite(*out)) ? 0 : -1;
+  }
+  return -1;
+}
+
+/* An integer (number or string) into *out; 0 when it is one. */
+static int jint(yajl_val v, long long *out) {
+  double d;
+  if (YAJL_IS_INTEGER(v)) {
+    *out = YAJL_GET_INTEGER(v);
+    return 0;
+  }
+  if (jnum(v, &d) != 0 || d != floor(d) || fabs(d) > 9e15) return -1;
+  *out = (long long)d;
+  return 0;
+}
+
+/* The array named key of tree t, of exactly n entries. */
+static int tree_array(const char *path, size_t t, yajl_val tree, const char *key, size_t n,
+                      yajl_val *out, sc_error *err) {
+  yajl_val a = jget(tree, key);
+  if (!YAJL_IS_ARRAY(a))
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: '%s' is missing or not an array", path,
+                        t, key);
+  if (a->u.array.len != n)
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: '%s' has %zu entries, num_nodes is %zu",
+                        path, t, key, a->u.array.len, n);
+  *out = a;
   return SC_OK;
+}
+
+static int gbdt_check_tree(const char *path, size_t t, yajl_val tree, uint32_t nfeatures,
+                           sc_error *err) {
+  yajl_val lc = NULL, rc_ = NULL, par = NULL, si = NULL, sc = NULL, bw = NULL, dl = NULL,
+           st = NULL, tp = jget(tree, "tree_param");
+  long long n = 0, id = -1, x;
+  int rc = SC_OK;
+  if (!YAJL_IS_OBJECT(tree))
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: not an object", path, t);
+  if (jint(jget(tree, "id"), &id) != 0 || id != (long long)t)
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: 'id' must be %zu (its place)", path, t,
+                        t);
+  if (jint(jget(tp, "num_nodes"), &n) != 0 || n < 1 || n > GBDT_MAX_NODES)
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: tree_param.num_nodes must be an integer "
+                        "in [1, %ld]", path, t, GBDT_MAX_NODES);
+  if (jint(jget(tp, "num_deleted"), &x) == 0 && x != 0)
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: %lld deleted nodes (a tree's nodes must "
+                        "all be reached from its root)", path, t, x);
+  size_t nn = (size_t)n;
+  if ((rc = tree_array(path, t, tree, "left_children", nn, &lc, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "right_children", nn, &rc_, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "parents", nn, &par, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "split_indices", nn, &si, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "split_conditions", nn, &sc, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "base_weights", nn, &bw, err)) != SC_OK ||
+      (rc = tree_array(path, t, tree, "default_left", nn, &dl, err)) != SC_OK)
+    return rc;
+  {
+    const char *const more[] = {"loss_changes", "sum_hessian"};
+    yajl_val a;
+    for (size_t k = 0; k < 2; k++)
+      if ((rc = tree_array(path, t, tree, more[k], nn, &a, err)) != SC_OK) return rc;
+  }
+  st = jget(tree, "split_type"); /* optional; every split numerical (no categories) */
+  if (st != NULL && (!YAJL_IS_ARRAY(st) || st->u.array.len != nn))
+    return sc_error_set(err, SC_EIO, "%s: tree %zu: 'split_type' must have num_nodes (%zu) "
+                        "entries", path, t, nn);
+  unsigned char *seen = calloc(nn, 1);
+  size_t *stack = malloc(nn * sizeof *stack), top = 0;
+  if (seen == NULL || stack == NULL) {
+    free(seen);
+    free(stack);
+    return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
+  }
+  /* depth-first from the root: every node reached once, children in range */
+  seen[0] = 1;
+  stack[top++] = 0;
+  while (top > 0 && rc == SC_OK) {
+    size_t i = stack[--top];
+    long long l, r, f, pa;
+    double c, w;
+    if (jint(lc->u.array.values[i], &l) != 0 || jint(rc_->u.array.values[i], &r) != 0 ||
+        jint(si->u.array.values[i], &f) != 0 || jint(par->u.array.values[i], &pa) != 0) {
+      rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: a child, parent or split "
+                        "index is not an integer", path, t, i);
+      break;
+    }
+    if (jnum(sc->u.array.values[i], &c) != 0 || jnum(bw->u.array.values[i], &w) != 0) {
+      rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: split_conditions or "
+                        "base_weights is not a finite number", path, t, i);
+      break;
+    }
+    if (st != NULL) {
+      long long ty;
+      if (jint(st->u.array.values[i], &ty) != 0 || ty != 0) {
+        rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: split_type must be 0 "
+                          "(numerical; categorical splits are not supported)", path, t, i);
+        break;
+      }
+    }
+    if ((l == -1) != (r == -1)) {
+      rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: one child is -1 and the other "
+                        "is not (%lld, %lld)", path, t, i, l, r);
+      break;
+    }
+    if (l == -1) { /* a leaf: split_conditions holds its value */
+      if (fabs(c) > GBDT_MAX_VALUE) {
+        rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: leaf value %g is out of range "
+                          "(|value| <= %g)", path, t, i, c, GBDT_MAX_VALUE);
+        break;
+      }
+      continue;
+    }
+    if (f < 0 || f >= (long long)nfeatures) {
+      rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: split feature %lld is out of "
+                        "range (the model declares %u features)", path, t, i, f, nfeatures);
+      break;
+    }
+    const long long ch[2] = {l, r};
+    for (int k = 0; k < 2 && rc == SC_OK; k++) {
+      if (ch[k] < 1 || ch[k] >= n) {
+        rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: child %lld is out of range "
+                          "[1, %lld)", path, t, i, ch[k], n);
+      } else if (seen[ch[k]]) {
+        rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: child %lld is reached twice "
+                          "(a cycle or a shared node)", path, t, i, ch[k]);
+      } else {
+        long long cp;
+        if (jint(par->u.array.values[ch[k]], &cp) != 0 || cp != (long long)i) {
+          rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %lld: parent must be %zu", path,
+                            t, ch[k], i);
+        } else {
+          seen[ch[k]] = 1;
+          stack[top++] = (size_t)ch[k];
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < nn && rc == SC_OK; i++) {
+    if (!seen[i])
+      rc = sc_error_set(err, SC_EIO, "%s: tree %zu node %zu: not reached from the root",
+                        path, t, i);
+  }
+  free(seen);
+  free(stack);
+  return rc;
+}
+
+static int gbdt_check_file(const char *path, uint32_t nfeatures, sc_error *err) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL, ebuf[256];
+  long len;
+  yajl_val root = NULL, L, gb, model, trees, info;
+  long long nt = 0, nf = 0, x;
+  double base;
+  int rc = SC_OK;
+  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open gbdt model", path);
+  if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return sc_error_set(err, SC_EIO, "%s: cannot read gbdt model", path);
+  }
+  if (len > GBDT_MAX_BYTES) {
+    fclose(f);
+    return sc_error_set(err, SC_EIO, "%s: %ld bytes, more than a gbdt model may have (%ld)",
+                        path, len, GBDT_MAX_BYTES);
+  }
+  text = malloc((size_t)len + 1);
+  if (text == NULL) {
+    fclose(f);
+    return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
+  }
+  if (fread(text, 1, (size_t)len, f) != (size_t)len) {
+    fclose(f);
+    free(text);
+    return sc_error_set(err, SC_EIO, "%s: cannot read gbdt model", path);
+  }
+  fclose(f);
+  text[len] = '\0';
+  { /* nesting depth, outside strings: yajl_tree frees recursively */
+    int depth = 0, in_str = 0;
+    for (long i = 0; i < len; i++) {
+      char c = text[i];
+      if (in_str) {
+        if (c == '\\' && i + 1 < len) i++;
+        else if (c == '"') in_str = 0;
+      } else if (c == '"') {
+        in_str = 1;
+      } else if ((c == '[' || c == '{') && ++depth > GBDT_MAX_DEPTH) {
+        free(text);
+        return sc_error_set(err, SC_EIO, "%s: JSON nested deeper than %d levels", path,
+                            GBDT_MAX_DEPTH);
+      } else if (c == ']' || c == '}') {
+        depth--;
+      }
+    }
+    if (memchr(text, '\0', (size_t)len) != NULL) {
+      free(text);
+      return sc_error_set(err, SC_EIO, "%s: a NUL byte: not a JSON gbdt model (XGBoost's "
+                          "binary formats are not read)", path);
+    }
+  }
+  ebuf[0] = '\0';
+  root = yajl_tree_parse(text, ebuf, sizeof ebuf);
+  free(text);
+  if (root == NULL) {
+    for (char *p = ebuf; *p; p++)
+      if (*p == '\n' || *p == '\r') *p = ' ';
+    return sc_error_set(err, SC_EIO, "%s: not JSON: %s", path, ebuf[0] ? ebuf : "?");
+  }
+#define GBDT_FAIL(...)                               \
+  do {                                               \
+    rc = sc_error_set(err, SC_EIO, __VA_ARGS__); \
+    goto done;                                       \
+  } while (0)
+  L = jget(root, "learner");
+  if (!YAJL_IS_OBJECT(L)) GBDT_FAIL("%s: no 'learner' object (not an XGBoost JSON model)", path);
+  {
+    yajl_val mp = jget(L, "learner_model_param");
+    if (jnum(jget(mp, "base_score"), &base) != 0 || fabs(base) > GBDT_MAX_VALUE)
+      GBDT_FAIL("%s: learner_model_param.base_score must be a finite number with |value| <= "
+                "%g", path, GBDT_MAX_VALUE);
+    if (jint(jget(mp, "num_feature"), &nf) != 0 || nf != (long long)nfeatures)
+      GBDT_FAIL("%s: learner_model_param.num_feature must be %u (the features residuals.toml "
+                "lists)", path, nfeatures);
+    if (jint(jget(mp, "num_class"), &x) == 0 && x > 1)
+      GBDT_FAIL("%s: learner_model_param.num_class is %lld: a residual is one regression", path,
+                x);
+  }
+  gb = jget(L, "gradient_booster");
+  if (jstr(jget(gb, "name")) == NULL || strcmp(jstr(jget(gb, "name")), "gbtree") != 0)
+    GBDT_FAIL("%s: gradient_booster.name must be \"gbtree\"", path);
+  model = jget(gb, "model");
+  trees = jget(model, "trees");
+  if (!YAJL_IS_ARRAY(trees)) GBDT_FAIL("%s: gradient_booster.model.trees is not an array", path);
+  if (jint(jget(jget(model, "gbtree_model_param"), "num_trees"), &nt) != 0 ||
+      nt != (long long)trees->u.array.len)
+    GBDT_FAIL("%s: gbtree_model_param.num_trees must be the number of trees (%zu)", path,
+              trees->u.array.len);
+  info = jget(model, "tree_info");
+  if (!YAJL_IS_ARRAY(info) || info->u.array.len != trees->u.array.len)
+    GBDT_FAIL("%s: tree_info must have one entry per tree (%zu)", path, trees->u.array.len);
+  for (size_t t = 0; t < info->u.array.len; t++)
+    if (jint(info->u.array.values[t], &x) != 0 || x != 0)
+      GBDT_FAIL("%s: tree %zu: tree_info must be 0 (one output group)", path, t);
+  for (size_t t = 0; t < trees->u.array.len; t++)
+    if ((rc = gbdt_check_tree(path, t, trees->u.array.values[t], nfeatures, err)) != SC_OK)
+      goto done;
+#undef GBDT_FAIL
+done:
+  yajl_tree_free(root);
+  return rc;
 }
 
 int sc_resid_load_gbdt(sc_resid_model *m, const char *path, sc_error *err) {
@@ -369,6 +677,8 @@ int sc_resid_load_gbdt(sc_resid_model *m, const char *path, sc_error *err) {
   f = fopen(path, "rb"); /* XGBoost's own message for a missing file is vague */
   if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open gbdt model", path);
   fclose(f);
+  int rc = gbdt_check_file(path, m->nfeatures, err);
+  if (rc != SC_OK) return rc;
   if (XGBoosterCreate(NULL, 0, &bh) != 0) return xgb_fail(err, "XGBoosterCreate");
   if (XGBoosterLoadModel(bh, path) != 0) {
     int rc = sc_error_set(err, SC_EIO, "%s: XGBoosterLoadModel: %s", path, XGBGetLastError());

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/afile.h"
+#include "estimate/estimate_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 #include "stepcast/registry.h"
@@ -324,17 +326,27 @@ static void write_vec(FILE *f, const char *key, const double *v, uint32_t n) {
   fprintf(f, "]\n");
 }
 
+/* The manifest and every tree file go to temporaries first (common/afile.h); they replace
+ * the old ones only once all of them were written, the manifest last: a failed save leaves
+ * the folder's models as they were. */
 int sc_residuals_save(const char *dir, const char *device, const sc_resid_model *models,
                       size_t n, const char *const *feature_names_by_model, const char *header,
                       sc_error *err) {
   char path[4200];
   FILE *f;
+  sc__afile man, *trees = NULL;
+  size_t ntrees = 0;
   int rc = SC_OK;
   if (dir == NULL || device == NULL || models == NULL)
     return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
   snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
-  f = fopen(path, "w");
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
+  trees = calloc(n ? n : 1, sizeof *trees);
+  if (trees == NULL) return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
+  if ((rc = sc__afile_open(&man, path, err)) != SC_OK) {
+    free(trees);
+    return rc;
+  }
+  f = man.f;
   if (header != NULL) {
     const char *p = header;
     while (*p) {
@@ -387,10 +399,18 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
       snprintf(file, sizeof file, "%s.%s.gbdt.json", m->family, sc_resid_target_name(m->target));
       snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
       fprintf(f, "file = \"%s\"\n", file);
-      rc = sc_resid_save_gbdt(m, gpath, err);
+      if ((rc = sc__afile_open(&trees[ntrees], gpath, err)) != SC_OK) break;
+      ntrees++;
+      if ((rc = sc__resid_write_gbdt(m, trees[ntrees - 1].f, gpath, err)) == SC_OK)
+        rc = sc__afile_close(&trees[ntrees - 1], err);
     }
   }
-  if (fclose(f) != 0 && rc == SC_OK) rc = sc_error_set(err, SC_EIO, "%s: write error", path);
+  if (rc == SC_OK) rc = sc__afile_close(&man, err);
+  for (size_t i = 0; i < ntrees && rc == SC_OK; i++) rc = sc__afile_commit(&trees[i], err);
+  if (rc == SC_OK) rc = sc__afile_commit(&man, err);
+  for (size_t i = 0; i < ntrees; i++) sc__afile_abort(&trees[i]);
+  sc__afile_abort(&man);
+  free(trees);
   return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/ident.h"
+#include "common/slurp.h"
 #include "common/median.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
@@ -189,10 +190,16 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   uint32_t lineno = 0;
   int have_header = 0, rc = SC_OK;
   size_t cap = 0;
+  /* a file of stepcast sample (its first line SC_SAMPLES_LIVE) must end with the trailer
+   * SC_SAMPLES_END "N rows": end_line is the last non-blank line's when it is the trailer */
+  int live = 0;
+  char *text = NULL;
+  uint32_t end_line = 0;
+  long long end_n = -1;
   if (path == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "samples: NULL argument");
   memset(out, 0, sizeof *out);
-  f = fopen(path, "r");
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
+  f = sc__fopen_text(path, &text, err); /* capped (common/slurp.h) */
+  if (f == NULL) return err != NULL ? err->code : SC_EIO;
   while ((got = getline(&buf, &bufcap, f)) != -1) {
     char *line;
     lineno++;
@@ -207,7 +214,17 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
       break;
     }
     line = trim(buf);
+    if (lineno == 1 && strcmp(line, SC_SAMPLES_LIVE) == 0) live = 1;
     if (line[0] == '\0') continue;
+    end_line = 0;
+    if (strncmp(line, SC_SAMPLES_END, strlen(SC_SAMPLES_END)) == 0) {
+      const char *p = line + strlen(SC_SAMPLES_END);
+      char *e;
+      end_line = lineno;
+      errno = 0;
+      end_n = (*p >= '0' && *p <= '9') ? strtoll(p, &e, 10) : -1;
+      if (end_n < 0 || errno != 0 || strcmp(e, " rows") != 0) end_n = -1;
+    }
     if (line[0] == '#') {
       if (!have_header && (rc = add_meta(out, line + 1)) != SC_OK) {
         sc_error_set(err, rc, "samples: out of memory");
@@ -267,10 +284,20 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
     rc = sc_error_set(err, SC_EIO, "%s: read error", path);
   free(buf);
   fclose(f);
+  free(text);
   if (rc == SC_OK && !have_header)
     rc = sc_error_set(err, SC_EPARSE, "%s:%u: no column header line", path, lineno);
   if (rc == SC_OK && out->n == 0)
     rc = sc_error_set(err, SC_EPARSE, "%s:%u: no sample rows", path, lineno);
+  if (rc == SC_OK && live && end_line == 0)
+    rc = sc_error_set(err, SC_EPARSE, "%s:%u: no '%sN rows' line at the end: a file of stepcast "
+                      "sample cut short (%zu rows read)", path, lineno, SC_SAMPLES_END, out->n);
+  if (rc == SC_OK && live && end_n < 0)
+    rc = sc_error_set(err, SC_EPARSE, "%s:%u: expected '%sN rows' (N the rows above)", path,
+                      end_line, SC_SAMPLES_END);
+  if (rc == SC_OK && live && (unsigned long long)end_n != (unsigned long long)out->n)
+    rc = sc_error_set(err, SC_EPARSE, "%s:%u: says %lld rows, the file has %zu (cut short?)",
+                      path, end_line, end_n, out->n);
   if (rc != SC_OK) sc_samples_free(out);
   return rc;
 }

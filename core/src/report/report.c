@@ -73,6 +73,12 @@ int sc_result_finish(sc_result *r, sc_error *err) {
                             r->memory.optimizer_bytes + r->memory.activations_bytes +
                             r->memory.other_bytes;
   r->time_to_train_s = r->token_budget > 0 ? r->token_budget / r->tokens_per_s : 0.0;
+  if (!isfinite(r->tokens_per_s) || !isfinite(r->time_to_train_s) ||
+      !isfinite(r->model_tflops_per_gpu) || !isfinite(r->hardware_tflops_per_gpu))
+    return sc_error_set(err, SC_ERANGE, "tokens: %g tokens at %g tokens/s (iteration %g s) "
+                        "give a time to train of %g s, not a finite time: the token budget or "
+                        "the iteration is out of range", r->token_budget, r->tokens_per_s,
+                        r->iteration_s, r->time_to_train_s);
   return SC_OK;
 }
 
@@ -119,11 +125,48 @@ int sc__io_status(FILE *out, const char *who, sc_error *err) {
   return SC_OK;
 }
 
+int sc__result_check_finite(const sc_result *r, const char *who, sc_error *err) {
+  const struct { const char *name; double v; } f[] = {
+      {"iteration_s", r->iteration_s},
+      {"model_flops", r->model_flops},
+      {"hardware_flops", r->hardware_flops},
+      {"peak_flops_per_s", r->peak_flops_per_s},
+      {"token_budget", r->token_budget},
+      {"tokens_per_iteration", r->tokens_per_iteration},
+      {"tokens_per_s", r->tokens_per_s},
+      {"model_tflops_per_gpu", r->model_tflops_per_gpu},
+      {"hardware_tflops_per_gpu", r->hardware_tflops_per_gpu},
+      {"mfu", r->mfu},
+      {"hfu", r->hfu},
+      {"time_to_train_s", r->time_to_train_s},
+      {"memory.weights_bytes", r->memory.weights_bytes},
+      {"memory.grads_bytes", r->memory.grads_bytes},
+      {"memory.optimizer_bytes", r->memory.optimizer_bytes},
+      {"memory.activations_bytes", r->memory.activations_bytes},
+      {"memory.other_bytes", r->memory.other_bytes},
+      {"memory.total_bytes", r->memory.total_bytes},
+      {"memory.capacity_bytes", r->memory.capacity_bytes}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!isfinite(f[i].v))
+      return sc_error_set(err, SC_ERANGE, "report: %s: %s is %g, not a finite number", who,
+                          f[i].name, f[i].v);
+  sc_report_term terms[SC_REPORT_MAX_TERMS];
+  size_t nt = sc_report_terms(&r->breakdown, terms, SC_REPORT_MAX_TERMS);
+  for (size_t i = 0; i < nt && i < SC_REPORT_MAX_TERMS; i++)
+    if (!isfinite(terms[i].seconds))
+      return sc_error_set(err, SC_ERANGE, "report: %s: breakdown term '%s' is %g, not a finite "
+                          "number", who, terms[i].key, terms[i].seconds);
+  return SC_OK;
+}
+
+/* out and r given. The table has no spelling for a number that is not finite ("inf days"),
+ * so it refuses before it writes; JSON writes null and CSV an empty field for one
+ * (sc__json_number, csv_num), never inf or nan. */
 static int check_args(FILE *out, const sc_result *r, const char *who, sc_error *err) {
   if (out == NULL || r == NULL)
     return sc_error_set(err, SC_EINVAL, "report: %s: %s is NULL", who,
                         out == NULL ? "out" : "result");
-  return SC_OK;
+  return strcmp(who, "table") == 0 ? sc__result_check_finite(r, who, err) : SC_OK;
 }
 
 int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {

@@ -56,6 +56,11 @@ int sc_report_svg(FILE *out, const sc_result *r, sc_error *err) {
   if (!(r->iteration_s > 0) || !isfinite(r->iteration_s))
     return sc_error_set(err, SC_EINVAL, "report: svg: iteration_s = %g must be > 0",
                         r->iteration_s);
+  int frc = sc__result_check_finite(r, "svg", err);
+  if (frc != SC_OK) return frc;
+  if (!isfinite(r->iteration_s * 1e3))
+    return sc_error_set(err, SC_ERANGE, "report: svg: iteration_s = %g is too large to plot in "
+                        "milliseconds", r->iteration_s);
   sc_report_term t[SC_REPORT_MAX_TERMS];
   size_t nt = sc_report_terms(&r->breakdown, t, SC_REPORT_MAX_TERMS);
   const double W = 760, left = 40, right = 40, plot_w = W - left - right;

@@ -50,6 +50,22 @@ int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_
     if (s->flows[i].send >= s->nintervals || s->flows[i].recv >= s->nintervals)
       return sc_error_set(err, SC_EINVAL, "report: trace: flow %zu names interval out of range",
                           i);
+  /* every number written is finite (JSON has no inf or nan): refused before a byte is out */
+  if (!isfinite(s->iteration_s) || !isfinite(US(s->iteration_s)) ||
+      !isfinite(s->iteration_s * 1e9))
+    return sc_error_set(err, SC_ERANGE, "report: trace: iteration_s %g is not a finite time in "
+                        "nanoseconds", s->iteration_s);
+  for (size_t i = 0; i < s->nintervals; i++) {
+    const sc_sched_interval *v = &s->intervals[i];
+    if (!isfinite(v->start_s) || !isfinite(v->end_s) || !isfinite(v->start_s * 1e9) ||
+        !isfinite(v->end_s * 1e9) || !isfinite(ns_dur_us(v->start_s, v->end_s))) {
+      char name[64];
+      interval_name(name, sizeof name, v, s->vp);
+      return sc_error_set(err, SC_ERANGE, "report: trace: interval %zu ('%s', stage %u) has "
+                          "start %g s, end %g s: not finite", i, name, v->stage, v->start_s,
+                          v->end_s);
+    }
+  }
 
   fputs("{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {", out);
   fputs("\"generator\": ", out);

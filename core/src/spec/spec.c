@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sc_config.h"
+#include "spec/spec_int.h"
 #include "spec/table.h"
 #include "stepcast/stepcast.h"
 #include "toml/toml.h"
@@ -199,15 +200,25 @@ static int sc__bad(const sc_table *t, const char *key, sc_error *err, const char
   return sc_error_set(err, SC_ESPEC, "%s: key '%s': %s", sc__table_where(t, key), key, why);
 }
 
+/* The one top-level table named section of doc (parsed from path); doc freed on error. */
+static int sc__doc_section(sc_toml_doc *doc, const char *path, const char *section,
+                           sc_toml_doc **doc_out, const sc_table **sec_out, sc_error *err);
+
 /* Parse path and return the one top-level table named section ("model", ...). */
 static int sc__open_section(const char *path, const char *section, sc_toml_doc **doc_out,
                             const sc_table **sec_out, sc_error *err) {
   sc_toml_doc *doc = NULL;
+  int rc = sc__toml_parse_file(path, &doc, err);
+  if (rc != SC_OK) return rc;
+  return sc__doc_section(doc, path, section, doc_out, sec_out, err);
+}
+
+static int sc__doc_section(sc_toml_doc *doc, const char *path, const char *section,
+                           sc_toml_doc **doc_out, const sc_table **sec_out, sc_error *err) {
   const sc_table *root;
   const char *known[2] = {section, NULL};
   char what[64];
-  int rc = sc__toml_parse_file(path, &doc, err);
-  if (rc != SC_OK) return rc;
+  int rc;
   root = sc__table_of(doc->root);
   snprintf(what, sizeof what, "a %s file (only [%s] is allowed at top level)", section, section);
   rc = sc__check_keys(root, what, known, err);
@@ -475,7 +486,22 @@ int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err) 
     if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "hardware", "[topology]", err);
     if (rc == SC_OK) {
       sc_error rerr;
-      if (sc_spec_resolve(SC_SPEC_HARDWARE, s, topo.hardware, sizeof topo.hardware, &rerr) != SC_OK) {
+      char rel[SC_PATH_MAX];
+      const size_t sl = strlen(s);
+      const char *slash = strrchr(path, '/');
+      /* a relative file (not a name looked up in the data path) is the topology's neighbour,
+       * whatever the working directory: resolved against the topology file's folder */
+      if (s[0] != '/' && slash != NULL &&
+          (strchr(s, '/') != NULL || (sl > 5 && strcmp(s + sl - 5, ".toml") == 0))) {
+        int n = snprintf(rel, sizeof rel, "%.*s/%s", (int)(slash - path), path, s);
+        if (n < 0 || (size_t)n >= sizeof rel) {
+          rc = sc__bad(t, "hardware", err, "path too long beside %s", path);
+        } else {
+          s = rel;
+        }
+      }
+      if (rc == SC_OK &&
+          sc_spec_resolve(SC_SPEC_HARDWARE, s, topo.hardware, sizeof topo.hardware, &rerr) != SC_OK) {
         rc = sc__bad(t, "hardware", err, "does not resolve: %s", rerr.msg);
       }
     }
@@ -548,14 +574,14 @@ int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err) 
 /* ------------------------------------------------------------------------- */
 /* Hardware                                                                  */
 
+static int sc__hardware_of_doc(struct sc_registry *reg, sc_toml_doc *doc, const sc_table *t,
+                               sc_device *out, sc_error *err);
+
 int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_device *out,
                      sc_error *err) {
   char path[SC_PATH_MAX];
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
-  const char *kind = NULL;
-  const sc_hw_plugin *hw;
-  sc_device dev;
   int rc;
   if (reg == NULL || out == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc_hardware_load: registry or out is NULL");
@@ -564,7 +590,30 @@ int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_devic
   if (rc != SC_OK) return rc;
   rc = sc__open_section(path, "hardware", &doc, &t, err);
   if (rc != SC_OK) return rc;
-  rc = sc__table_string(t, "kind", &kind, err);
+  return sc__hardware_of_doc(reg, doc, t, out, err);
+}
+
+int sc__hardware_load_text(struct sc_registry *reg, const char *text, size_t len,
+                           const char *filename, sc_device *out, sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  const sc_table *t = NULL;
+  int rc;
+  if (reg == NULL || text == NULL || filename == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "sc__hardware_load_text: NULL argument");
+  rc = sc__toml_parse(text, len, filename, &doc, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__doc_section(doc, filename, "hardware", &doc, &t, err);
+  if (rc != SC_OK) return rc;
+  return sc__hardware_of_doc(reg, doc, t, out, err);
+}
+
+/* The device that the [hardware] table t of doc describes; frees doc. */
+static int sc__hardware_of_doc(struct sc_registry *reg, sc_toml_doc *doc, const sc_table *t,
+                               sc_device *out, sc_error *err) {
+  const char *kind = NULL;
+  const sc_hw_plugin *hw;
+  sc_device dev;
+  int rc = sc__table_string(t, "kind", &kind, err);
   if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "kind", "[hardware]", err);
   if (rc == SC_OK) {
     hw = sc_registry_hw(reg, kind);

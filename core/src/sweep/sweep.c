@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/checked.h"
 #include "common/mix64.h"
 #include "stepcast/comm.h"
 #include "stepcast/stepcast.h"
@@ -24,11 +25,19 @@ const char *sc_sweep_skip_name(sc_sweep_skip s) {
 /* ------------------------------------------------------------------------- */
 /* The space                                                                 */
 
+/* The divisors of n (>= 1) in increasing order, the first cap of them. The counter is 64
+ * bits wide and stops at sqrt(n) (d*d <= n, d's partner n/d collected on the way), so
+ * neither n = 2^32-1 nor any other n can wrap it or take n steps. */
 static uint32_t divisors(uint32_t n, uint32_t *out, uint32_t cap) {
-  uint32_t k = 0;
-  for (uint32_t d = 1; d <= n && k < cap; d++) {
-    if (n % d == 0) out[k++] = d;
+  uint32_t lo[1024], hi[1024]; /* a 32-bit n has at most 1344 divisors: 672 pairs */
+  uint32_t nlo = 0, nhi = 0, k = 0;
+  for (uint64_t d = 1; d * d <= n && nlo < 1024; d++) {
+    if (n % d != 0) continue;
+    lo[nlo++] = (uint32_t)d;
+    if (d * d != n) hi[nhi++] = (uint32_t)(n / d);
   }
+  for (uint32_t i = 0; i < nlo && k < cap; i++) out[k++] = lo[i];
+  for (uint32_t i = nhi; i > 0 && k < cap; i--) out[k++] = hi[i - 1];
   return k;
 }
 
@@ -38,6 +47,20 @@ int sc_sweep_space_defaults(sc_sweep_space *s, const sc_model *m, uint32_t gpus,
   if (s == NULL || m == NULL) return sc_error_set(err, SC_EINVAL, "sweep: NULL argument");
   if (gpus == 0) return sc_error_set(err, SC_EINVAL, "gpus: must be >= 1");
   if (global_batch == 0) return sc_error_set(err, SC_EINVAL, "global-batch: must be >= 1");
+  if (gpus > SC_MAX_GPUS)
+    return sc_error_set(err, SC_ERANGE, "gpus: %u is out of range (at most %u)", gpus,
+                        SC_MAX_GPUS);
+  if (global_batch > SC_MAX_GLOBAL_BATCH)
+    return sc_error_set(err, SC_ERANGE, "global-batch: %u is out of range (at most %u)",
+                        global_batch, SC_MAX_GLOBAL_BATCH);
+  if (seq_len > SC_MAX_SEQ_LEN)
+    return sc_error_set(err, SC_ERANGE, "seq-len: %u is out of range (at most %u)", seq_len,
+                        SC_MAX_SEQ_LEN);
+  if (m->position == SC_POS_LEARNED && (int64_t)seq_len > m->max_seq)
+    return sc_error_set(err, SC_ECONFIG, "seq-len: %u is more than the max_seq of model '%s' "
+                        "(%lld): "
+                        "its learned position embeddings have no rows past position %lld",
+                        seq_len, m->name, (long long)m->max_seq, (long long)m->max_seq);
   memset(s, 0, sizeof *s);
   sc_parallel_defaults(&s->base);
   s->base.global_batch = global_batch;
@@ -90,8 +113,9 @@ static void unit_decode(const sc_sweep_space *s, uint64_t u, sc_parallel *p) {
   p->pp = s->pp[pi];
   p->cp = s->cp[ci];
   p->micro_batch = s->mb[mi];
-  uint64_t tpc = (uint64_t)p->tp * p->pp * p->cp;
-  p->dp = (tpc != 0 && s->gpus % tpc == 0) ? (uint32_t)(s->gpus / tpc) : 0;
+  uint64_t tpc = 0; /* each <= 2^32: three of them can overflow 64 bits */
+  if (__builtin_mul_overflow((uint64_t)p->tp * p->pp, (uint64_t)p->cp, &tpc)) tpc = 0;
+  p->dp = (tpc != 0 && tpc <= s->gpus && s->gpus % tpc == 0) ? (uint32_t)(s->gpus / tpc) : 0;
 }
 
 /* The inner choices of index i (within a unit) into p. */
@@ -484,7 +508,10 @@ static int run_unit(worker *w, uint64_t u) {
     return SC_OK;
   }
   if (p.pp > m->layers || m->layers % p.pp != 0) { count(w, SC_SWEEP_SKIP_PP, nin); return SC_OK; }
-  if (p.cp > 1 && p.seq_len % (2u * p.cp) != 0) { count(w, SC_SWEEP_SKIP_CP, nin); return SC_OK; }
+  if (p.cp > 1 && p.seq_len % (2 * (uint64_t)p.cp) != 0) {
+    count(w, SC_SWEEP_SKIP_CP, nin);
+    return SC_OK;
+  }
   if (sc_comm_check_gpus(sh->t, s->gpus, NULL) != SC_OK || /* a skip: no message needed */
       sc__spans_make(sh->t, &p, &sp, NULL) != SC_OK) {
     count(w, SC_SWEEP_SKIP_PLACEMENT, nin);

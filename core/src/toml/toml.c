@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/slurp.h"
 #include "stepcast/stepcast.h"
 
 enum {
@@ -1386,34 +1387,11 @@ int sc__toml_parse_file(const char *path, sc_toml_doc **out, sc_error *err) {
     return sc_error_set(err, SC_EINVAL, "sc__toml_parse_file: NULL %s",
                         path == NULL ? "path" : "output");
   }
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
   char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      size_t ncap = cap != 0 ? cap * 2 : 4096;
-      char *q = realloc(buf, ncap);
-      if (q == NULL) {
-        free(buf);
-        fclose(f);
-        return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
-      }
-      buf = q;
-      cap = ncap;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    int e = errno;
-    free(buf);
-    fclose(f);
-    return sc_error_set(err, SC_EIO, "%s: %s", path, e != 0 ? strerror(e) : "read error");
-  }
-  fclose(f);
-  int rc = sc__toml_parse(buf, len, path, out, err);
+  size_t len = 0;
+  int rc = sc__slurp(path, SC_TEXT_INPUT_MAX, &buf, &len, err); /* capped: common/slurp.h */
+  if (rc != SC_OK) return rc;
+  rc = sc__toml_parse(buf, len, path, out, err);
   free(buf);
   return rc;
 }

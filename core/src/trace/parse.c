@@ -10,6 +10,7 @@
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
+#include "common/slurp.h"
 #include "stepcast/stepcast.h"
 #include "trace/trace_int.h"
 
@@ -582,6 +583,12 @@ static int run_parse(sc_trace *t, read_fn rd, void *src, sc_error *err) {
       goto done;
     }
     p.base += got;
+    if (p.base > SC_TRACE_INPUT_MAX) { /* an endless stream: refused, not all memory */
+      rc = sc_error_set(err, SC_ELIMIT, "%s: more than %llu GiB of JSON, the cap on a trace "
+                        "(SC_TRACE_INPUT_MAX; an endless stream?)", t->path,
+                        (unsigned long long)(SC_TRACE_INPUT_MAX >> 30));
+      goto done;
+    }
   }
   {
     yajl_status st = yajl_complete_parse(p.h);

@@ -1000,6 +1000,12 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
   for (size_t i = 0; i < ntraces; i++) {
     if (traces[i] == NULL)
       return sc_error_set(err, SC_EINVAL, "sc_trace_replay: traces[%zu] is NULL", i);
+    /* a trace without GPU work has no iteration to replay: refused, not a 0 % error */
+    const uint64_t *k = traces[i]->info.by_kind;
+    if (k[SC_TRACE_KERNEL] + k[SC_TRACE_MEMCPY] + k[SC_TRACE_MEMSET] == 0)
+      return sc_error_set(err, SC_EPARSE, "%s: no GPU kernel, memcpy or memset events to "
+                          "replay (%llu events kept; a profiler trace without CUDA activity?)",
+                          traces[i]->path, (unsigned long long)traces[i]->info.kept);
   }
   sc_trace_result *res = calloc(1, sizeof *res);
   builder b = {NULL, 0, 0};

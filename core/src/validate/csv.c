@@ -1,5 +1,6 @@
 /* RFC 4180 CSV reader (see stepcast/csv.h). */
 #include "stepcast/csv.h"
+#include "common/slurp.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -199,28 +200,12 @@ fail:
 }
 
 int sc_csv_load(const char *path, sc_csv **out, sc_error *err) {
-  FILE *f = fopen(path, "rb");
   char *text = NULL;
-  size_t len = 0, cap = 0;
+  size_t len = 0;
   int rc;
   *out = NULL;
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
-  for (;;) {
-    if (grow((void **)&text, &cap, len + 65536, 1) != SC_OK) {
-      fclose(f);
-      free(text);
-      return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(text + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    fclose(f);
-    free(text);
-    return sc_error_set(err, SC_EIO, "%s: read error", path);
-  }
-  fclose(f);
+  /* capped at SC_TEXT_INPUT_MAX (common/slurp.h): /dev/zero is an error, not all memory */
+  if ((rc = sc__slurp(path, SC_TEXT_INPUT_MAX, &text, &len, err)) != SC_OK) return rc;
   rc = sc_csv_parse(path, text, len, out, err);
   free(text);
   return rc;

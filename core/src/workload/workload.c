@@ -19,8 +19,10 @@
  * sharded input of a column-parallel layer is re-gathered for its wgrad (Megatron does both).
  * Bias gradients (column sums) are folded into the wgrad GEMMs and not listed.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
 #include "workload/workload_int.h"
@@ -109,6 +111,91 @@ int64_t sc__output_params(const sc_model *m, const sc_parallel *p, const sc__dim
 
 #define FAIL(...) return sc_error_set(err, SC_ECONFIG, __VA_ARGS__)
 
+/* *out = the product of vals[0..n-1] (named names[]), or SC_ERANGE naming them and their
+ * values when it does not fit a signed 64-bit integer. */
+static int prod(int64_t *out, sc_error *err, int n, const char *const *names,
+                const int64_t *vals) {
+  char what[160], nums[200];
+  size_t a = 0, b = 0;
+  if (!sc__prod_i64(vals, n, out)) return SC_OK;
+  what[0] = nums[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    if (a < sizeof what)
+      a += (size_t)snprintf(what + a, sizeof what - a, "%s%s", i ? " x " : "", names[i]);
+    if (b < sizeof nums)
+      b += (size_t)snprintf(nums + b, sizeof nums - b, "%s%lld", i ? " x " : "",
+                            (long long)vals[i]);
+  }
+  return sc_error_set(err, SC_ERANGE, "%s: %s is more than 2^63 (too large for the "
+                      "operator sizes)", what, nums);
+}
+
+/* Every product of user-given sizes the decomposition and the memory model form (operator
+ * shapes, tensor elements, parameter counts), computed with overflow checks: past this,
+ * sc__dims_fill and the builders may multiply in int64_t freely. */
+static int check_products(const sc_model *m, const sc_parallel *p, sc_error *err) {
+  const int64_t b = p->micro_batch, s = p->seq_len, s_c = (int64_t)p->seq_len / p->cp;
+  const int64_t tp = p->tp, h = m->hidden, hd = m->head_dim;
+  const int64_t a_t = m->heads / tp, g_t = m->kv_heads / tp, f_t = m->ffn_hidden / tp;
+  const int64_t f1_t = m->activation == SC_ACT_SWIGLU ? 2 * f_t : f_t;
+  int64_t T = 0, x = 0, qkv_w = 0, q_w = 0, V_t = 0, layer = 0, total = 0;
+  const char *const nm_T[] = {"micro_batch", "seq_len/cp"};
+  int rc = prod(&T, err, 2, nm_T, (const int64_t[]){b, s_c});
+  if (rc != SC_OK) return rc;
+  if (m->vocab > INT64_MAX - 128 * tp)
+    FAIL("model '%s': vocab (%lld) is too large", m->name, (long long)m->vocab);
+  V_t = sc_workload_padded_vocab(m, p) / tp;
+  {
+    const char *const n1[] = {"heads/tp + 2 kv_heads/tp", "head_dim"};
+    if ((rc = prod(&qkv_w, err, 2, n1, (const int64_t[]){a_t + 2 * g_t, hd})) != SC_OK) return rc;
+  }
+  q_w = a_t * hd; /* <= qkv_w */
+  {
+    /* activations: 2 x tokens x the widest operand (the fp8 cast pass moves 2 bytes each) */
+    const char *const n2[] = {"micro_batch", "seq_len/cp", "hidden", "2"};
+    const char *const n3[] = {"micro_batch", "seq_len/cp", "ffn_hidden/tp (x2 for swiglu)", "2"};
+    const char *const n4[] = {"micro_batch", "seq_len/cp", "qkv width per tp rank", "2"};
+    const char *const n5[] = {"micro_batch", "seq_len/cp", "padded vocab/tp"};
+    const int64_t v2[] = {b, s_c, h, 2}, v3[] = {b, s_c, f1_t, 2}, v4[] = {b, s_c, qkv_w, 2};
+    /* the plain product first, so that the message names the sizes alone where it can */
+    for (int k = 3; k <= 4; k++) {
+      if ((rc = prod(&x, err, k, n2, v2)) != SC_OK) return rc;
+      if ((rc = prod(&x, err, k, n3, v3)) != SC_OK) return rc;
+      if ((rc = prod(&x, err, k, n4, v4)) != SC_OK) return rc;
+    }
+    if ((rc = prod(&x, err, 3, n5, (const int64_t[]){b, s_c, V_t})) != SC_OK) return rc;
+  }
+  if (!p->flash_attention) {
+    /* the unfused path materialises the score matrix */
+    const char *const n6[] = {"micro_batch", "heads/tp", "seq_len/cp", "seq_len"};
+    if ((rc = prod(&x, err, 4, n6, (const int64_t[]){b, a_t, s_c, s})) != SC_OK) return rc;
+  }
+  {
+    /* parameters: one layer (the four GEMM weights and the small vectors), the layers,
+     * the tables */
+    const char *const n7[] = {"hidden", "qkv width + attention width + 2 ffn_hidden widths"};
+    const char *const n8[] = {"layers", "parameters per layer"};
+    const char *const n9[] = {"padded vocab/tp", "hidden"};
+    const char *const n10[] = {"max_seq", "hidden"};
+    int64_t w = qkv_w + q_w + f1_t + f_t, emb = 0, pos = 0;
+    if ((rc = prod(&layer, err, 2, n7, (const int64_t[]){h, w})) != SC_OK) return rc;
+    if (sc__add_i64(layer, 4 * h + w, &layer))
+      FAIL("hidden: model '%s' has too many parameters per layer", m->name);
+    if ((rc = prod(&total, err, 2, n8, (const int64_t[]){m->layers, layer})) != SC_OK) return rc;
+    if ((rc = prod(&emb, err, 2, n9, (const int64_t[]){V_t, h})) != SC_OK) return rc;
+    if (m->position == SC_POS_LEARNED &&
+        (rc = prod(&pos, err, 2, n10, (const int64_t[]){m->max_seq, h})) != SC_OK)
+      return rc;
+    /* embedding + positions + output table + norms, and 4 bytes each for the gradients */
+    if (sc__add_i64(total, emb, &total) || sc__add_i64(total, emb, &total) ||
+        sc__add_i64(total, pos, &total) || sc__add_i64(total, 2 * h, &total) ||
+        sc__mul_i64(total, 4, &x))
+      FAIL("model '%s': the parameter count (layers x parameters per layer + the embedding "
+           "tables) is more than 2^61", m->name);
+  }
+  return SC_OK;
+}
+
 int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err) {
   if (m == NULL || p == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc_workload_validate: model or parallel is NULL");
@@ -127,14 +214,31 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
     FAIL("model '%s': max_seq must be > 0 with learned positions", m->name);
   }
 
-  if (p->tp < 1) FAIL("tp: must be >= 1 (%u)", p->tp);
-  if (p->pp < 1) FAIL("pp: must be >= 1 (%u)", p->pp);
-  if (p->dp < 1) FAIL("dp: must be >= 1 (%u)", p->dp);
-  if (p->cp < 1) FAIL("cp: must be >= 1 (%u)", p->cp);
-  if (p->micro_batch < 1) FAIL("micro_batch: must be >= 1 (%u)", p->micro_batch);
-  if (p->global_batch < 1) FAIL("global_batch: must be >= 1 (%u)", p->global_batch);
-  if (p->seq_len < 1) FAIL("seq_len: must be >= 1 (%u)", p->seq_len);
-  if (p->virtual_stages < 1) FAIL("virtual_stages: must be >= 1 (%u)", p->virtual_stages);
+  {
+    /* the bounds of common/checked.h: nothing below can wrap a 32-bit value */
+    const struct { const char *name; uint32_t v, max; } lim[] = {
+        {"tp", p->tp, SC_MAX_GPUS},
+        {"pp", p->pp, SC_MAX_GPUS},
+        {"dp", p->dp, SC_MAX_GPUS},
+        {"cp", p->cp, SC_MAX_GPUS},
+        {"micro_batch", p->micro_batch, SC_MAX_MICRO_BATCH},
+        {"global_batch", p->global_batch, SC_MAX_GLOBAL_BATCH},
+        {"seq_len", p->seq_len, SC_MAX_SEQ_LEN},
+        {"virtual_stages", p->virtual_stages, SC_MAX_VIRTUAL_STAGES}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+      if (lim[i].v < 1) FAIL("%s: must be >= 1 (%u)", lim[i].name, lim[i].v);
+      if (lim[i].v > lim[i].max)
+        return sc_error_set(err, SC_ERANGE, "%s: %u is out of range (at most %u)", lim[i].name,
+                            lim[i].v, lim[i].max);
+    }
+  }
+  {
+    uint64_t g = (uint64_t)p->tp * p->pp; /* each <= 2^24: the pairs cannot overflow */
+    uint64_t h = (uint64_t)p->dp * p->cp;
+    if (g > SC_MAX_GPUS || h > SC_MAX_GPUS || g * h > SC_MAX_GPUS)
+      return sc_error_set(err, SC_ERANGE, "gpus: tp*pp*dp*cp (%u x %u x %u x %u) is more than "
+                          "%u GPUs", p->tp, p->pp, p->dp, p->cp, SC_MAX_GPUS);
+  }
   if (sc__dtype_bytes(p->dtype) == 0.0) FAIL("dtype: unknown value %d", (int)p->dtype);
   if ((unsigned)p->recompute > SC_RECOMPUTE_FULL) FAIL("recompute: unknown value %d", (int)p->recompute);
   if ((unsigned)p->schedule > SC_SCHED_INTERLEAVED) FAIL("schedule: unknown value %d", (int)p->schedule);
@@ -148,9 +252,9 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
   if (m->ffn_hidden % p->tp != 0) {
     FAIL("tp: %u must divide ffn_hidden (%lld)", p->tp, (long long)m->ffn_hidden);
   }
-  if (p->cp > 1 && p->seq_len % (2u * p->cp) != 0) {
-    FAIL("cp: seq_len (%u) must be divisible by 2*cp (%u) for load-balanced causal chunks",
-         p->seq_len, 2u * p->cp);
+  if (p->cp > 1 && p->seq_len % (2 * (uint64_t)p->cp) != 0) {
+    FAIL("cp: seq_len (%u) must be divisible by 2*cp (%llu) for load-balanced causal chunks",
+         p->seq_len, 2 * (unsigned long long)p->cp);
   }
   if (p->seq_len % p->cp != 0) FAIL("cp: %u must divide seq_len (%u)", p->cp, p->seq_len);
   if (p->sequence_parallel && p->tp > 1 && (p->seq_len / p->cp) % p->tp != 0) {
@@ -204,7 +308,7 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
            (long long)(m->layers / p->pp));
     }
   }
-  return SC_OK;
+  return check_products(m, p, err);
 }
 
 int sc_workload_chunk_layers(const sc_model *m, const sc_parallel *p, uint32_t stage,
