@@ -63,5 +63,13 @@ int sc_cli_sweep(int argc, char **argv);
 int sc_cli_trace(int argc, char **argv);
 int sc_cli_sample(int argc, char **argv);
 int sc_cli_fit(int argc, char **argv);
+int sc_cli_estimate(int argc, char **argv);
+/* stepcast fit --test (estimate.c): score a residual set on a samples file, after fitting it
+ * when --samples is given too. */
+int sc_cli_fit_test(int argc, char **argv);
+
+/* The hardware file of a samples file X/<name>/samples.csv: X/<name>.toml, into buf; 0 when
+ * the path has no folder to name it by. */
+int sc_cli_hardware_beside(const char *samples, char *buf, size_t n);
 
 #endif

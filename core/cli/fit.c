@@ -818,17 +818,9 @@ done:
   return rc;
 }
 
-/* The hardware file of a samples file X/<name>/samples.csv: X/<name>.toml, into buf; 0 when
- * the path has no folder to name it by. */
-static int hardware_beside(const char *samples, char *buf, size_t n) {
-  const char *s = strrchr(samples, '/');
-  size_t dl = s ? (size_t)(s - samples) : 0;
-  if (s == NULL || dl == 0) return 0;
-  snprintf(buf, n, "%.*s.toml", (int)dl, samples);
-  return 1;
-}
-
 int sc_cli_fit(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) /* scoring a residual set: estimate.c */
+    if (strcmp(argv[i], "--test") == 0) return sc_cli_fit_test(argc, argv);
   const char *samples = NULL, *outdir = NULL, *hardware = NULL, *comm = NULL, *system = NULL;
   const char *source, *basis, *target_name, *families = NULL;
   char skipped[512] = "";
@@ -970,13 +962,13 @@ int sc_cli_fit(int argc, char **argv) {
     return sc_cli_usage_error("fit", "--samples is required (or --comm)");
   if (outdir == NULL) return sc_cli_usage_error("fit", "--out is required");
   if (comm == NULL && hardware == NULL) {
-    if (!hardware_beside(samples, hwbuf, sizeof hwbuf))
+    if (!sc_cli_hardware_beside(samples, hwbuf, sizeof hwbuf))
       return sc_cli_usage_error("fit", "--hardware is required when the samples file is not "
                                 "in a folder named after its device");
     hardware = hwbuf;
   }
   if (repeat != NULL && hardware2 == NULL) { /* the same convention for the second file */
-    if (!hardware_beside(repeat, hwbuf2, sizeof hwbuf2))
+    if (!sc_cli_hardware_beside(repeat, hwbuf2, sizeof hwbuf2))
       return sc_cli_usage_error("fit", "--repeat-hardware is required when the --repeat file "
                                 "is not in a folder named after its device");
     hardware2 = hwbuf2;

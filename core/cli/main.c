@@ -35,6 +35,9 @@ static const sc_cli_cmd commands[] = {
    sc_cli_sample},
   {"fit", "fit residual models on samples; cross-validated MAPE of analytical, hybrid, learned",
    sc_cli_fit},
+  {"estimate", "price operators or collectives with every estimator; error and MAPE against "
+               "measured times",
+   sc_cli_estimate},
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
@@ -60,6 +63,14 @@ int sc_cli_same_op(const sc_op_desc *a, const sc_op_desc *b) {
       a->ndims != b->ndims || a->flags != b->flags || a->ndims > SC_OP_MAX_DIMS)
     return 0;
   return memcmp(a->dims, b->dims, a->ndims * sizeof a->dims[0]) == 0;
+}
+
+int sc_cli_hardware_beside(const char *samples, char *buf, size_t n) {
+  const char *s = strrchr(samples, '/');
+  size_t dl = s ? (size_t)(s - samples) : 0;
+  if (s == NULL || dl == 0) return 0;
+  snprintf(buf, n, "%.*s.toml", (int)dl, samples);
+  return 1;
 }
 
 const char *sc_cli_list_unknown(const char *list, const char *const *known, size_t n,

@@ -24,6 +24,7 @@
 
 #include "stepcast/plugin.h"
 #include "stepcast/predict.h"
+#include "stepcast/spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -278,6 +279,77 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
  * for another plugin version). r may be NULL (then analytical). */
 int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
                        const sc_estimate *e, double *time_s, sc_error *err);
+
+/* ---- pricing and scoring (stepcast estimate, stepcast fit --test) ------------------- */
+
+/* An operator from its text fields, as `stepcast ops --csv` writes them and `stepcast
+ * estimate --csv` and `sample --plan` read them: family (an operator plugin of reg; out->family
+ * then points at the plugin's own name), variant (a whole number), dtype (sc_dtype_name) and
+ * dims ("AxBx...", 1 to SC_OP_MAX_DIMS whole numbers below 2^62; which dims a family takes is
+ * its plugin's business: it refuses a wrong count when asked to estimate). SC_EINVAL with
+ * "column 'name': what is wrong" (the caller prefixes the file and line). */
+int sc_op_parse(const sc_registry *reg, const char *family, const char *variant,
+                const char *dtype, const char *dims, sc_op_desc *out, sc_error *err);
+
+/* A collective kind from a name as nccl-tests, `stepcast comm` or `stepcast ops --csv` spell
+ * it ("allreduce", "all_reduce", "all-reduce", "AllReduce", ...; "p2p" is send/recv). */
+int sc_coll_kind_parse_loose(const char *name, sc_coll_kind *out);
+
+/* A collective of kind over nranks GPUs of t spanning nodes nodes (0: as nccl-tests places
+ * them, filling nodes in order), bytes per rank as nccl-tests counts them. With fewer
+ * members per node than t's GPUs per node (nodes > 1 and nranks / nodes < gpus_per_node),
+ * the group is one member in every gpus_per_node / k GPUs of each node, as a data-parallel
+ * group with tensor parallelism inside the node sits. SC_EINVAL naming the column ('bytes',
+ * 'nranks', 'nodes') for a group that cannot be placed so; the errors of sc_comm_group. */
+int sc_coll_place(const sc_topology *t, sc_coll_kind kind, double bytes, sc_dtype dtype,
+                  uint32_t nranks, uint32_t nodes, sc_coll_desc *out, sc_error *err);
+
+/* One operator or collective priced by every estimator: an is the analytical estimate (its
+ * bound, FLOPs, bytes and features); time_s[m] the time of estimator m (sc_estimator:
+ * analytical, hybrid, learned); corrected[m] 1 when a fitted model of that estimator
+ * applies (else time_s[m] is the analytical time). */
+typedef struct sc_price {
+  sc_estimate an;
+  double time_s[3];
+  int corrected[3];
+} sc_price;
+
+/* Price op on dev with reg's plugin and r's residuals (r may be NULL: every estimator is
+ * the analytical one). Errors: the plugin's, the residual models', and SC_ERANGE when an
+ * estimate is not a finite time >= 0. */
+int sc_price_op(sc_registry *reg, const sc_device *dev, const sc_residuals *r,
+                const sc_op_desc *op, sc_price *out, sc_error *err);
+
+/* Price collective c (placed by sc_coll_place or sc_comm_group, kind and bytes set) on t:
+ * the algorithm and protocol NCCL's tuner would pick (sc_comm_estimate_proto; *algorithm
+ * and *protocol, either may be NULL, get static names), corrected by r's collective models
+ * (r may be NULL). Errors as sc_price_op. */
+int sc_price_coll(sc_registry *reg, const sc_topology *t, const sc_residuals *r,
+                  const sc_coll_desc *c, sc_price *out, const char **algorithm,
+                  const char **protocol, sc_error *err);
+
+/* Error of estimates against measured times, per named group (a family) and over all. */
+#define SC_SCORE_MAX 64
+#define SC_SCORE_ESTIMATORS 3
+typedef struct sc_score {
+  size_t n;                                       /* named groups */
+  char name[SC_SCORE_MAX][48];
+  /* index SC_SCORE_MAX: every row */
+  size_t count[SC_SCORE_MAX + 1];
+  double abs_sum[SC_SCORE_MAX + 1][SC_SCORE_ESTIMATORS];
+  double signed_sum[SC_SCORE_MAX + 1][SC_SCORE_ESTIMATORS];
+  double worst[SC_SCORE_MAX + 1][SC_SCORE_ESTIMATORS];
+} sc_score;
+
+void sc_score_init(sc_score *s);
+/* One measurement of group name: est_s[m] the time of estimator m, measured_s > 0 (finite).
+ * SC_EINVAL for a measurement that is not, SC_ELIMIT past SC_SCORE_MAX groups. */
+int sc_score_add(sc_score *s, const char *name, const double est_s[SC_SCORE_ESTIMATORS],
+                 double measured_s, sc_error *err);
+/* Mean absolute percentage error (a fraction) and mean signed error ((est - meas) / meas)
+ * of group i (0..n-1; -1: every row) for an estimator; NaN without rows. */
+double sc_score_mape(const sc_score *s, int i, int estimator);
+double sc_score_bias(const sc_score *s, int i, int estimator);
 
 /* ---- collective residuals (stepcast fit --comm, stepcast comm --estimator) ----------- */
 
