@@ -248,23 +248,42 @@ typedef struct meas {
   char family[48]; /* the rows' family, or "mixed" */
 } meas;
 
+/* FNV-1a of a group name, for collect's table. */
+static uint64_t group_hash(const char *g) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *g; g++) h = (h ^ (unsigned char)*g) * 1099511628211ull;
+  return h;
+}
+
 static int collect(ctx *c, meas **out, size_t *nout, sc_error *err) {
   meas *m = calloc(c->n ? c->n : 1, sizeof *m);
-  size_t nm = 0;
-  if (m == NULL) return sc_error_set(err, SC_ENOMEM, "estimate: out of memory");
+  size_t nm = 0, cap = 16;
+  while (cap < 2 * c->n) cap *= 2;
+  size_t *slot = malloc(cap * sizeof *slot); /* group -> measurement + 1 (0: empty) */
+  if (m == NULL || slot == NULL) {
+    free(m);
+    free(slot);
+    return sc_error_set(err, SC_ENOMEM, "estimate: out of memory");
+  }
+  memset(slot, 0, cap * sizeof *slot);
   for (size_t i = 0; i < c->n; i++) {
     const row *r = &c->rows[i];
-    size_t j = nm;
-    if (r->group[0] != '\0') { /* a group's rows are usually together: the last one first */
-      if (nm > 0 && strcmp(c->rows[m[nm - 1].first].group, r->group) == 0) j = nm - 1;
-      for (size_t q = 0; q < nm && j == nm; q++)
-        if (strcmp(c->rows[m[q].first].group, r->group) == 0) j = q;
+    size_t j = nm, *s = NULL;
+    if (r->group[0] != '\0') { /* open addressing on the group name */
+      for (size_t h = group_hash(r->group) & (cap - 1);; h = (h + 1) & (cap - 1)) {
+        if (slot[h] == 0 || strcmp(c->rows[m[slot[h] - 1].first].group, r->group) == 0) {
+          s = &slot[h];
+          break;
+        }
+      }
+      if (*s != 0) j = *s - 1;
     }
     if (j == nm) {
       m[nm].first = i;
       m[nm].measured_s = -1.0;
       snprintf(m[nm].family, sizeof m[nm].family, "%s", r->family);
       nm++;
+      if (s != NULL) *s = nm;
     } else if (strcmp(m[j].family, r->family) != 0) {
       snprintf(m[j].family, sizeof m[j].family, "mixed");
     }
@@ -277,11 +296,13 @@ static int collect(ctx *c, meas **out, size_t *nout, sc_error *err) {
                               c->path, r->line, r->group, m[j].measured_s,
                               c->rows[m[j].first].line);
         free(m);
+        free(slot);
         return rc;
       }
       m[j].measured_s = r->measured_s;
     }
   }
+  free(slot);
   *out = m;
   *nout = nm;
   return SC_OK;
