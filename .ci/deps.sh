@@ -4,7 +4,8 @@
 # when everything is there.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config check libopenblas-dev liblapacke-dev libyajl-dev
-      libcjson-dev libexpat1-dev libxgboost-dev zlib1g-dev openmpi-bin libopenmpi-dev)
+      libcjson-dev libexpat1-dev libxgboost-dev zlib1g-dev openmpi-bin libopenmpi-dev
+      clang libclang-rt-dev)  # clang + libFuzzer's runtime: .ci/fuzz.sh
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
