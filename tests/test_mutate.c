@@ -456,19 +456,21 @@ START_TEST(mutated_nccl_log) {
 }
 END_TEST
 
+/* One tcase per mutated input, so that ctest runs them as separate tests (CK_RUN_CASE, set
+ * by tests/CMakeLists.txt) side by side: together they are the suite's longest run. */
 static Suite *mutate_suite(void) {
+  const struct { const char *name; const TTest *test; } cases[] = {
+      {"models", mutated_models},       {"topologies", mutated_topologies},
+      {"hardware", mutated_hardware},   {"residuals", mutated_residuals},
+      {"coll_residuals", mutated_coll_residuals}, {"nccl_log", mutated_nccl_log},
+      {"samples", mutated_samples},     {"comm_validation", mutated_comm_validation}};
   Suite *s = suite_create("mutate");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, mutated_models);
-  tcase_add_test(tc, mutated_topologies);
-  tcase_add_test(tc, mutated_hardware);
-  tcase_add_test(tc, mutated_residuals);
-  tcase_add_test(tc, mutated_coll_residuals);
-  tcase_add_test(tc, mutated_nccl_log);
-  tcase_add_test(tc, mutated_samples);
-  tcase_add_test(tc, mutated_comm_validation);
-  suite_add_tcase(s, tc);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    TCase *tc = tcase_create(cases[i].name);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, cases[i].test);
+    suite_add_tcase(s, tc);
+  }
   return s;
 }
 
