@@ -248,7 +248,7 @@ int sc_cli_check(int argc, char **argv) {
       rc = err.code != SC_OK ? err.code : SC_ESPEC;
     }
     if (rc != SC_OK) {
-      fprintf(stderr, "%s\n", err.msg[0] ? err.msg : sc_strerror(rc));
+      sc_cli_eprintf("%s", err.msg[0] ? err.msg : sc_strerror(rc));
       bad++;
     }
     fflush(stdout);

@@ -20,6 +20,9 @@ extern int sc_cli_nplugin_files;
 
 /* Print "stepcast: <msg>" for err on stderr and return 1. */
 int sc_cli_fail(const sc_error *err);
+/* One line on stderr, formatted as printf does (no trailing newline in fmt), with what an
+ * input file put in it (line breaks, terminal controls) escaped as sc_cli_fail does. */
+void sc_cli_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "stepcast <cmd>: <printf message>" on stderr and return 2 (a usage error). */
 int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

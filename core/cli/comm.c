@@ -180,7 +180,7 @@ static int run_validate(const char *file) {
       rc = sc_comm_estimate_proto(reg, &t, &c, r->algo, &e, &chosen, &proto, &err);
     }
     if (rc != SC_OK) {
-      fprintf(stderr, "stepcast: %s:%u (row '%s'): %s\n", file, (unsigned)r->line, r->id,
+      sc_cli_eprintf("stepcast: %s:%u (row '%s'): %s", file, (unsigned)r->line, r->id,
               err.msg);
       free(rows);
       free(sys);
@@ -252,7 +252,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
   int rc = sc__comm_read_nccl_log(log, &lg, &err);
   if (rc != SC_OK) return sc_cli_fail(&err);
   if (lg.have_kind && op_flag >= 0 && (sc_coll_kind)op_flag != lg.kind) {
-    fprintf(stderr, "stepcast: %s: the log ran %s, not --op %s\n", log,
+    sc_cli_eprintf("stepcast: %s: the log ran %s, not --op %s", log,
             sc_comm_kind_name(lg.kind), sc_comm_kind_name((sc_coll_kind)op_flag));
     sc__comm_nccl_log_free(&lg);
     return 1;
@@ -264,7 +264,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
   }
   kind = lg.have_kind ? lg.kind : (sc_coll_kind)op_flag;
   if (lg.ranks > 0 && gpus > 0 && lg.ranks != gpus) {
-    fprintf(stderr, "stepcast: %s: the log lists %u ranks, not --gpus %u\n", log,
+    sc_cli_eprintf("stepcast: %s: the log lists %u ranks, not --gpus %u", log,
             (unsigned)lg.ranks, (unsigned)gpus);
     sc__comm_nccl_log_free(&lg);
     return 1;
@@ -301,8 +301,8 @@ static int run_import(const char *log, const char *system, const char *topo_name
     const sc__nccl_log_row *r = &lg.rows[i];
     double busbw = row_busbw(r, kind, gpus);
     if (!(busbw > 0.0) || busbw > 1e6) {
-      fprintf(stderr, "stepcast: %s:%u: column 'time': %.0f bytes in %g us is a bus bandwidth "
-              "of %g GB/s, outside (0, 1e6]: not a measurement\n", log, (unsigned)r->line,
+      sc_cli_eprintf("stepcast: %s:%u: column 'time': %.0f bytes in %g us is a bus bandwidth "
+              "of %g GB/s, outside (0, 1e6]: not a measurement", log, (unsigned)r->line,
               r->bytes, r->time_s * 1e6, busbw);
       sc__comm_nccl_log_free(&lg);
       return 1;

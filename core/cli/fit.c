@@ -991,10 +991,10 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm == NULL) {
     double p90 = passes_spread_p90(samples);
     if (p90 > FIT_NOISY_P90 && !rule.chain) {
-      fprintf(stderr, "stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
+      sc_cli_eprintf("stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
               "90th percentile (a noisy machine), where one held-out split of a few rows "
               "decides by the noise; --select chain (the default) judges on four "
-              "(docs/validation.md, \"The selection rule\")\n", samples, p90);
+              "(docs/validation.md, \"The selection rule\")", samples, p90);
     }
   }
   if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;

@@ -152,6 +152,21 @@ static void put_one_line(FILE *f, const char *msg) {
   }
 }
 
+void sc_cli_eprintf(const char *fmt, ...) {
+  va_list ap, ap2;
+  char small[1024], *msg = small;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  const int need = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (need >= (int)sizeof small && (msg = malloc((size_t)need + 1)) != NULL)
+    vsnprintf(msg, (size_t)need + 1, fmt, ap2);
+  va_end(ap2);
+  put_one_line(stderr, msg != NULL ? msg : small);
+  fputc('\n', stderr);
+  if (msg != small) free(msg);
+}
+
 int sc_cli_fail(const sc_error *err) {
   fputs("stepcast: ", stderr);
   put_one_line(stderr, err->msg[0] ? err->msg : sc_strerror(err->code));

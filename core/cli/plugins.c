@@ -25,7 +25,7 @@ static void sc__cli_log(sc_log_level level, const char *who, const char *msg, vo
   static const char *const names[] = {"error", "warning", "info", "debug"};
   (void)ud;
   if (level > SC_LOG_WARN && !sc__cli_verbose()) return;
-  fprintf(stderr, "stepcast: [%s] %s: %s\n",
+  sc_cli_eprintf("stepcast: [%s] %s: %s",
           (unsigned)level < 4 ? names[level] : "log", who != NULL ? who : "?", msg);
 }
 
@@ -41,15 +41,15 @@ static void sc__cli_warn_overrides(const sc_registry *reg) {
     sc_plugin_override o;
     if (sc_registry_override(reg, i, &o) != SC_OK) continue;
     if (o.kind == SC_PLUGIN_KIND_COLLECTIVE) {
-      fprintf(stderr,
+      sc_cli_eprintf(
               "stepcast: [warning] plugins: %s (collective '%s', priority %d) takes over "
-              "algorithm '%s' from '%s' of %s (priority %d)\n",
+              "algorithm '%s' from '%s' of %s (priority %d)",
               o.by_path, o.by_name, (int)o.by_priority, o.name, o.from_name, o.from_path,
               (int)o.from_priority);
     } else {
-      fprintf(stderr,
+      sc_cli_eprintf(
               "stepcast: [warning] plugins: %s (priority %d) overrides %s '%s' of %s "
-              "(priority %d)\n",
+              "(priority %d)",
               o.by_path, (int)o.by_priority,
               o.kind == SC_PLUGIN_KIND_OP ? "operator family" : "device kind", o.name,
               o.from_path, (int)o.from_priority);

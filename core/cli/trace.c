@@ -312,8 +312,8 @@ int sc_cli_trace(int argc, char **argv) {
       }
       if (i == 0) lay = li;
       if (li.layers != lay.layers) {
-        fprintf(stderr, "stepcast: %s repeats its unit %u times but %s %u times; the traces "
-                "are not of one job\n", files[i], li.layers, files[0], lay.layers);
+        sc_cli_eprintf("stepcast: %s repeats its unit %u times but %s %u times; the traces "
+                "are not of one job", files[i], li.layers, files[0], lay.layers);
         rc = 1;
         goto out;
       }
