@@ -54,7 +54,10 @@ static void sample_usage(FILE *out) {
           "  --out FILE         samples CSV to write (e.g. hardware/host-cpu/samples.csv)\n"
           "  --seconds S        time budget for the whole plan (default 240); the plan stops\n"
           "                     early, saying so in the file, when it is spent (the\n"
-          "                     microbenchmarks, about 15-20 s on a CPU, run before it)\n"
+          "                     microbenchmarks, about 15-20 s on a CPU, run before it);\n"
+          "                     0: no budget, every planned measurement runs, each with\n"
+          "                     --min-reps repetitions (rows that do not depend on the\n"
+          "                     machine's speed, for tests)\n"
           "  --threads N        BLAS threads (default 1; OPENBLAS_NUM_THREADS is recorded)\n"
           "  --min-reps N       timed repetitions per shape and pass at least (default 5)\n"
           "  --passes N         measure every shape N times, a whole pass over the plan\n"
@@ -986,9 +989,13 @@ static int run_plan(sc_registry *reg, const sc_hw_plugin *hw, const sc_device *d
     double t_iter = now_s(), elapsed = t_iter - start, left = seconds - elapsed;
     double ahead = (double)(total - k), reserve = nover ? over / (double)nover * ahead : 0.0;
     double per = (left - reserve) / ahead;
-    if (left <= 0) break;
-    if (per < 0.1 * left / ahead) per = 0.1 * left / ahead; /* overheads beyond the budget */
-    if (per > 2.0 / passes) per = 2.0 / passes;
+    if (seconds == 0) { /* no budget: every measurement, each its min_reps repetitions */
+      per = 0.0;
+    } else {
+      if (left <= 0) break;
+      if (per < 0.1 * left / ahead) per = 0.1 * left / ahead; /* overheads beyond the budget */
+      if (per > 2.0 / passes) per = 2.0 / passes;
+    }
     if (tty && (elapsed - last_bar > 0.2 || k == 0)) {
       progress(k, total, elapsed, seconds);
       last_bar = elapsed;
@@ -1363,6 +1370,24 @@ static int measure_gemm_exposure(micro_run *r, sc_registry *reg, const sc_hw_plu
   return SC_OK;
 }
 
+/* The attention micros' matmul efficiency and softmax rate (attn_split) from r's timings
+ * and its GEMM rate. The matmul work counts the scores the kernel's blocks compute (the
+ * attention plugin's count on a device stating attention_block_q, as the hardware file
+ * written does), the softmax work the unmasked ones. */
+static void attn_rates(micro_run *r) {
+  sc_device tile;
+  memset(&tile, 0, sizeof tile);
+  tile.attention_block_q = SC__CPU_ATTN_BLOCK;
+  const double sq = (double)r->af.dims[3], sk = (double)r->af.dims[4];
+  const double heads = (double)r->af.dims[0] * (double)r->af.dims[1];
+  const double scores = 0.5 * heads * sq * sk; /* unmasked */
+  const double computed = sc_device_attention_causal_share(&tile, sq, sk) * heads * sq * sk;
+  attn_split(4.0 * computed * 32, 4.0 * computed * 128, scores, r->maf.median_s,
+             r->maf2.median_s, r->gemm_rate, &r->attn_eff[0], &r->attn_sm[0]);
+  attn_split(10.0 * computed * 32, 10.0 * computed * 128, scores, r->mab.median_s,
+             r->mab2.median_s, r->gemm_rate, &r->attn_eff[1], &r->attn_sm[1]);
+}
+
 /* The microbenchmarks before the plan: sgemm (or the device's GEMM), STREAM Add, a kernel
  * call; on the CPU also the cache-resident STREAM Add, the layer-norm rate, the attention
  * kernel split into its two parts, the GEMM's exposed operand traffic (where sysfs gives the
@@ -1457,22 +1482,7 @@ static int measure_micros(micro_run *r, sc_registry *reg, const sc_hw_plugin *hw
     int grc = measure_gemm_exposure(r, reg, hw, dev, caps->llc, quick ? 0.15 : 0.6, err);
     if (grc != SC_OK) return grc;
   }
-  {
-    /* The matmul work counts the scores the kernel's blocks compute (the attention plugin's
-     * count on a device stating attention_block_q, as the hardware file written does), the
-     * softmax work the unmasked ones. */
-    sc_device tile;
-    memset(&tile, 0, sizeof tile);
-    tile.attention_block_q = SC__CPU_ATTN_BLOCK;
-    const double sq = (double)r->af.dims[3], sk = (double)r->af.dims[4];
-    const double heads = (double)r->af.dims[0] * (double)r->af.dims[1];
-    const double scores = 0.5 * heads * sq * sk; /* unmasked */
-    const double computed = sc_device_attention_causal_share(&tile, sq, sk) * heads * sq * sk;
-    attn_split(4.0 * computed * 32, 4.0 * computed * 128, scores, r->maf.median_s,
-               r->maf2.median_s, r->gemm_rate, &r->attn_eff[0], &r->attn_sm[0]);
-    attn_split(10.0 * computed * 32, 10.0 * computed * 128, scores, r->mab.median_s,
-               r->mab2.median_s, r->gemm_rate, &r->attn_eff[1], &r->attn_sm[1]);
-  }
+  attn_rates(r);
   r->vector_rate = 7.0 * (double)r->ln.dims[0] * (double)r->ln.dims[1] / r->mln.median_s;
   /* each vector kernel's own rate (FLOP counts need an fp32 rate on the device) */
   r->kd.peak_flops_per_s[SC_DTYPE_FP32] = r->gemm_rate;
@@ -1931,6 +1941,18 @@ static void refused_key(const char *msg, const char *file, const char *text, cha
   snprintf(out, cap, "%.*s = %.*s", (int)(ke - k - 5), k + 5, (int)vn, eq);
 }
 
+/* Whether the refused "KEY = V" (refused_key) is a figure the skinny GEMMs and the
+ * 2048^3 one timed with them give alone (measure_gemm_exposure). */
+static int gemm_key(const char *refused) {
+  static const char *const keys[] = {"gemm_exposed_bw_Bps", "gemm_exposed_knee_bytes",
+                                     "peak_flops_per_s.fp32"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    size_t n = strlen(keys[i]);
+    if (strncmp(refused, keys[i], n) == 0 && strncmp(refused + n, " = ", 3) == 0) return 1;
+  }
+  return 0;
+}
+
 int sc_cli_sample(int argc, char **argv) {
   const char *device = NULL, *out = NULL, *families = NULL, *hw_out = NULL, *plan_path = NULL;
   size_t plan_other = 0, plan_dups = 0;
@@ -1984,8 +2006,9 @@ int sc_cli_sample(int argc, char **argv) {
     else if (strcmp(a, "--seconds") == 0) {
       errno = 0;
       seconds = strtod(v, &end);
-      if (errno || *end || !(seconds > 0) || !isfinite(seconds))
-        return sc_cli_usage_error("sample", "--seconds: '%s' is not a number > 0", v);
+      if (errno || *end || !(seconds >= 0) || !isfinite(seconds))
+        return sc_cli_usage_error("sample", "--seconds: '%s' is not a number >= 0 (0: no "
+                                  "budget)", v);
     } else {
       long x;
       errno = 0;
@@ -2092,6 +2115,7 @@ int sc_cli_sample(int argc, char **argv) {
     double t0, plan_bw[SAMPLE_MAX_BW_RUNS + 1], plan_rmw[SAMPLE_MAX_BW_RUNS + 1];
     int nplan_bw, nplan_rmw, attempt;
     char refused[SAMPLE_ATTEMPTS][SC_ERROR_MSG_MAX];
+    int regemm[SAMPLE_ATTEMPTS] = {0}; /* attempt i + 1's refusal: the GEMMs alone again */
     const char *hwfile = hw_out != NULL ? hw_out : SAMPLE_HW_UNNAMED;
     /* the plan's rows and comments, and the trailer of the microbenchmarks after it, are
      * held until the microbenchmarks are accepted: the header states those of the attempt
@@ -2127,7 +2151,20 @@ int sc_cli_sample(int argc, char **argv) {
     nplan_rmw = mr->nrmw > 0 ? mr->nrmw - 1 : 0;
     memcpy(plan_rmw, mr->rmw_runs + 1, (size_t)nplan_rmw * sizeof plan_rmw[0]);
     for (attempt = 1;; attempt++) {
-      if (attempt > 1) { /* the microbenchmarks before the plan again, then those after it */
+      /* the devices of a retry keep their names with new figures: no estimate of the
+       * attempt before may answer for them */
+      if (attempt > 1) sc_registry_memo_clear(reg);
+      if (attempt > 1 && regemm[attempt - 2]) {
+        /* a figure of the skinny GEMMs alone: those GEMMs again (and what their rate sets,
+         * the attention split), then the microbenchmarks after the plan, measured against
+         * the device they imply */
+        mr->gemm_exposed_bw = mr->gemm_exposed_knee = 0.0;
+        if (measure_gemm_exposure(mr, reg, hw, &dev, caps.llc, quick ? 0.15 : 0.6, &err) !=
+            SC_OK)
+          goto fail;
+        attn_rates(mr);
+        mr->kd.peak_flops_per_s[SC_DTYPE_FP32] = mr->gemm_rate;
+      } else if (attempt > 1) { /* every microbenchmark before the plan, then those after */
         memset(mr, 0, sizeof *mr);
         mr->gpu = gpu;
         mr->dtype = dtype;
@@ -2137,14 +2174,16 @@ int sc_cli_sample(int argc, char **argv) {
         for (int k = 0; k < nplan_rmw && mr->nrmw > 0; k++)
           mr->rmw_runs[mr->nrmw++] = plan_rmw[k];
       }
-      if (stream_bw(reg, hw, &dev, &mr->add, mr->esz, 5, 0.3, &mr->bw_runs[mr->nbw], &last,
-                    &err) != SC_OK)
-        goto fail;
-      mr->nbw++;
-      if (mr->nrmw > 0) {
-        if (rmw_again(reg, hw, &dev, mr->rmw, &mr->rmw_runs[mr->nrmw], &err) != SC_OK)
+      if (attempt == 1 || !regemm[attempt - 2]) { /* the runs after the plan */
+        if (stream_bw(reg, hw, &dev, &mr->add, mr->esz, 5, 0.3, &mr->bw_runs[mr->nbw], &last,
+                      &err) != SC_OK)
           goto fail;
-        mr->nrmw++;
+        mr->nbw++;
+        if (mr->nrmw > 0) {
+          if (rmw_again(reg, hw, &dev, mr->rmw, &mr->rmw_runs[mr->nrmw], &err) != SC_OK)
+            goto fail;
+          mr->nrmw++;
+        }
       }
       free(trailtext);
       trailtext = NULL;
@@ -2171,6 +2210,7 @@ int sc_cli_sample(int argc, char **argv) {
       if (hrc == SC_OK) break;
       if (hrc != SC_ERANGE) goto fail;
       refused_key(err.msg, hwfile, hwtext, refused[attempt - 1], sizeof refused[0]);
+      regemm[attempt - 1] = mr->gsn[0] > 0 && gemm_key(refused[attempt - 1]);
       if (attempt == SAMPLE_ATTEMPTS) {
         char why[SC_ERROR_MSG_MAX];
         snprintf(why, sizeof why, "%s", err.msg); /* not err.msg into itself */
@@ -2180,8 +2220,11 @@ int sc_cli_sample(int argc, char **argv) {
         goto fail;
       }
       fprintf(stderr, "stepcast sample: note: the hardware loader refuses %s (attempt %d of "
-                      "%d): measuring the microbenchmarks again, the plan's rows kept\n",
-              refused[attempt - 1], attempt, SAMPLE_ATTEMPTS);
+                      "%d): measuring %s again, the plan's rows kept\n",
+              refused[attempt - 1], attempt, SAMPLE_ATTEMPTS,
+              regemm[attempt - 1] ? "the GEMMs with a dimension of 16 and the microbenchmarks "
+                                    "after the plan"
+                                  : "the microbenchmarks");
       sc_error_clear(&err);
     }
     write_samples_header(f, mr, device, model, cmd, stamp, seconds, min_reps, passes);
@@ -2191,9 +2234,11 @@ int sc_cli_sample(int argc, char **argv) {
               plan_dups, plan_dups == 1 ? "" : "s", plan_other);
     if (plantext != NULL) fwrite(plantext, 1, planlen, f);
     for (int a = 1; a < attempt; a++)
-      fprintf(f, "# micro.refused.%d = the hardware loader refused %s: every microbenchmark "
-                 "measured again after the plan (its STREAM Add and in-place runs kept)\n", a,
-              refused[a - 1]);
+      fprintf(f, "# micro.refused.%d = the hardware loader refused %s: %s\n", a, refused[a - 1],
+              regemm[a - 1] ? "the GEMMs with a dimension of 16 and the microbenchmarks after "
+                              "the plan measured again"
+                            : "every microbenchmark measured again after the plan (the STREAM "
+                              "Add and in-place runs through it kept)");
     if (trailtext != NULL) fwrite(trailtext, 1, traillen, f);
     /* the last line: the reader refuses a sampler's file without it (cut short) */
     fprintf(f, "%s%zu rows\n", SC_SAMPLES_END, done);
