@@ -14,7 +14,7 @@ int sc__slurp(const char *path, size_t max, char **text, size_t *len, sc_error *
   *text = NULL;
   *len = 0;
   f = fopen(path, "rb");
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: %s", path, strerror(errno));
   for (;;) {
     size_t got;
     if (n + 1 >= cap) {

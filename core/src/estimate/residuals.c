@@ -227,7 +227,15 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
       return where_fail(err, file, sc__toml_get(tab, "file"), "file",
                         "must name a .json file in the same folder");
     snprintf(path, sizeof path, "%s/%s", dir, s);
-    if ((rc = sc_resid_load_gbdt(m, path, err)) != SC_OK) return rc;
+    if ((rc = sc_resid_load_gbdt(m, path, err)) != SC_OK) {
+      /* the model the manifest names there: its line, then what is wrong with the tree file */
+      const sc_toml_value *fv = sc__toml_get(tab, "file");
+      char why[sizeof err->msg];
+      snprintf(why, sizeof why, "%s", err->msg);
+      sc_error_set(err, rc, "%s:%u:%u: key 'file': %s", file, fv ? fv->line : 0u,
+                   fv ? fv->col : 0u, why);
+      return rc;
+    }
   }
   return SC_OK;
 }
