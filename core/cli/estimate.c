@@ -310,6 +310,13 @@ static int collect(ctx *c, meas **out, size_t *nout, sc_error *err) {
 
 static const char *const est_names[3] = {"analytical", "hybrid", "learned"};
 
+/* A measurement's time and each estimator's signed error, in %, where it was measured. */
+static void print_errors(const meas *m) {
+  if (!(m->measured_s > 0)) return;
+  printf(" %12.4e", m->measured_s);
+  for (int e = 0; e < 3; e++) printf(" %+8.1f", 100 * (m->est[e] / m->measured_s - 1));
+}
+
 static void print_table(const ctx *c, const meas *m, size_t nm, const sc_score *s) {
   printf("# device %s; operator residuals: %s%s%s\n", c->dev.name,
          c->ops_r ? c->ops_r->dir : "none (hybrid and learned are the analytical estimate)",
@@ -337,19 +344,13 @@ static void print_table(const ctx *c, const meas *m, size_t nm, const sc_score *
       printf("%-6u %-14s %3u %-5s %-28s %-9s %12.4e %12.4e %12.4e", r->line, r->family,
              r->variant, r->dtype, r->dims, sc_cli_bound_name(r->pr.an.bound),
              r->pr.time_s[0], r->pr.time_s[1], r->pr.time_s[2]);
-      if (m[k].count == 1 && m[k].measured_s > 0)
-        printf(" %12.4e %+8.1f %+8.1f %+8.1f", m[k].measured_s,
-               100 * (m[k].est[0] / m[k].measured_s - 1), 100 * (m[k].est[1] / m[k].measured_s - 1),
-               100 * (m[k].est[2] / m[k].measured_s - 1));
+      if (m[k].count == 1) print_errors(&m[k]);
       printf("\n");
     }
     if (m[k].count > 1) {
       printf("%-6s %-14s %3s %-5s %-28.28s %-9s %12.4e %12.4e %12.4e", "group", m[k].family,
              "", "", c->rows[m[k].first].group, "(sum)", m[k].est[0], m[k].est[1], m[k].est[2]);
-      if (m[k].measured_s > 0)
-        printf(" %12.4e %+8.1f %+8.1f %+8.1f", m[k].measured_s,
-               100 * (m[k].est[0] / m[k].measured_s - 1), 100 * (m[k].est[1] / m[k].measured_s - 1),
-               100 * (m[k].est[2] / m[k].measured_s - 1));
+      print_errors(&m[k]);
       printf("\n");
     }
   }
@@ -397,6 +398,10 @@ static void print_json(const ctx *c, const meas *m, size_t nm, const sc_score *s
     sc_json_string(stdout, r->dims);
     printf(", \"group\": ");
     sc_json_string(stdout, r->group);
+    if (r->coll) { /* the algorithm and protocol NCCL's tuner would pick */
+      printf(", \"algorithm\": ");
+      sc_json_string(stdout, r->algo);
+    }
     printf(", \"bound\": \"%s\", \"flops\": ", sc_cli_bound_name(r->pr.an.bound));
     json_num(r->pr.an.flops);
     printf(", \"bytes\": ");

@@ -152,19 +152,34 @@ static void put_one_line(FILE *f, const char *msg) {
   }
 }
 
-void sc_cli_eprintf(const char *fmt, ...) {
-  va_list ap, ap2;
+/* One line on stderr: before, then fmt formatted (the whole of it, however long: a long
+ * argument echoed is not cut) and escaped by put_one_line, then after and a line end. */
+static void put_vline(const char *before, const char *after, const char *fmt, va_list ap) {
+  va_list ap2;
   char small[1024], *msg = small;
-  va_start(ap, fmt);
   va_copy(ap2, ap);
   const int need = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (need >= (int)sizeof small && (msg = malloc((size_t)need + 1)) != NULL)
-    vsnprintf(msg, (size_t)need + 1, fmt, ap2);
+  if (need < 0) small[0] = '\0';
+  if (need >= (int)sizeof small) {
+    char *big = malloc((size_t)need + 1);
+    if (big != NULL) {
+      vsnprintf(big, (size_t)need + 1, fmt, ap2);
+      msg = big;
+    }
+  }
   va_end(ap2);
-  put_one_line(stderr, msg != NULL ? msg : small);
+  fputs(before, stderr);
+  put_one_line(stderr, msg);
+  fputs(after, stderr);
   fputc('\n', stderr);
   if (msg != small) free(msg);
+}
+
+void sc_cli_eprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  put_vline("", "", fmt, ap);
+  va_end(ap);
 }
 
 int sc_cli_fail(const sc_error *err) {
@@ -175,25 +190,13 @@ int sc_cli_fail(const sc_error *err) {
 }
 
 int sc_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap, ap2;
-  char small[1024], *msg = small;
+  char before[96], after[128];
+  va_list ap;
+  snprintf(before, sizeof before, "stepcast %s: ", cmd);
+  snprintf(after, sizeof after, " (see 'stepcast %s --help')", cmd);
   va_start(ap, fmt);
-  va_copy(ap2, ap);
-  const int need = vsnprintf(small, sizeof small, fmt, ap);
+  put_vline(before, after, fmt, ap);
   va_end(ap);
-  if (need >= (int)sizeof small) { /* a long argument echoed: the whole of it, else the cut */
-    char *big = malloc((size_t)need + 1);
-    if (big != NULL) {
-      vsnprintf(big, (size_t)need + 1, fmt, ap2);
-      msg = big;
-    }
-  }
-  va_end(ap2);
-  if (need < 0) small[0] = '\0';
-  fprintf(stderr, "stepcast %s: ", cmd);
-  put_one_line(stderr, msg);
-  fprintf(stderr, " (see 'stepcast %s --help')\n", cmd);
-  if (msg != small) free(msg);
   return 2;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/afile.h"
 #include "estimate/estimate_int.h"
+#include "common/slurp.h"
 #include "stepcast/estimate.h"
 #include "stepcast/stepcast.h"
 
@@ -390,7 +391,6 @@ int sc_resid_save_gbdt(const sc_resid_model *m, const char *path, sc_error *err)
  * split feature or a child out of range reads outside its arrays; a tree that is its own
  * child never ends), so every index and number is checked here first. */
 
-#define GBDT_MAX_BYTES (256L << 20) /* a model file larger than 256 MB is not one we wrote */
 #define GBDT_MAX_DEPTH 64           /* JSON nesting: XGBoost's format needs 8 */
 #define GBDT_MAX_NODES (1L << 24)   /* per tree */
 #define GBDT_MAX_VALUE 100.0        /* |leaf value|, |base_score|: a log-time correction of
@@ -565,38 +565,16 @@ static int gbdt_check_tree(const char *path, size_t t, yajl_val tree, uint32_t n
 }
 
 static int gbdt_check_file(const char *path, uint32_t nfeatures, sc_error *err) {
-  FILE *f = fopen(path, "rb");
   char *text = NULL, ebuf[256];
-  long len;
+  size_t len = 0;
   yajl_val root = NULL, L, gb, model, trees, info;
   long long nt = 0, nf = 0, x;
   double base;
   int rc = SC_OK;
-  if (f == NULL) return sc_error_set(err, SC_EIO, "%s: cannot open gbdt model", path);
-  if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return sc_error_set(err, SC_EIO, "%s: cannot read gbdt model", path);
-  }
-  if (len > GBDT_MAX_BYTES) {
-    fclose(f);
-    return sc_error_set(err, SC_EIO, "%s: %ld bytes, more than a gbdt model may have (%ld)",
-                        path, len, GBDT_MAX_BYTES);
-  }
-  text = malloc((size_t)len + 1);
-  if (text == NULL) {
-    fclose(f);
-    return sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
-  }
-  if (fread(text, 1, (size_t)len, f) != (size_t)len) {
-    fclose(f);
-    free(text);
-    return sc_error_set(err, SC_EIO, "%s: cannot read gbdt model", path);
-  }
-  fclose(f);
-  text[len] = '\0';
+  if ((rc = sc__slurp(path, SC_TEXT_INPUT_MAX, &text, &len, err)) != SC_OK) return rc;
   { /* nesting depth, outside strings: yajl_tree frees recursively */
     int depth = 0, in_str = 0;
-    for (long i = 0; i < len; i++) {
+    for (size_t i = 0; i < len; i++) {
       char c = text[i];
       if (in_str) {
         if (c == '\\' && i + 1 < len) i++;
@@ -611,7 +589,7 @@ static int gbdt_check_file(const char *path, uint32_t nfeatures, sc_error *err) 
         depth--;
       }
     }
-    if (memchr(text, '\0', (size_t)len) != NULL) {
+    if (memchr(text, '\0', len) != NULL) {
       free(text);
       return sc_error_set(err, SC_EIO, "%s: a NUL byte: not a JSON gbdt model (XGBoost's "
                           "binary formats are not read)", path);
