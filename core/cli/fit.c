@@ -24,7 +24,7 @@
  * within margin of the roofline cross-validated and on each of NCHAIN forward-chained
  * held-out splits (fitted on the smallest share of the rows by analytical time, tested on all
  * the larger ones), whose mean error over those splits is below the roofline's (the margin
- * bounds the harm; any gain on the mean counts, docs/validation.md "Scale and shape
+ * bounds the harm; any gain on the mean counts, docs/notes/0001-host-cpu-residuals.md "Scale and shape
  * features"); a family with fewer than FIT_CHAIN_MIN_ROWS rows to judge on falls back to
  * "either". "either": a kind that beats the roofline by more than
  * margin cross-validated or held out and is within margin of it in both; "both", one that
@@ -41,7 +41,7 @@ typedef struct fit_rule {
 /* The chained held-out splits: fit on the smallest chain_at[c] of the rows (by analytical
  * time), test on the rest. Extrapolation to larger shapes is what the held-out check asks of
  * a residual, and one split of a few rows decides by noise: over the 20 CPU sample sets of
- * docs/validation.md ("The chained rule") the chained rule's selected hybrid holds out at
+ * docs/notes/0001-host-cpu-residuals.md ("The chained rule") the chained rule's selected hybrid holds out at
  * 5.66 %, against 6.14 % for "either", 5.77 % for "both" by 3 points and 6.20 % for the
  * roofline (on the 17 it was chosen on, with the analytical model of that time, 5.80 %
  * against 6.12 % for the rule it replaced). */
@@ -157,8 +157,7 @@ static void fit_usage(FILE *out) {
           "                     gain asked); 'either' beats the analytical\n"
           "                     estimate by more than the margin cross-validated or on the\n"
           "                     one held-out split and is within it in both; 'both' beats\n"
-          "                     it by more than the margin in each (docs/validation.md,\n"
-          "                     \"The selection rule\")\n"
+          "                     it by more than the margin in each (docs/learned.md)\n"
           "  --margin P         that margin in points of MAPE (default 1)\n"
           "  --gain P           the chained rule: the splits' mean must beat the analytical\n"
           "                     estimate's by more than P points of MAPE (default 0)\n"
@@ -994,7 +993,7 @@ int sc_cli_fit(int argc, char **argv) {
       sc_cli_eprintf("stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
               "90th percentile (a noisy machine), where one held-out split of a few rows "
               "decides by the noise; --select chain (the default) judges on four "
-              "(docs/validation.md, \"The selection rule\")", samples, p90);
+              "(docs/notes/0001-host-cpu-residuals.md, \"The selection rule\")", samples, p90);
     }
   }
   if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;

@@ -211,8 +211,8 @@ static void print_dims(FILE *o, const kernel_micro *km) {
  * split over the rounds): a slow spell of a shared machine moves one round of the kernels it
  * falls on, not their rate (on the Zen 4 guest one run's embedding backward came out at
  * 4.3 GFLOP/s against 7.3 in the runs before it, its median of 255 calls inside one such
- * spell, and the family's small backwards predicted 1.4-1.6x slow: docs/validation.md,
- * "The embedding in the step"). */
+ * spell, and the family's small backwards predicted 1.4-1.6x slow:
+ * docs/notes/0001-host-cpu-residuals.md, "The embedding in the step"). */
 static int measure_rounds(const sc_hw_plugin *hw, void *st, const sc_device *dev,
                           const sc_op_desc *ops, size_t n, uint32_t min_reps, double budget_s,
                           sc_measurement **out, sc_error *err);

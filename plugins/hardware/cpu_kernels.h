@@ -35,7 +35,7 @@
  * functions of each caller they were inlined into it (AdamW in train_step's main took
  * 14.5-16.8 ms a step against 10.0-10.7 out of line), and even out of line each binary had
  * its own compilation of them; one object gives one machine code by construction, at the
- * same page offsets everywhere (docs/validation.md, "Kernels out of line, staggered buffers
+ * same page offsets everywhere (docs/notes/0001-host-cpu-residuals.md, "Kernels out of line, staggered buffers
  * and the attention tile" and "One object for the CPU kernels"). Hidden: the plugin module
  * exports its entry point alone. */
 #define SC__CPU_KERNEL __attribute__((visibility("hidden")))

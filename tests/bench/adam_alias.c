@@ -2,7 +2,7 @@
  * adam_alias: AdamW (sc__cpu_adam) over arrays that share their offset in a 4 KiB page, as
  * plain malloc leaves large blocks, against the same arrays each on its own 64-byte line of
  * the page (sc__cpu_buf_alloc, as `stepcast sample` and train_step allocate them); see
- * docs/validation.md, "Kernels out of line, staggered buffers and the attention tile".
+ * docs/notes/0001-host-cpu-residuals.md, "Kernels out of line, staggered buffers and the attention tile".
  *
  * Each round allocates four fresh arrays of --params floats both ways (new addresses each
  * time), fills them as a training step would see them, and times the median of 9 calls

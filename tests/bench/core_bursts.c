@@ -1,6 +1,6 @@
 /*
  * core_bursts: how steady this core's throughput is over time, before trusting a sampling
- * run on a shared machine (docs/learned.md, "Passes"; docs/validation.md, "Passes and the
+ * run on a shared machine (docs/learned.md, "Passes"; docs/notes/0001-host-cpu-residuals.md, "Passes and the
  * measured cache curve").
  *
  * Times STREAM Add (sc__cpu_add, the kernel `stepcast sample` measures) on three arrays of

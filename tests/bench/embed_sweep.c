@@ -1,6 +1,6 @@
 /*
  * embed_sweep: the host CPU's embedding backward by table size, whole and pass by pass
- * (docs/validation.md, "Learned residuals (CPU)", the embedding paragraph).
+ * (docs/notes/0001-host-cpu-residuals.md, the embedding paragraph).
  *
  * sc__cpu_embed_bwd (plugins/hardware/cpu_kernels.h) zero-fills a vocab_rows x hidden
  * gradient table G, scatter-adds `tokens` rows of dy into it and adds G into the fp32 main

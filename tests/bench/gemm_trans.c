@@ -1,6 +1,6 @@
 /*
  * gemm_trans: cblas_sgemm's rate with and without transposed operands (NN, TN, NT, TT) at
- * the GEMM shapes of train_step's first model (docs/validation.md, "One object for the CPU
+ * the GEMM shapes of train_step's first model (docs/notes/0001-host-cpu-residuals.md, "One object for the CPU
  * kernels"). `stepcast sample` measures NN GEMMs only; a training step's backward runs the
  * data gradients as NT (dY W^T) and the weight gradients as TN (X^T dY). This prints, per
  * shape m x n x k, the median of 21 calls of each form in GFLOP/s (2 m n k per call), on

@@ -1,8 +1,8 @@
 /*
  * kernel_place: the CPU kernels whose loops call libm once per element (expf), timed in this
- * executable, to set beside the cpu plugin's timing of the same shapes (docs/validation.md,
- * "The row maxima inline: the cross-entropy gap" and "One object for the CPU kernels"). Run
- * it several times, alternated with another build of it: on a shared guest one process in
+ * executable, to set beside the cpu plugin's timing of the same shapes
+ * (docs/notes/0001-host-cpu-residuals.md, "The row maxima inline: the cross-entropy gap"
+ * and "One object for the CPU kernels"). Run it several times, alternated with another build of it: on a shared guest one process in
  * two or three ran every shape 10-20 % slower, whichever build it was (a spell of the host,
  * not the code's placement), and a single run told the two apart by nothing else.
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # samples_ratio.sh: how two sets of `stepcast sample` runs of the same plan differ, per
-# operator family and variant (docs/validation.md, "Kernels out of line, staggered buffers and
+# operator family and variant (docs/notes/0001-host-cpu-residuals.md, "Kernels out of line, staggered buffers and
 # the attention tile"). For every shape in all four files, the geometric mean of B1 and B2's
 # medians over that of A1 and A2's; per (family, variant) the median ratio, its range, and the
 # run-to-run ratios A2/A1 and B2/B1 (medians) as the noise to read it against.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # select_rules.sh: how well `stepcast fit`'s rule for the active residual does on shapes it
-# never saw (docs/validation.md, "The selection rule"). Fits the twenty-eight CPU sample sets kept
+# never saw (docs/notes/0001-host-cpu-residuals.md, "The selection rule"). Fits the twenty-eight CPU sample sets kept
 # in the repository (the Zen 5 host and its repeat, the two single-pass Zen 4 runs, the three
 # Zen 4 runs in passes, the Zen 4 run with the attention tile and its four rounds, the two with
 # the row exposures off powers of two, the second with the measured zero-fill, the one with the

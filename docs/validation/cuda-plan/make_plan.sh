@@ -2,7 +2,7 @@
 # The operators of the H100 rows of docs/validation/runs.csv (NeMo and Megatron-Bridge fp8
 # runs on DGX-H100), one pipeline stage each (a stage's layers repeat the same shapes), as
 # `stepcast ops --csv` lists them: the plan that `stepcast sample --plan` measures on an H100
-# (docs/validation.md, "The H100 rows' own operators"). From the repository root with a
+# (docs/notes/0002-cuda-sampler-h100.md, "The H100 rows' own operators"). From the repository root with a
 # release build in build-rel; writes docs/validation/cuda-plan/plan.csv.
 set -euo pipefail
 sc=${SC:-build-rel/bin/stepcast}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fits of docs/validation.md "The CUDA sampler on an H100", from the repository root with
+# The fits of docs/notes/0002-cuda-sampler-h100.md "The CUDA sampler on an H100", from the repository root with
 # a release build in build-rel: the measured H100 samples (the designed plan of run 6 and the
 # H100 rows' own operators of docs/validation/cuda-plan, one file) against
 # hardware/h100-sxm5-80gb.toml as shipped (launch_s unstated: 0), written to

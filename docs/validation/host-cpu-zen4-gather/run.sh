@@ -1,5 +1,5 @@
 #!/bin/sh
-# The full host run of this folder (docs/validation.md, "In-place updates and gathers"):
+# The full host run of this folder (docs/notes/0001-host-cpu-residuals.md, "In-place updates and gathers"):
 # sample (600 s, 7 repetitions, 3 passes), fit with the rows written out, then the real
 # training step at five shapes, three rounds, against the hardware file just written.
 # Run from the repository root after a release build (build-rel); D = the output folder.

@@ -2,7 +2,7 @@
 rate less the hits the file's own cache curve gives the micro's working set (134221832 bytes:
 the embedding backward of 1 token over a 16384 x 1024 fp32 table), 1 / r = (1 / rmw - (1 - g0) /
 cache_bw) / g0 (core/cli/sample.c, RMW_MICRO_WS). For the runs stored before the change
-(docs/validation.md, "The in-place rate without the cache's hits counted twice").
+(docs/notes/0001-host-cpu-residuals.md, "The in-place rate without the cache's hits counted twice").
 
     python3 rmw_dram.py IN.toml > OUT.toml      # prints the old and new rate on stderr
 """

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The embedding of the CPU training step call by call (docs/validation.md, "The embedding in
+# The embedding of the CPU training step call by call (docs/notes/0001-host-cpu-residuals.md, "The embedding in
 # the step"): train_step at the five shapes of host-cpu-zen4-gather/run.sh, three rounds,
 # each printing its four embedding calls' measured times, and stepcast ops' estimate of the
 # same four operators on the same hardware file. Run from the repository root after a

@@ -5,7 +5,7 @@
  * built-ins) and into every program that runs the kernels (tests/bench: train_step,
  * kernel_place, row_sweep, ...): `stepcast sample` times the very machine code a training
  * step runs, at the same offsets in a 4 KiB page (SC__CPU_KERNEL_FIRST), whatever each
- * binary's compiler options or inlining decisions (docs/validation.md, "One object for the
+ * binary's compiler options or inlining decisions (docs/notes/0001-host-cpu-residuals.md, "One object for the
  * CPU kernels").
  *
  * A folder of its own: every plugins/hardware/<stem>.c is a plugin of its own.
@@ -21,7 +21,7 @@
 
 /* max(a, b) for the kernels' row maxima, inline: glibc's fmaxf is a call per element (gcc
  * keeps it a call for its NaN rules), 5.0 ns per logit in the cross-entropy forward where the
- * inline comparison takes 3.9 (docs/validation.md, "The row maxima inline"); the scores and
+ * inline comparison takes 3.9 (docs/notes/0001-host-cpu-residuals.md, "The row maxima inline"); the scores and
  * logits are finite. */
 static inline float sc__cpu_maxf(float a, float b) { return b > a ? b : a; }
 

@@ -407,7 +407,7 @@ static int cu_run(const cu_bufs *b, sc_error *err) {
  * is spent (at most CU_MAX_SAMPLES). A graph's launch is one call for all of its kernels, so
  * a sample is the GPU's time for them back to back, as a profiler's kernel times, not the
  * host's rate of launching them one at a time (3.6-5.0 us a call on the H100 machines of
- * docs/validation.md, "The CUDA sampler on an H100"). */
+ * docs/notes/0002-cuda-sampler-h100.md, "The CUDA sampler on an H100"). */
 static int cu_time(const cu_bufs *b, uint32_t min_reps, double budget_s, double *samples,
                    uint32_t *count, sc_error *err) {
   cudaEvent_t e0 = NULL, e1 = NULL;

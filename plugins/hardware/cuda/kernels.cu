@@ -72,7 +72,7 @@ __global__ void k_fill(T *p, int64_t n, uint64_t seed, float lo, float hi) {
 
 /* N elements of T in 16 bytes, loaded and stored as one 16-byte access: the bandwidth of
  * half-precision arrays needs it (2-byte accesses reached 1.86 TB/s of STREAM Add on an H100
- * against PyTorch's 3.06, docs/validation.md "The CUDA sampler on an H100"). */
+ * against PyTorch's 3.06, docs/notes/0002-cuda-sampler-h100.md "The CUDA sampler on an H100"). */
 template <typename T> struct alignas(16) pack {
   static constexpr int N = 16 / (int)sizeof(T);
   T v[N];
