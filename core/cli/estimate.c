@@ -581,7 +581,15 @@ int sc_cli_estimate(int argc, char **argv) {
     sc_op_desc op;
     row *r = NULL;
     if (sc_op_parse(c.reg, o.op, o.variant, o.dtype, o.dims, &op, &err) != SC_OK) {
-      ret = sc_cli_usage_error(CMD, "%s", err.msg);
+      /* "column 'dims': ..." names the flag here: "--dims: ..." ('family' is --op) */
+      const char *q = strncmp(err.msg, "column '", 8) == 0 ? strchr(err.msg + 8, '\'') : NULL;
+      if (q != NULL && q[1] == ':') {
+        const int k = (int)(q - err.msg - 8);
+        const int fam = k == 6 && strncmp(err.msg + 8, "family", 6) == 0;
+        ret = sc_cli_usage_error(CMD, "--%.*s%s", fam ? 2 : k, fam ? "op" : err.msg + 8, q + 1);
+      } else {
+        ret = sc_cli_usage_error(CMD, "%s", err.msg);
+      }
       goto out;
     }
     if (push(&c, &r, &err) != SC_OK || price_op_row(&c, &op, r, &err) != SC_OK) goto fail;
