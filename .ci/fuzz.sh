@@ -2,7 +2,7 @@
 # CI: a short libFuzzer run of every fuzz target (tests/fuzz/, docs/fuzz.md), each from its
 # committed seed corpus (tests/fuzz/corpus/<target>/) into a scratch corpus, bounded by time
 # (SC_FUZZ_SECONDS, default 20 s) and by runs (SC_FUZZ_RUNS, default 200000), so that the
-# whole step stays within a few minutes (11 targets). Builds with clang in build-fuzz/ (or
+# whole step stays within a few minutes (12 targets). Builds with clang in build-fuzz/ (or
 # SC_FUZZ_BUILD; .ci/deps.sh installs clang and its libFuzzer runtime). A crash, leak, UBSan
 # report or timeout fails the step once every target has run; the input is kept as
 # <build>/fuzz-artifacts/<target>-crash-... and printed (base64) for the log.
@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 secs=${SC_FUZZ_SECONDS:-20}
 runs=${SC_FUZZ_RUNS:-200000}
 b=${SC_FUZZ_BUILD:-build-fuzz}  # the build folder
-targets=(toml trace model hardware topology job csv samples comm_validation ncclog residuals)
+targets=(toml trace model hardware topology stack job csv samples comm_validation ncclog residuals)
 # the targets whose input is TOML get the TOML dictionary
-with_dict=" toml model hardware topology job residuals "
+with_dict=" toml model hardware topology stack job residuals "
 
 CC=clang cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Debug -DSC_FUZZ=ON >/dev/null
 cmake --build "$b" -j "$(nproc 2>/dev/null || echo 2)" --target "${targets[@]/#/fuzz_}"

@@ -9,8 +9,9 @@
 static void check_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast check FILE...\n\n"
-          "Validates model, hardware and topology spec files (recognised by their top-level\n"
-          "table: [model], [hardware] or [topology]) and prints what was understood.\n"
+          "Validates model, hardware, topology and stack spec files (recognised by their\n"
+          "top-level table: [model], [hardware], [topology] or [stack]; also [job] files)\n"
+          "and prints what was understood.\n"
           "Exit status: 0 when every file is valid, 1 otherwise (one line\n"
           "'file:line:col: key 'x': problem' per bad file on stderr), 2 on usage errors.\n"
           "Schemas: docs/formats.md.\n");
@@ -192,6 +193,28 @@ static int check_job(const char *path, sc_error *err) {
   return SC_OK;
 }
 
+static void print_stack(const sc_stack *s) {
+  printf("stack %s (%s)\n", s->name, s->path);
+  printf("  host per kernel  %.2f us\n", s->host_per_kernel_s * 1e6);
+  if (s->vocab_divisible_by)
+    printf("  vocabulary       padded to a multiple of %u (times tp)\n", s->vocab_divisible_by);
+  for (uint32_t i = 0; i < s->nkernels; i++) {
+    if (s->kernels[i].variant < 0) printf("  kernels          %s: %g\n", s->kernels[i].family,
+                                          s->kernels[i].value);
+    else printf("  kernels          %s.%d: %g\n", s->kernels[i].family, s->kernels[i].variant,
+                s->kernels[i].value);
+  }
+  for (uint32_t i = 0; i < s->ntraffic; i++) {
+    if (s->traffic[i].variant < 0) printf("  traffic          %s: %gx\n", s->traffic[i].family,
+                                          s->traffic[i].value);
+    else printf("  traffic          %s.%d: %gx\n", s->traffic[i].family, s->traffic[i].variant,
+                s->traffic[i].value);
+  }
+  for (uint32_t i = 0; i < s->nattention; i++)
+    printf("  attention        on %s: forward %.3f, backward %.3f of peak\n",
+           s->attention[i].device, s->attention[i].fwd, s->attention[i].bwd);
+}
+
 /* Which spec a file is, from its top-level table; -1 with err set when none. */
 static int detect_kind(const char *path, sc_error *err) {
   sc_toml_doc *doc = NULL;
@@ -201,8 +224,9 @@ static int detect_kind(const char *path, sc_error *err) {
   else if (sc__toml_get(doc->root, "hardware") != NULL) kind = SC_SPEC_HARDWARE;
   else if (sc__toml_get(doc->root, "topology") != NULL) kind = SC_SPEC_TOPOLOGY;
   else if (sc__toml_get(doc->root, "job") != NULL) kind = CHECK_JOB;
-  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology] or [job] table",
-                    path);
+  else if (sc__toml_get(doc->root, "stack") != NULL) kind = SC_SPEC_STACK;
+  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology], [stack] or "
+                    "[job] table", path);
   sc__toml_free(doc);
   return kind;
 }
@@ -235,6 +259,10 @@ int sc_cli_check(int argc, char **argv) {
       sc_topology t;
       rc = sc_topology_load(path, &t, &err);
       if (rc == SC_OK) print_topology(&t);
+    } else if (kind == SC_SPEC_STACK) {
+      sc_stack st;
+      rc = sc_stack_load(path, &st, &err);
+      if (rc == SC_OK) print_stack(&st);
     } else if (kind == CHECK_JOB) {
       rc = check_job(path, &err);
     } else if (kind == SC_SPEC_HARDWARE) {

@@ -18,7 +18,7 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast estimate --hardware H [--topology T] [--residuals DIR]\n"
+          "usage: stepcast estimate --hardware H [--stack S] [--topology T] [--residuals DIR]\n"
           "                         (--csv FILE | --samples FILE | --op FAMILY --variant V\n"
           "                          --dtype D --dims AxBx... | --coll KIND --bytes B\n"
           "                          --nranks N [--nodes K]) [--json]\n\n"
@@ -27,6 +27,8 @@ static void usage(FILE *out) {
           "signed error per row and the MAPE per family and overall.\n\n"
           "options:\n"
           "  --hardware H     the device (hardware/H.toml or a file)\n"
+          "  --stack S        a software stack (stacks/S.toml or a file): its kernels and\n"
+          "                   traffic per operator, and its attention kernel on the device\n"
           "  --topology T     the network, for collective rows (topologies/T.toml or a file;\n"
           "                   its collective residuals from topologies/<T>/residuals/)\n"
           "  --residuals DIR  operator residual models (default: hardware/<device>/residuals/\n"
@@ -60,6 +62,7 @@ typedef struct ctx {
   int summary; /* --summary: no row per operator */
   sc_registry *reg;
   sc_device dev;
+  const sc_stack *stack; /* NULL: none */
   int have_topo;
   sc_topology topo;
   sc_residuals *ops_r, *coll_r;
@@ -90,7 +93,11 @@ static int price_op_row(ctx *c, const sc_op_desc *op, row *r, sc_error *err) {
   for (uint32_t j = 0; j < op->ndims && k < sizeof r->dims; j++)
     k += (size_t)snprintf(r->dims + k, sizeof r->dims - k, "%s%lld", j ? "x" : "",
                           (long long)op->dims[j]);
-  return sc_price_op(c->reg, &c->dev, c->ops_r, op, &r->pr, err);
+  int rc = sc_price_op(c->reg, &c->dev, c->ops_r, op, &r->pr, err);
+  if (rc == SC_OK && c->stack != NULL) /* what the stack's kernels add on the GPU */
+    for (int m = 0; m < 3; m++)
+      r->pr.time_s[m] = sc_stack_gpu_s(c->stack, &c->dev, op, &r->pr.an, r->pr.time_s[m]);
+  return rc;
 }
 
 static int price_coll_row(ctx *c, sc_coll_kind kind, double bytes, sc_dtype dt, uint32_t nranks,
@@ -318,9 +325,10 @@ static void print_errors(const meas *m) {
 }
 
 static void print_table(const ctx *c, const meas *m, size_t nm, const sc_score *s) {
-  printf("# device %s; operator residuals: %s%s%s\n", c->dev.name,
+  printf("# device %s; operator residuals: %s%s%s%s%s\n", c->dev.name,
          c->ops_r ? c->ops_r->dir : "none (hybrid and learned are the analytical estimate)",
-         c->have_topo ? "; topology " : "", c->have_topo ? c->topo.name : "");
+         c->have_topo ? "; topology " : "", c->have_topo ? c->topo.name : "",
+         c->stack ? "; stack " : "", c->stack ? c->stack->name : "");
   if (c->summary) {
     printf("# %zu rows of %s\n", c->n, c->path);
     for (size_t k = 0; k < s->n; k++) /* which estimators a fitted model corrects */
@@ -388,6 +396,9 @@ static void print_json(const ctx *c, const meas *m, size_t nm, const sc_score *s
   printf(", \"topology\": ");
   if (c->have_topo) sc_json_string(stdout, c->topo.name);
   else printf("null");
+  printf(", \"stack\": ");
+  if (c->stack) sc_json_string(stdout, c->stack->name);
+  else printf("null");
   printf(", \"rows\": [");
   for (size_t i = 0; i < c->n && !c->summary; i++) {
     const row *r = &c->rows[i];
@@ -451,14 +462,15 @@ static void print_json(const ctx *c, const meas *m, size_t nm, const sc_score *s
 
 /* The option values of one run. */
 typedef struct opts {
-  const char *hardware, *topology, *residuals, *csv, *samples;
+  const char *hardware, *stack, *topology, *residuals, *csv, *samples;
   const char *op, *variant, *dtype, *dims, *coll, *bytes, *nranks, *nodes;
   int json, summary;
 } opts;
 
 static int parse_args(int argc, char **argv, opts *o) {
   static const struct { const char *flag; size_t off; } flags[] = {
-      {"--hardware", offsetof(opts, hardware)}, {"--topology", offsetof(opts, topology)},
+      {"--hardware", offsetof(opts, hardware)}, {"--stack", offsetof(opts, stack)},
+      {"--topology", offsetof(opts, topology)},
       {"--residuals", offsetof(opts, residuals)}, {"--csv", offsetof(opts, csv)},
       {"--samples", offsetof(opts, samples)},   {"--op", offsetof(opts, op)},
       {"--variant", offsetof(opts, variant)},   {"--dtype", offsetof(opts, dtype)},
@@ -538,6 +550,7 @@ int sc_cli_estimate(int argc, char **argv) {
   opts o;
   ctx c;
   sc_error err;
+  sc_stack stack;
   meas *m = NULL;
   size_t nm = 0;
   sc_score s;
@@ -550,6 +563,11 @@ int sc_cli_estimate(int argc, char **argv) {
   if (sc_cli_registry_open(&c.reg, &err) != SC_OK ||
       sc_hardware_load(c.reg, o.hardware, &c.dev, &err) != SC_OK)
     goto fail;
+  if (o.stack != NULL) {
+    if (sc_stack_load(o.stack, &stack, &err) != SC_OK) goto fail;
+    c.stack = &stack;
+    sc_stack_device(&stack, &c.dev); /* its attention kernel on this device */
+  }
   if (o.residuals != NULL) {
     if (sc_residuals_load(o.residuals, &c.ops_r, &err) != SC_OK ||
         sc_residuals_check(c.ops_r, c.dev.name, c.reg, &err) != SC_OK)

@@ -29,6 +29,7 @@ static const job_key keys[] = {
     {"model", K_STR, NULL, "model name or file"},
     {"topology", K_STR, NULL, "topology name or file"},
     {"hardware", K_STR, NULL, "hardware name or file (default: the topology's)"},
+    {"stack", K_STR, NULL, "software stack name or file (stacks/; default: none)"},
     {"gpus", K_U32, NULL, "GPUs in the job"},
     {"tp", K_U32, NULL, "tensor parallel"},
     {"pp", K_U32, NULL, "pipeline parallel"},
@@ -155,6 +156,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     if (strcmp(k->name, "model") == 0) { dst = j->model; cap = sizeof j->model; }
     else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; }
     else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; }
+    else if (strcmp(k->name, "stack") == 0) { dst = j->stack; cap = sizeof j->stack; }
     else { dst = j->algo; cap = sizeof j->algo; }
     if (*value == '\0' || strlen(value) >= cap)
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is empty or too long", k->name, value);

@@ -61,6 +61,7 @@ int sc_cli_predict(int argc, char **argv) {
   sc_model model;
   sc_topology topo;
   sc_device dev;
+  sc_stack stack;
   sc_result res;
   sc_sched_result sched;
 
@@ -122,6 +123,11 @@ int sc_cli_predict(int argc, char **argv) {
                                   &err) != SC_OK)
       goto fail;
     job.opts.coll_residuals = cresid;
+  }
+  if (job.stack[0] != '\0') {
+    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) goto fail;
+    job.opts.stack = &stack;
+    sc_stack_device(&stack, &dev); /* the stack's attention kernel on this device */
   }
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);

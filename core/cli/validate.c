@@ -26,6 +26,8 @@ static void validate_usage(FILE *out) {
           "  --estimator NAME         operator estimator (analytical, hybrid, learned)\n"
           "  --algo NAME              collective algorithm (auto, ring, tree, nvls)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
+          "An optional column 'stack' names a software stack per row (stacks/, a name or a\n"
+          "file); empty or absent: none (one kernel per operator, a host that keeps up).\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -58,8 +60,16 @@ typedef struct vrow {
   char assumed[256];        /* "micro_batch=1, dtype=bf16, ..." */
   int recompute_unknown;    /* empty cells that predict_row settles: the first setting */
   int dopt_unknown;         /* that fits in memory, in the order none/off first */
+  int stack;                /* index into the stack cache; -1 = no stack column or empty */
   char reason[SC_ERROR_MSG_MAX];
 } vrow;
+
+/* The software stacks the rows name (the optional column 'stack'), each loaded once. */
+typedef struct vstacks {
+  int col;                  /* the column's index, -1 when the file has none */
+  size_t n;
+  sc_stack *s;
+} vstacks;
 
 typedef struct vtopo {
   char name[SC_PATH_MAX];
@@ -108,7 +118,7 @@ static int job_field(const sc_csv *c, size_t row, int col, vrow *r, const char *
 /* Read one row into r. Malformed fields → error (the whole command fails). Unknown
  * fields needed for a prediction → r->status = ROW_SKIPPED with the reason. */
 static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo **topos,
-                    size_t *ntopos, sc_registry *reg, sc_error *err) {
+                    size_t *ntopos, vstacks *stacks, sc_registry *reg, sc_error *err) {
   const char *path = sc_csv_path(c);
   uint32_t line = sc_csv_line(c, row);
   char buf[256];
@@ -177,6 +187,27 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
     if (sc_hardware_load(reg, t->topo.hardware, &t->dev, &e) == SC_OK) t->dev_loaded = 1;
     else snprintf(t->dev_err, sizeof t->dev_err, "%s", e.msg);
     r->topo = (int)(*ntopos)++;
+  }
+
+  /* The software stack, when the file has the column and the row names one. */
+  r->stack = -1;
+  if (stacks->col >= 0) {
+    text_of(c, row, stacks->col, buf, sizeof buf);
+    if (buf[0] != '\0') {
+      for (size_t k = 0; k < stacks->n; k++)
+        if (strcmp(stacks->s[k].name, buf) == 0 || strcmp(stacks->s[k].path, buf) == 0)
+          r->stack = (int)k;
+      if (r->stack < 0) {
+        sc_stack *ns = realloc(stacks->s, (stacks->n + 1) * sizeof *ns);
+        sc_error e;
+        if (ns == NULL) return sc_error_set(err, SC_ENOMEM, "out of memory");
+        stacks->s = ns;
+        sc_error_clear(&e);
+        if (sc_stack_load(buf, &ns[stacks->n], &e) != SC_OK)
+          return sc_error_set(err, SC_EPARSE, "%s:%u: column 'stack': %s", path, line, e.msg);
+        r->stack = (int)stacks->n++;
+      }
+    }
   }
 
   /* Enumerations and booleans: parsed by the job keys (which accept '_' spellings). */
@@ -307,10 +338,12 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   return SC_OK;
 }
 
-static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor *pr,
-                        const sc_cli_job *opts) {
+static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_registry *reg,
+                        sc_predictor *pr, const sc_cli_job *opts) {
   sc_error e;
   sc_result res;
+  const sc_device *dev = &t->dev;
+  sc_device *sdev = NULL;
   sc_error_clear(&e);
   if (r->status != ROW_OK) return;
   r->job.opts = opts->opts;
@@ -342,6 +375,22 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
     r->job.opts.residuals = t->resid;
     r->job.opts.coll_residuals = t->cresid;
   }
+  if (r->stack >= 0) { /* the row's stack, and its attention kernel on this device */
+    const sc_stack *stk = &stacks->s[r->stack];
+    r->job.opts.stack = stk;
+    sdev = malloc(sizeof *sdev);
+    if (sdev == NULL) {
+      snprintf(r->reason, sizeof r->reason, "out of memory");
+      r->status = ROW_ERROR;
+      return;
+    }
+    *sdev = t->dev;
+    sc_stack_device(stk, sdev);
+    dev = sdev;
+    char a[96];
+    snprintf(a, sizeof a, "stack=%s", stk->name);
+    add_assumed(r, a);
+  }
   /* Settings the source leaves empty that decide whether the run fits: the cheapest
    * combination that fits, tried in order (no distributed optimizer before one; no
    * recomputation before selective before full), as a practitioner would configure it. */
@@ -359,8 +408,7 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
       if (r->dopt_unknown) r->job.par.distributed_optimizer = tries[k].dopt;
       if (r->recompute_unknown) r->job.par.recompute = tries[k].rc;
       sc_error_clear(&e);
-      st = sc_predict(pr, &r->model, &t->topo, &t->dev, &r->job.par, &r->job.opts, &res, NULL,
-                      &e);
+      st = sc_predict(pr, &r->model, &t->topo, dev, &r->job.par, &r->job.opts, &res, NULL, &e);
       if (st != SC_ENOFIT) break;
     }
     if (r->recompute_unknown) {
@@ -372,6 +420,7 @@ static void predict_row(vrow *r, vtopo *t, const sc_registry *reg, sc_predictor 
       add_assumed(r, r->job.par.distributed_optimizer ? "distributed_optimizer=true"
                                                       : "distributed_optimizer=false");
   }
+  free(sdev);
   if (st != SC_OK) {
     snprintf(r->reason, sizeof r->reason, "%s", e.msg[0] ? e.msg : sc_strerror(e.code));
     r->status = ROW_ERROR;
@@ -399,6 +448,7 @@ int sc_cli_validate(int argc, char **argv) {
   vtopo *topos = NULL;
   size_t ntopos = 0, nrows = 0;
   int idx[C_COUNT];
+  vstacks stacks = {-1, 0, NULL};
   group *groups = NULL;
   size_t ngroups = 0;
 
@@ -434,6 +484,7 @@ int sc_cli_validate(int argc, char **argv) {
 
   if (sc_csv_load(file, &csv, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_csv_require(csv, colnames, C_COUNT, idx, &err) != SC_OK) goto fail;
+  stacks.col = sc_csv_column(csv, "stack"); /* optional */
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   nrows = sc_csv_nrows(csv);
@@ -444,7 +495,7 @@ int sc_cli_validate(int argc, char **argv) {
   }
   /* Read every row first: a malformed file fails before anything is printed. */
   for (size_t k = 0; k < nrows; k++) {
-    if (read_row(csv, k, idx, &rows[k], &topos, &ntopos, reg, &err) != SC_OK) goto fail;
+    if (read_row(csv, k, idx, &rows[k], &topos, &ntopos, &stacks, reg, &err) != SC_OK) goto fail;
     for (size_t m = 0; m < k; m++) {
       if (strcmp(rows[m].id, rows[k].id) == 0) {
         sc_error_set(&err, SC_EPARSE, "%s:%u: column 'id': '%s' repeats line %u", file,
@@ -453,7 +504,8 @@ int sc_cli_validate(int argc, char **argv) {
       }
     }
   }
-  for (size_t k = 0; k < nrows; k++) predict_row(&rows[k], &topos[rows[k].topo], reg, pr, &opts);
+  for (size_t k = 0; k < nrows; k++)
+    predict_row(&rows[k], &topos[rows[k].topo], &stacks, reg, pr, &opts);
 
   /* Aggregate by GPU type. */
   double sum_abs = 0;
@@ -578,6 +630,7 @@ done:
     sc_residuals_free(topos[i].cresid);
   }
   free(topos);
+  free(stacks.s);
   sc_predictor_free(pr);
   sc_registry_free(reg);
   sc_csv_free(csv);

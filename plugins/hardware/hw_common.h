@@ -138,6 +138,9 @@ static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_ta
     rc = sc__hw_opt_fraction(host, t, "", "attention_bwd_efficiency",
                              &dev->attention_bwd_efficiency, err);
   if (rc == SC_OK)
+    rc = sc__hw_opt_fraction(host, t, "", "matmul_unaligned_efficiency",
+                             &dev->matmul_unaligned_efficiency, err);
+  if (rc == SC_OK)
     rc = sc__hw_whole(host, t, "", "attention_block_q", 0, 65536, &dev->attention_block_q, err);
   if (rc == SC_OK)
     rc = sc__hw_whole(host, t, "", "attention_block_k", 0, 65536, &dev->attention_block_k, err);
@@ -148,6 +151,8 @@ static inline int sc__hw_attention_efficiencies(const sc_host *host, const sc_ta
  *   [hardware.flops_efficiency_by_dtype]  <dtype> = fraction   (matmul efficiency per type;
  *                                          the type must have a peak)
  *   attention_fwd_efficiency, attention_bwd_efficiency = fraction
+ *   matmul_unaligned_efficiency = fraction (a GEMM with a dimension not a multiple of
+ *                                          16 bytes' worth of elements)
  *   attention_block_q, attention_block_k = whole number (the fused kernel's tile)
  * Call after dev->peak_flops_per_s is filled. Absent keys leave the fields 0. */
 static inline int sc__hw_kernel_efficiencies(const sc_host *host, const sc_table *t,
@@ -535,7 +540,8 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
                                      "launch_s", "peak_flops_per_s", "tile",
                                      "flops_efficiency_by_dtype", "attention_fwd_efficiency",
                                      "attention_bwd_efficiency", "attention_block_q",
-                                     "attention_block_k", "kernel_flops_per_s", NULL};
+                                     "attention_block_k", "kernel_flops_per_s",
+                                     "matmul_unaligned_efficiency", NULL};
   static const char *const tile_keys[] = {"m", "n", "k", NULL};
   const sc_table *t = NULL, *peak = NULL, *tile = NULL;
   const char *known[SC_DTYPE_COUNT + 1];

@@ -17,6 +17,8 @@
  *   compute time = flops / (peak[dtype] * eff[dtype] * tile_eff * wave_eff)
  * with eff[dtype] the device's matmul efficiency of the dtype (flops_efficiency_by_dtype,
  * e.g. a measured maximum achievable matmul rate over the peak; else flops_efficiency).
+ * A GEMM with m, n or k not a multiple of 16 / e elements runs at the device's
+ * matmul_unaligned_efficiency instead, when it states one (the library's fallback kernel).
  * A device with tile_m/n/k = 0 has no tile quantisation (tile_eff = 1, tiles counted as if
  * each dimension were one tile) and compute_units = 0 disables wave quantisation.
  * A CPU that states gemm_exposed_bw_Bps adds the share of its BLAS's operand traffic that
@@ -59,8 +61,14 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
     waves = ceil(tiles / dev->compute_units);
     wave_eff = tiles / (waves * dev->compute_units);
   }
-  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype],
-                      sc_device_matmul_efficiency(dev, op->dtype), tile_eff * wave_eff, flops,
+  /* A dimension that is not a whole number of 16-byte vectors: the library's aligned
+   * kernels cannot load it, and a device that states it runs the unaligned kernel's rate */
+  double eff = sc_device_matmul_efficiency(dev, op->dtype);
+  int64_t vec = e > 0 && e <= 16 ? (int64_t)(16.0 / e) : 1;
+  if (dev->matmul_unaligned_efficiency > 0 && vec > 1 &&
+      (op->dims[1] % vec != 0 || op->dims[2] % vec != 0 || op->dims[3] % vec != 0))
+    eff = dev->matmul_unaligned_efficiency;
+  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype], eff, tile_eff * wave_eff, flops,
                       bytes, out);
   /* A CPU BLAS's packing and C traffic past the core's caches, not overlapped (0 on a device
    * that does not state it: every GPU file) */

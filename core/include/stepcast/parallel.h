@@ -46,6 +46,10 @@ typedef struct sc_parallel {
   int overlap_tp_comm;            /* TP communication overlapped with GEMMs */
   /* Uneven pipeline splits: layers per stage when stage_layers[0] != 0 (pp entries). */
   uint32_t stage_layers[256];
+  /* The vocabulary is padded to a multiple of this times tp (Megatron-LM's
+   * make_vocab_size_divisible_by); 0 = Megatron's default, 128. A software stack that does
+   * not pad (PyTorch eager: 1) sets it (stepcast/stack.h). */
+  uint32_t vocab_divisible_by;
 } sc_parallel;
 
 /* Names as the CLI, job files, validation CSVs and reports spell them: recompute "none",

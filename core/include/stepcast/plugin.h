@@ -352,6 +352,13 @@ typedef struct sc_device {
   uint32_t fill_cold_points;
   double fill_cold_bytes[SC_CACHE_CURVE_POINTS];
   double fill_cold_bw_Bps[SC_CACHE_CURVE_POINTS];
+  /* Appended at ABI 1.0 (0 = not stated: every GEMM at the aligned matmul efficiency). The
+   * fraction of peak of a GEMM with a dimension that is not a whole number of 16-byte
+   * vectors (m, n or k not a multiple of 16 / dtype bytes: a vocabulary of 50257): the
+   * library cannot use its aligned tensor-core kernels and falls back to one with narrow
+   * loads (cuBLAS 13 on Hopper: CUTLASS's sm75 mma.m16n8k8 kernel at about an eighth of the
+   * bf16 peak, docs/operators.md, "Unaligned GEMMs"). */
+  double matmul_unaligned_efficiency;
 } sc_device;
 
 /* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)

@@ -54,6 +54,9 @@ typedef struct sc_predict_opts {
    * applied to every collective under the hybrid and learned estimators; NULL = the
    * collectives stay analytical under every estimator. */
   const struct sc_residuals *coll_residuals;
+  /* The software stack (stepcast/stack.h, borrowed): kernels and traffic per operator and
+   * the host's dispatch time; NULL = one kernel per operator and a host that keeps up. */
+  const struct sc_stack *stack;
 } sc_predict_opts;
 
 void sc_predict_opts_defaults(sc_predict_opts *o);

@@ -46,6 +46,7 @@ typedef struct sc_result {
   char estimator[32];           /* "analytical", "hybrid", "learned" */
   int coll_residuals;           /* 1: the collectives went through the topology's fitted
                                    residuals too (estimate.h, stepcast fit --comm) */
+  char stack[64];               /* the software stack (stepcast/stack.h); "" = none */
   uint32_t gpus;                /* tp * pp * dp * cp */
   sc_parallel parallel;
   /* primary */

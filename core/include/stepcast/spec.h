@@ -80,13 +80,13 @@ typedef struct sc_topology {
 struct sc_registry;
 
 /* Which folder a spec name is looked up in. */
-typedef enum { SC_SPEC_MODEL = 0, SC_SPEC_HARDWARE, SC_SPEC_TOPOLOGY } sc_spec_kind;
+typedef enum { SC_SPEC_MODEL = 0, SC_SPEC_HARDWARE, SC_SPEC_TOPOLOGY, SC_SPEC_STACK } sc_spec_kind;
 
 /* Resolve a spec argument to a file path. A value containing '/' or ending in ".toml" is a
  * path (must exist). A bare name ("gpt3-175b") is looked up as <dir>/<name>.toml in: each
  * folder of STEPCAST_DATA_PATH (colon list), then the source tree (program run from the
  * build tree) or the installed data folder (<prefix>/share/stepcast), dir being models,
- * hardware or topologies. SC_ENOTFOUND with the places tried otherwise. */
+ * hardware, topologies or stacks. SC_ENOTFOUND with the places tried otherwise. */
 int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size_t out_size,
                     sc_error *err);
 

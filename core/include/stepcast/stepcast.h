@@ -17,6 +17,7 @@
 #include "stepcast/spec.h"
 #include "stepcast/registry.h"
 #include "stepcast/parallel.h"
+#include "stepcast/stack.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -84,24 +84,81 @@ void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *w
   snprintf(wc->label, sizeof wc->label, "pp.p2p");
 }
 
+/* Past this many layers a run of layer operators is taken to repeat its last layer's
+ * increments (the stream settles within a layer or two). */
+#define SC__STREAM_LAYERS 64u
+
 int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
-                double *fam, sc_error *err) {
-  double sum = 0.0;
+                double *fam, double *lead, sc_error *err) {
+  double g[SC_WORK_MAX_OPS], h[SC_WORK_MAX_OPS];
+  size_t fi[SC_WORK_MAX_OPS];
+  double sum = 0.0, fplain[SC__NFAM] = {0};
+  int stream = 0;
+  if (l->nops > SC_WORK_MAX_OPS)
+    return sc_error_set(err, SC_EINVAL, "work list of %u operators (at most %d)", l->nops,
+                        SC_WORK_MAX_OPS);
   for (uint32_t i = 0; i < l->nops; i++) {
     const sc_work_op *o = &l->ops[i];
     size_t f = sc__family_index(o->desc.family);
-    double t1;
-    int rc = fn(ctx, o, &t1, err);
+    h[i] = 0.0;
+    int rc = fn(ctx, o, &g[i], &h[i], err);
     if (rc != SC_OK) return rc;
     if (fam != NULL && f >= SC__NFAM) {
       return sc_error_set(err, SC_EINVAL, "operator '%s': family '%s' has no breakdown slot",
                           o->label, o->desc.family);
     }
-    double ts = t1 * (double)o->repeat;
+    fi[i] = f;
+    if (h[i] > 0.0) stream = 1;
+    double ts = g[i] * (double)o->repeat;
     sum += ts;
-    if (fam != NULL) fam[f] += ts;
+    if (f < SC__NFAM) fplain[f] += ts;
   }
-  *total = sum;
+  if (!stream) {
+    if (fam != NULL)
+      for (size_t f = 0; f < SC__NFAM; f++) fam[f] += fplain[f];
+    *total = sum;
+    if (lead != NULL && *lead > 0) *lead += sum; /* dispatched at once: still ahead */
+    return SC_OK;
+  }
+  /* one stream from the pass's start on the GPU, which the host reached *lead before */
+  double fsum[SC__NFAM] = {0}, host = lead != NULL && *lead > 0 ? -*lead : 0.0, gpu = 0.0;
+  for (uint32_t i = 0; i < l->nops;) {
+    const sc_work_op *o = &l->ops[i];
+    if (o->where != SC_WHERE_LAYER || o->repeat <= 1) {
+      double before = gpu;
+      sc_stack_stream(&host, &gpu, h[i], g[i], o->repeat);
+      if (fi[i] < SC__NFAM) fsum[fi[i]] += gpu - before;
+      i++;
+      continue;
+    }
+    uint32_t j = i + 1, R = o->repeat;
+    while (j < l->nops && l->ops[j].where == SC_WHERE_LAYER && l->ops[j].repeat == R) j++;
+    uint32_t n = R < SC__STREAM_LAYERS ? R : SC__STREAM_LAYERS;
+    double last[SC__NFAM], dh = 0.0, dg = 0.0;
+    for (uint32_t r = 0; r < n; r++) {
+      double h0 = host, g0 = gpu;
+      memset(last, 0, sizeof last);
+      for (uint32_t k = i; k < j; k++) {
+        double before = gpu;
+        sc_stack_stream(&host, &gpu, h[k], g[k], 1);
+        if (fi[k] < SC__NFAM) last[fi[k]] += gpu - before;
+      }
+      for (size_t f = 0; f < SC__NFAM; f++) fsum[f] += last[f];
+      dh = host - h0;
+      dg = gpu - g0;
+    }
+    if (R > n) { /* the last layer's increments for the rest */
+      double more = (double)(R - n);
+      host += more * dh;
+      gpu += more * dg;
+      for (size_t f = 0; f < SC__NFAM; f++) fsum[f] += more * last[f];
+    }
+    i = j;
+  }
+  if (fam != NULL)
+    for (size_t f = 0; f < SC__NFAM; f++) fam[f] += fsum[f];
+  *total = gpu;
+  if (lead != NULL) *lead = gpu > host ? gpu - host : 0.0;
   return SC_OK;
 }
 
@@ -217,11 +274,17 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
                     sc_sched_chunk *ch, double *fam, sc_error *err) {
   static const sc_phase ph[3] = {SC_PHASE_FWD, SC_PHASE_BWD, SC_PHASE_RECOMPUTE};
   double *pass[3] = {&ch->fwd_s, &ch->bwd_s, &ch->recompute_s};
+  /* in the order they run: forward, recomputation, backward; a host that runs behind the
+   * GPU at a pass's end is ahead of it at the next one's start (the lead) */
+  static const int order[3] = {0, 2, 1};
+  double lead = 0.0;
   int rc = SC_OK;
   ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
   memset(fam, 0, 3 * SC__NFAM * sizeof *fam);
-  for (int k = 0; k < 3 && rc == SC_OK; k++)
-    rc = sc__ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, err);
+  for (int i = 0; i < 3 && rc == SC_OK; i++) {
+    int k = order[i];
+    rc = sc__ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, &lead, err);
+  }
   /* recomputation's TP/CP communication runs inside the backward pass */
   for (int k = 0; k < 3 && rc == SC_OK; k++)
     rc = sc__colls_sum_micro(&w->per_micro[ph[k]], sc__coll_time, cc,
@@ -237,7 +300,7 @@ int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__co
   const double bytes[2] = {w->p2p_send_fwd_bytes, w->p2p_send_bwd_bytes};
   double *p2p[2] = {&ch->p2p_fwd_s, &ch->p2p_bwd_s};
   ch->dp_param_gather_s = ch->dp_grad_s = ch->p2p_fwd_s = ch->p2p_bwd_s = 0.0;
-  int rc = sc__ops_sum(&w->per_iter, op, octx, t_opt, NULL, err);
+  int rc = sc__ops_sum(&w->per_iter, op, octx, t_opt, NULL, NULL, err);
   for (uint32_t i = 0; i < w->per_iter.ncolls && rc == SC_OK; i++) {
     const sc_work_coll *wc = &w->per_iter.colls[i];
     double ts;

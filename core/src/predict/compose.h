@@ -45,15 +45,25 @@ int sc__coll_desc(const sc__spans *s, const sc_work_coll *wc, sc_coll_desc *d, s
 /* The pipeline send/recv of bytes between neighbouring stages as a workload collective. */
 void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *wc);
 
-/* Time of one instance of an operator / a collective, the caller's way. */
-typedef int (*sc__op_time_fn)(void *ctx, const sc_work_op *o, double *time_s, sc_error *err);
+/* Time of one instance of an operator / a collective, the caller's way. For an operator,
+ * *time_s is the GPU's time and *host_s the host's time to dispatch it (the software
+ * stack's, stepcast/stack.h; 0 when the host keeps up). */
+typedef int (*sc__op_time_fn)(void *ctx, const sc_work_op *o, double *time_s, double *host_s,
+                              sc_error *err);
 typedef int (*sc__coll_time_fn)(void *ctx, const sc_work_coll *wc, double *time_s,
                                 sc_error *err);
 
 /* Sum of a list's operators (time x repeat), split by family into fam[SC__NFAM] when fam
- * is not NULL (then an operator outside the families is SC_EINVAL). */
+ * is not NULL (then an operator outside the families is SC_EINVAL). When any operator has
+ * a host time, the list is one stream instead (sc_stack_stream): the host dispatches the
+ * operators in order, a layer's operators layer after layer, and the GPU runs each once it
+ * is dispatched and the one before is done; the total is when the GPU finishes, and a
+ * family's share is what its operators add to that, their wait for the host included.
+ * lead (may be NULL): in, how long before the pass's start on the GPU the host began to
+ * dispatch it (the previous pass's GPU work outlasting its dispatch); out, the same for the
+ * pass that follows (0 when no operator has a host time). */
 int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
-                double *fam, sc_error *err);
+                double *fam, double *lead, sc_error *err);
 
 /* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group) or *tp_s
  * (TP, and anything else tied to a micro-batch pass). Trivial ones (one rank, no bytes)

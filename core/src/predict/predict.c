@@ -100,16 +100,22 @@ typedef struct pctx {
 } pctx;
 
 /* One operator: the plugin's analytical time, through the fitted residuals for the hybrid
- * and learned estimators. */
-static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err) {
+ * and learned estimators, then what the software stack adds (its kernels and traffic on the
+ * GPU; the host's dispatch in *host_s). */
+static int op_time(void *vc, const sc_work_op *o, double *time_s, double *host_s,
+                   sc_error *err) {
   const pctx *c = vc;
+  const sc_stack *stack = c->pr->opts->stack;
   sc_estimate e;
   int rc = sc_registry_estimate_op(c->pr->reg, c->dev, &o->desc, &e, err);
   if (rc != SC_OK) return rc;
   *time_s = e.time_s;
   if (c->pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL)
-    return sc_residuals_apply(c->pr->opts->residuals, c->pr->opts->estimator, o->desc.family,
-                              &e, time_s, err);
+    rc = sc_residuals_apply(c->pr->opts->residuals, c->pr->opts->estimator, o->desc.family,
+                            &e, time_s, err);
+  if (rc != SC_OK) return rc;
+  *time_s = sc_stack_gpu_s(stack, c->dev, &o->desc, &e, *time_s);
+  *host_s = sc_stack_host_s(stack, &o->desc);
   return SC_OK;
 }
 
@@ -166,6 +172,13 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
                         sc_estimator_name(o->estimator), dev->name);
   }
   pr->opts = o;
+  /* A stack that pads the vocabulary otherwise than Megatron (PyTorch eager: not at all) */
+  sc_parallel pstack;
+  if (o->stack != NULL && o->stack->vocab_divisible_by != 0) {
+    pstack = *p;
+    pstack.vocab_divisible_by = o->stack->vocab_divisible_by;
+    p = &pstack;
+  }
   if ((int)p->dtype < 0 || p->dtype >= SC_DTYPE_COUNT)
     return sc_error_set(err, SC_EINVAL, "dtype: %d is not a dtype", (int)p->dtype);
   if (!(dev->peak_flops_per_s[p->dtype] > 0)) {
@@ -253,6 +266,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   snprintf(res->topology, sizeof res->topology, "%s", t->name);
   snprintf(res->hardware, sizeof res->hardware, "%s", dev->name);
   snprintf(res->estimator, sizeof res->estimator, "%s", sc_estimator_name(o->estimator));
+  snprintf(res->stack, sizeof res->stack, "%s", o->stack != NULL ? o->stack->name : "");
   res->coll_residuals = o->estimator != SC_ESTIMATOR_ANALYTICAL && o->coll_residuals != NULL;
   res->gpus = gpus;
   res->parallel = *p;

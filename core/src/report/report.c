@@ -180,6 +180,8 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   fprintf(out, "  %-26s %s%s\n", "estimator", r->estimator,
           r->coll_residuals ? " (and the topology's collective residuals, for the group "
                               "shapes they were fitted on)" : "");
+  fprintf(out, "  %-26s %s\n", "software stack",
+          r->stack[0] ? r->stack : "none (one kernel per operator, the host keeps up)");
   fprintf(out, "  %-26s %u GPUs = TP %u x PP %u x DP %u x CP %u\n", "parallelism", r->gpus, p->tp,
           p->pp, p->dp, p->cp);
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",
@@ -297,6 +299,8 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jstr(out, "hardware", r->hardware, &f);
   jstr(out, "estimator", r->estimator, &f);
   jbool(out, "collective_residuals", r->coll_residuals, &f);
+  if (r->stack[0] != '\0') jstr(out, "stack", r->stack, &f);
+  else { jkey(out, "stack", &f); fputs("null", out); }
   jint(out, "gpus", r->gpus, &f);
   jint(out, "tp", p->tp, &f);
   jint(out, "pp", p->pp, &f);

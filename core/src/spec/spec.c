@@ -14,13 +14,14 @@
 #include "sc_config.h"
 #include "spec/spec_int.h"
 #include "spec/table.h"
+#include "stepcast/stack.h"
 #include "stepcast/stepcast.h"
 #include "toml/toml.h"
 
 /* ------------------------------------------------------------------------- */
 /* Resolution                                                                */
 
-static const char *const sc__spec_dirs[] = {"models", "hardware", "topologies"};
+static const char *const sc__spec_dirs[] = {"models", "hardware", "topologies", "stacks"};
 
 static int sc__is_file(const char *p) {
   struct stat st;
@@ -85,7 +86,7 @@ int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size
   const char *sub;
   size_t len;
   if (name_or_path == NULL || out == NULL || out_size == 0 || (int)kind < 0 ||
-      kind > SC_SPEC_TOPOLOGY) {
+      kind > SC_SPEC_STACK) {
     return sc_error_set(err, SC_EINVAL, "sc_spec_resolve: invalid argument");
   }
   sub = sc__spec_dirs[kind];
@@ -125,7 +126,8 @@ int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size
   }
   return sc_error_set(err, SC_ENOTFOUND, "%s '%s' not found (tried %s)",
                       kind == SC_SPEC_MODEL ? "model"
-                      : kind == SC_SPEC_HARDWARE ? "hardware" : "topology",
+                      : kind == SC_SPEC_HARDWARE ? "hardware"
+                      : kind == SC_SPEC_TOPOLOGY ? "topology" : "stack",
                       name_or_path, tried[0] ? tried : "no folder");
 }
 
@@ -631,4 +633,248 @@ static int sc__hardware_of_doc(struct sc_registry *reg, sc_toml_doc *doc, const 
   sc__toml_free(doc);
   if (rc == SC_OK) *out = dev;
   return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Software stack                                                            */
+
+/* A family name as op plugins name theirs: [a-z0-9_]+, under 32 bytes. */
+static int sc__family_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= 32) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
+  }
+  return 1;
+}
+
+/* One [stack.kernels] or [stack.traffic] table: family = number (every variant), or
+ * family = { <variant index> = number, ... }. Values in [lo, hi]. */
+static int sc__stack_rules(const sc_table *st, const char *key, double lo, double hi,
+                           sc_stack_rule *rules, uint32_t *n, uint32_t cap, sc_error *err) {
+  const sc_table *t = NULL;
+  const char *fam = NULL;
+  int rc = sc__table_table(st, key, &t, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  for (size_t i = 0; sc__table_key(t, i, &fam) == SC_OK; i++) {
+    const sc_table *vt = NULL;
+    const char *var = NULL;
+    double v = 0;
+    if (!sc__family_ok(fam)) {
+      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': not an operator family name "
+                          "([a-z0-9_]+, under 32 bytes)", sc__table_where(t, fam), key, fam);
+    }
+    if (sc__table_table(t, fam, &vt, err) == SC_OK) {
+      for (size_t j = 0; sc__table_key(vt, j, &var) == SC_OK; j++) {
+        char *end = NULL;
+        long idx = strtol(var, &end, 10);
+        if (var[0] < '0' || var[0] > '9' || *end != '\0' || idx >= SC_KERNEL_RATE_VARIANTS) {
+          return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s.%s': expected a variant index "
+                              "0..%d", sc__table_where(vt, var), key, fam, var,
+                              SC_KERNEL_RATE_VARIANTS - 1);
+        }
+        rc = sc__table_number(vt, var, &v, err);
+        if (rc != SC_OK) return rc;
+        if (!(v >= lo && v <= hi)) {
+          return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s.%s': must be in [%g, %g] (is %g)",
+                              sc__table_where(vt, var), key, fam, var, lo, hi, v);
+        }
+        if (*n >= cap) {
+          return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s.%s': more than %u rules in "
+                              "[stack.kernels] and [stack.traffic]", sc__table_where(vt, var),
+                              key, fam, var, cap);
+        }
+        snprintf(rules[*n].family, sizeof rules[*n].family, "%s", fam);
+        rules[*n].variant = (int32_t)idx;
+        rules[*n].value = v;
+        (*n)++;
+      }
+      continue;
+    }
+    rc = sc__table_number(t, fam, &v, err);
+    if (rc != SC_OK) {
+      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': expected a number or a table of "
+                          "variant indices", sc__table_where(t, fam), key, fam);
+    }
+    if (!(v >= lo && v <= hi)) {
+      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': must be in [%g, %g] (is %g)",
+                          sc__table_where(t, fam), key, fam, lo, hi, v);
+    }
+    if (*n >= cap) {
+      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': more than %u rules in "
+                          "[stack.kernels] and [stack.traffic]", sc__table_where(t, fam), key,
+                          fam, cap);
+    }
+    snprintf(rules[*n].family, sizeof rules[*n].family, "%s", fam);
+    rules[*n].variant = -1;
+    rules[*n].value = v;
+    (*n)++;
+  }
+  return SC_OK;
+}
+
+/* [stack.attention.<device name>] fwd = f, bwd = b: fractions of peak in (0, 1]. */
+static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
+  static const char *const known[] = {"fwd", "bwd", NULL};
+  const sc_table *t = NULL;
+  const char *dev = NULL;
+  int rc = sc__table_table(st, "attention", &t, err);
+  if (rc == SC_ENOTFOUND) return SC_OK;
+  if (rc != SC_OK) return rc;
+  for (size_t i = 0; sc__table_key(t, i, &dev) == SC_OK; i++) {
+    const sc_table *dt = NULL;
+    char what[96];
+    if (strlen(dev) >= sizeof s->attention[0].device)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%.40s...': device name too long",
+                          sc__table_where(t, dev), dev);
+    if (s->nattention >= SC_STACK_DEVICES_MAX)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': more than %d devices",
+                          sc__table_where(t, dev), dev, SC_STACK_DEVICES_MAX);
+    for (uint32_t k = 0; k < s->nattention; k++)
+      if (strcmp(s->attention[k].device, dev) == 0)
+        return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': stated twice",
+                            sc__table_where(t, dev), dev);
+    rc = sc__table_table(t, dev, &dt, err);
+    if (rc != SC_OK)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': expected a table with fwd "
+                          "and bwd", sc__table_where(t, dev), dev);
+    snprintf(what, sizeof what, "[stack.attention.%s]", dev);
+    rc = sc__check_keys(dt, what, known, err);
+    sc_stack_attention *a = &s->attention[s->nattention];
+    double *v[2] = {&a->fwd, &a->bwd};
+    for (int k = 0; k < 2 && rc == SC_OK; k++) {
+      rc = sc__get_num(dt, "", known[k], 1, what, v[k], err);
+      if (rc == SC_OK && !(*v[k] >= SC_RANGE_EFFICIENCY_MIN && *v[k] <= 1))
+        rc = sc__bad(dt, known[k], err, "must be in [" SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN)
+                     ", 1] (is %g)", *v[k]);
+    }
+    if (rc != SC_OK) return rc;
+    snprintf(a->device, sizeof a->device, "%s", dev);
+    s->nattention++;
+  }
+  return SC_OK;
+}
+
+int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
+  static const char *const known[] = {"name", "description", "host_per_kernel_s",
+                                      "vocab_divisible_by", "kernels", "traffic", "attention",
+                                      NULL};
+  char path[SC_PATH_MAX];
+  sc_toml_doc *doc = NULL;
+  const sc_table *t = NULL;
+  const char *s = NULL;
+  int rc;
+  if (out == NULL || name_or_path == NULL)
+    return sc_error_set(err, SC_EINVAL, "sc_stack_load: invalid argument");
+  rc = sc_spec_resolve(SC_SPEC_STACK, name_or_path, path, sizeof path, err);
+  if (rc != SC_OK) return rc;
+  rc = sc__open_section(path, "stack", &doc, &t, err);
+  if (rc != SC_OK) return rc;
+  sc_stack *st = calloc(1, sizeof *st);
+  if (st == NULL) {
+    sc__toml_free(doc);
+    return sc_error_set(err, SC_ENOMEM, "out of memory");
+  }
+  sc__copy(st->path, sizeof st->path, path);
+  rc = sc__check_keys(t, "[stack]", known, err);
+  if (rc == SC_OK) {
+    rc = sc__table_string(t, "name", &s, err);
+    if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[stack]", err);
+    if (rc == SC_OK && (s[0] == '\0' || strlen(s) >= sizeof st->name))
+      rc = sc__bad(t, "name", err, "must be 1 to %zu bytes", sizeof st->name - 1);
+    if (rc == SC_OK) sc__copy(st->name, sizeof st->name, s);
+  }
+  if (rc == SC_OK) {
+    rc = sc__table_string(t, "description", &s, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+  }
+  if (rc == SC_OK) {
+    rc = sc__get_num(t, "", "host_per_kernel_s", 0, "[stack]", &st->host_per_kernel_s, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && !(st->host_per_kernel_s >= 0 &&
+                              st->host_per_kernel_s <= SC_STACK_HOST_MAX_S))
+      rc = sc__bad(t, "host_per_kernel_s", err, "must be in [0, %g] s (is %g)",
+                   SC_STACK_HOST_MAX_S, st->host_per_kernel_s);
+  }
+  if (rc == SC_OK) {
+    int64_t v = 0;
+    rc = sc__get_int(t, "", "vocab_divisible_by", 0, "[stack]", &v, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && (v < 1 || v > 65536))
+      rc = sc__bad(t, "vocab_divisible_by", err, "must be in [1, 65536] (is %lld)", (long long)v);
+    else if (rc == SC_OK) st->vocab_divisible_by = (uint32_t)v;
+  }
+  uint32_t n = 0;
+  if (rc == SC_OK)
+    rc = sc__stack_rules(t, "kernels", 1.0, SC_STACK_KERNELS_MAX, st->kernels, &n,
+                         SC_STACK_RULES_MAX, err);
+  st->nkernels = n;
+  if (rc == SC_OK)
+    rc = sc__stack_rules(t, "traffic", 1.0, SC_STACK_TRAFFIC_MAX, st->traffic, &st->ntraffic,
+                         SC_STACK_RULES_MAX - st->nkernels, err);
+  if (rc == SC_OK) rc = sc__stack_attention(t, st, err);
+  sc__toml_free(doc);
+  if (rc == SC_OK) *out = *st;
+  free(st);
+  return rc;
+}
+
+static double sc__stack_rule(const sc_stack_rule *r, uint32_t n, const char *family,
+                             uint32_t variant) {
+  double all = 1.0;
+  if (family == NULL) return 1.0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (strcmp(r[i].family, family) != 0) continue;
+    if (r[i].variant == (int32_t)variant) return r[i].value;
+    if (r[i].variant < 0) all = r[i].value;
+  }
+  return all;
+}
+
+double sc_stack_kernels(const sc_stack *s, const char *family, uint32_t variant) {
+  return s == NULL ? 1.0 : sc__stack_rule(s->kernels, s->nkernels, family, variant);
+}
+
+double sc_stack_traffic(const sc_stack *s, const char *family, uint32_t variant) {
+  return s == NULL ? 1.0 : sc__stack_rule(s->traffic, s->ntraffic, family, variant);
+}
+
+double sc_stack_gpu_s(const sc_stack *s, const sc_device *dev, const sc_op_desc *op,
+                      const sc_estimate *e, double t) {
+  if (s == NULL || dev == NULL || op == NULL) return t;
+  double k = sc_stack_kernels(s, op->family, op->variant);
+  double m = sc_stack_traffic(s, op->family, op->variant);
+  double bw = dev->mem_bw_Bps * (dev->mem_efficiency > 0 ? dev->mem_efficiency : 1.0);
+  if (k > 1.0 && dev->launch_s > 0) t += (k - 1.0) * dev->launch_s;
+  if (m > 1.0 && e != NULL && e->bytes > 0 && bw > 0) t += (m - 1.0) * e->bytes / bw;
+  return t;
+}
+
+int sc_stack_device(const sc_stack *s, sc_device *dev) {
+  if (s == NULL || dev == NULL) return 0;
+  for (uint32_t i = 0; i < s->nattention; i++) {
+    if (strcmp(s->attention[i].device, dev->name) != 0) continue;
+    dev->attention_fwd_efficiency = s->attention[i].fwd;
+    dev->attention_bwd_efficiency = s->attention[i].bwd;
+    return 1;
+  }
+  return 0;
+}
+
+double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op) {
+  if (s == NULL || op == NULL || !(s->host_per_kernel_s > 0)) return 0.0;
+  return sc_stack_kernels(s, op->family, op->variant) * s->host_per_kernel_s;
+}
+
+void sc_stack_stream(double *host, double *gpu, double h, double g, uint64_t count) {
+  if (count == 0) return;
+  /* gpu_n = max over the instances k of host0 + k h + (n - k + 1) g, and gpu0 + n g: linear
+   * in k, so the largest is at k = 1 or k = n */
+  double n = (double)count, h0 = *host, g0 = *gpu;
+  double a = g0 + n * g, b = h0 + h + n * g, c = h0 + n * h + g;
+  double r = a > b ? a : b;
+  *gpu = r > c ? r : c;
+  *host = h0 + n * h;
 }

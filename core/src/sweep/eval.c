@@ -46,8 +46,10 @@ typedef struct ectx {
 } ectx;
 
 /* The registry's time for op, through the sweep's memo. */
-static int op_time(void *vc, const sc_work_op *o, double *time_s, sc_error *err) {
+static int op_time(void *vc, const sc_work_op *o, double *time_s, double *host_s,
+                   sc_error *err) {
   const ectx *c = vc;
+  *host_s = 0.0; /* sweeps price no software stack (stepcast/stack.h) */
   const sc_op_desc *d = &o->desc;
   sc__sweep_omemo *om = c->om;
   sc__sweep_omemo_key k;

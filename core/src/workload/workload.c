@@ -53,9 +53,10 @@ const char *sc_phase_name(sc_phase ph) {
 }
 
 int64_t sc_workload_padded_vocab(const sc_model *m, const sc_parallel *p) {
-  /* Megatron-LM _vocab_size_with_padding: multiple = make_vocab_size_divisible_by (128) *
-   * tensor_model_parallel_size; the vocabulary is rounded up to it. */
-  int64_t mult = 128 * (int64_t)(p->tp ? p->tp : 1);
+  /* Megatron-LM _vocab_size_with_padding: multiple = make_vocab_size_divisible_by (128
+   * unless p says otherwise) * tensor_model_parallel_size; the vocabulary is rounded up to it. */
+  int64_t div = p->vocab_divisible_by ? (int64_t)p->vocab_divisible_by : 128;
+  int64_t mult = div * (int64_t)(p->tp ? p->tp : 1);
   return (m->vocab + mult - 1) / mult * mult;
 }
 
