@@ -51,7 +51,7 @@ START_TEST(test_load_good) {
   ck_assert(sc_stack_traffic(&s, "norm", 2) == 2.5);
   ck_assert(sc_stack_traffic(&s, "optimizer", 0) == 1.5);
   ck_assert(sc_stack_traffic(&s, "gemm", 0) == 1.0);
-  ck_assert_uint_eq(s.nattention, 1);
+  ck_assert_uint_eq(s.nattention, 2);
   ck_assert_str_eq(s.attention[0].device, "h100-sxm5-80gb");
   /* no stack: one kernel, the operator's own bytes */
   ck_assert(sc_stack_kernels(NULL, "gemm", 0) == 1.0);
@@ -92,6 +92,9 @@ START_TEST(test_load_bad) {
       {"bad_attention_key.toml", ":6:1: key 'mid': unknown key in [stack.attention."},
       {"bad_vocab.toml", ":3:1: key 'vocab_divisible_by': must be in [1, 65536] (is 0)"},
       {"not_a_stack.toml", ": key 'model': unknown key in a stack file"},
+      {"bad_head_dims_order.toml", ":4:1: key 'head_dims': element 2: 64 is not a whole "
+                                   "number in [1, 4096] above the one before"},
+      {"bad_head_dims_len.toml", ":5:1: key 'fwd': expected an array of 2 numbers"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     sc_stack s;
@@ -166,6 +169,31 @@ START_TEST(test_gpu_and_host_time) {
   sc_device d2 = dev;
   ck_assert_int_eq(sc_stack_device(&s, &d2), 1);
   ck_assert(d2.attention_fwd_efficiency == 0.6 && d2.attention_bwd_efficiency == 0.5);
+  /* one pair for every head dimension: an attention's time is the plugin's on d2 */
+  sc_op_desc at = {SC_OP_ATTENTION, 0, SC_DTYPE_BF16, 7, {4, 32, 32, 2048, 2048, 64, 1}, 0};
+  sc_estimate ea;
+  ck_assert(sc_registry_estimate_op(reg, &d2, &at, &ea, &err) == SC_OK);
+  ck_assert(fabs(sc_stack_gpu_s(&s, &d2, &at, &ea, ea.time_s) - (ea.time_s + d2.launch_s)) <
+            1e-15); /* the test stack's two attention kernels */
+  /* rates by head dimension, interpolated in log2 between the points, clamped beyond */
+  const sc_stack_attention *a = sc_stack_attention_for(&s, "h200-sxm-141gb");
+  ck_assert(a != NULL && a->n == 2);
+  ck_assert(sc_stack_attention_eff(a, 64, 0) == 0.4 && sc_stack_attention_eff(a, 128, 0) == 0.6);
+  ck_assert(fabs(sc_stack_attention_eff(a, sqrt(64.0 * 128.0), 1) - 0.4) < 1e-12);
+  ck_assert(sc_stack_attention_eff(a, 32, 0) == 0.4 && sc_stack_attention_eff(a, 256, 1) == 0.5);
+  sc_device h2;
+  ck_assert_msg(sc_hardware_load(reg, "h200-sxm-141gb", &h2, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(sc_stack_device(&s, &h2), 1);
+  ck_assert(h2.attention_fwd_efficiency == 0.6 && h2.attention_bwd_efficiency == 0.5);
+  sc_estimate eh;
+  ck_assert(sc_registry_estimate_op(reg, &h2, &at, &eh, &err) == SC_OK); /* head dim 64 */
+  double want64 = h2.launch_s + (eh.time_s - h2.launch_s) * 0.6 / 0.4 + h2.launch_s;
+  ck_assert_msg(fabs(sc_stack_gpu_s(&s, &h2, &at, &eh, eh.time_s) - want64) < 1e-12 * want64,
+                "%g vs %g", sc_stack_gpu_s(&s, &h2, &at, &eh, eh.time_s), want64);
+  at.dims[5] = 128; /* the largest head dimension: the device's rate, unchanged */
+  ck_assert(sc_registry_estimate_op(reg, &h2, &at, &eh, &err) == SC_OK);
+  ck_assert(fabs(sc_stack_gpu_s(&s, &h2, &at, &eh, eh.time_s) - (eh.time_s + h2.launch_s)) <
+            1e-15);
   sc_device d3;
   ck_assert_msg(sc_hardware_load(reg, "a100-sxm4-80gb", &d3, &err) == SC_OK, "%s", err.msg);
   double f = d3.attention_fwd_efficiency;

@@ -210,9 +210,17 @@ static void print_stack(const sc_stack *s) {
     else printf("  traffic          %s.%d: %gx\n", s->traffic[i].family, s->traffic[i].variant,
                 s->traffic[i].value);
   }
-  for (uint32_t i = 0; i < s->nattention; i++)
-    printf("  attention        on %s: forward %.3f, backward %.3f of peak\n",
-           s->attention[i].device, s->attention[i].fwd, s->attention[i].bwd);
+  for (uint32_t i = 0; i < s->nattention; i++) {
+    const sc_stack_attention *a = &s->attention[i];
+    if (a->n == 1) {
+      printf("  attention        on %s: forward %.3f, backward %.3f of peak\n", a->device,
+             a->fwd[0], a->bwd[0]);
+      continue;
+    }
+    for (uint32_t k = 0; k < a->n; k++)
+      printf("  attention        on %s, head dim %g: forward %.3f, backward %.3f of peak\n",
+             a->device, a->head_dim[k], a->fwd[k], a->bwd[k]);
+  }
 }
 
 /* Which spec a file is, from its top-level table; -1 with err set when none. */

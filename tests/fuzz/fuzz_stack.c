@@ -26,10 +26,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!(s.kernels[i].value >= 1 && s.kernels[i].value <= SC_STACK_KERNELS_MAX)) __builtin_trap();
   for (uint32_t i = 0; i < s.ntraffic; i++)
     if (!(s.traffic[i].value >= 1 && s.traffic[i].value <= SC_STACK_TRAFFIC_MAX)) __builtin_trap();
-  for (uint32_t i = 0; i < s.nattention; i++)
-    if (!(s.attention[i].fwd > 0 && s.attention[i].fwd <= 1 && s.attention[i].bwd > 0 &&
-          s.attention[i].bwd <= 1))
-      __builtin_trap();
+  for (uint32_t i = 0; i < s.nattention; i++) {
+    const sc_stack_attention *a = &s.attention[i];
+    if (a->n < 1 || a->n > SC_STACK_HEAD_DIMS_MAX) __builtin_trap();
+    for (uint32_t k = 0; k < a->n; k++)
+      if (!(a->fwd[k] > 0 && a->fwd[k] <= 1 && a->bwd[k] > 0 && a->bwd[k] <= 1) ||
+          (k > 0 && !(a->head_dim[k] > a->head_dim[k - 1])))
+        __builtin_trap();
+  }
   if (s.nkernels + s.ntraffic > SC_STACK_RULES_MAX || s.nattention > SC_STACK_DEVICES_MAX)
     __builtin_trap();
   return 0;

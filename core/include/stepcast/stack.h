@@ -41,10 +41,17 @@ typedef struct sc_stack_rule {
 
 #define SC_STACK_DEVICES_MAX 16 /* [stack.attention.<device>] tables */
 
-/* The attention kernel's achievable fractions of peak on one device (by its name). */
+#define SC_STACK_HEAD_DIMS_MAX 8 /* points of [stack.attention.<device>] head_dims */
+
+/* The attention kernel's achievable fractions of peak on one device (by its name): one
+ * pair for every head dimension (n = 1, head_dim[0] = 0), or one per head dimension
+ * (head_dim increasing), interpolated in log2(head dim) between them and the nearest
+ * point's beyond. */
 typedef struct sc_stack_attention {
   char device[64];
-  double fwd, bwd;
+  uint32_t n;
+  double head_dim[SC_STACK_HEAD_DIMS_MAX];
+  double fwd[SC_STACK_HEAD_DIMS_MAX], bwd[SC_STACK_HEAD_DIMS_MAX];
 } sc_stack_attention;
 
 typedef struct sc_stack {
@@ -72,14 +79,22 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err);
 double sc_stack_kernels(const sc_stack *s, const char *family, uint32_t variant);
 double sc_stack_traffic(const sc_stack *s, const char *family, uint32_t variant);
 
+/* The stack's attention efficiency (bwd: of the backward) at head dimension hd on a; the
+ * entry of the device named dev_name in s, or NULL. */
+double sc_stack_attention_eff(const sc_stack_attention *a, double hd, int bwd);
+const sc_stack_attention *sc_stack_attention_for(const sc_stack *s, const char *dev_name);
+
 /* The GPU time of op under stack s on dev, given the estimate e of its plugin and t, the
- * time of one kernel (e->time_s, or a fitted residual's correction of it); t when s is NULL. */
+ * time of one kernel (e->time_s, or a fitted residual's correction of it); t when s is NULL.
+ * dev is the device as sc_stack_device left it: an attention whose head dimension the stack
+ * rates below its largest one takes the ratio of the two rates longer, past launch_s. */
 double sc_stack_gpu_s(const sc_stack *s, const sc_device *dev, const sc_op_desc *op,
                       const sc_estimate *e, double t);
 
-/* dev as stack s runs it: a copy of *dev with the stack's attention efficiencies for a
- * device of that name (sc_stack.attention); *dev unchanged when s is NULL or names none.
- * Returns 1 when something was replaced. */
+/* dev as stack s runs it: *dev with the stack's attention efficiencies for a device of that
+ * name (sc_stack.attention; those of its largest head dimension); *dev unchanged when s is
+ * NULL or names none. Returns 1 when something was replaced. sc_stack_gpu_s then prices an
+ * attention of another head dimension at the stack's rate for it. */
 int sc_stack_device(const sc_stack *s, sc_device *dev);
 
 /* The host time of one instance of op under s: kernels x host_per_kernel_s (0 for NULL). */

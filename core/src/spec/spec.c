@@ -715,9 +715,24 @@ static int sc__stack_rules(const sc_table *st, const char *key, double lo, doubl
   return SC_OK;
 }
 
-/* [stack.attention.<device name>] fwd = f, bwd = b: fractions of peak in (0, 1]. */
+/* One number of an array value v (the element i of key in what, for messages). */
+static int sc__stack_array_num(const sc_table *t, const char *key, const char *what, size_t i,
+                               const sc_toml_value *v, double *out, sc_error *err) {
+  if (v->type == SC_TOML_INTEGER) *out = (double)v->u.integer;
+  else if (v->type == SC_TOML_FLOAT) *out = v->u.flt;
+  else
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s': element %zu of %s is not a number",
+                        sc__table_where(t, key), key, i + 1, what);
+  if (!isfinite(*out))
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s': element %zu of %s must be finite",
+                        sc__table_where(t, key), key, i + 1, what);
+  return SC_OK;
+}
+
+/* [stack.attention.<device name>]: fwd = f, bwd = b (fractions of peak in (0, 1]), or
+ * head_dims = [d1, d2, ...] (increasing whole numbers) with fwd and bwd arrays as long. */
 static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
-  static const char *const known[] = {"fwd", "bwd", NULL};
+  static const char *const known[] = {"fwd", "bwd", "head_dims", NULL};
   const sc_table *t = NULL;
   const char *dev = NULL;
   int rc = sc__table_table(st, "attention", &t, err);
@@ -732,25 +747,58 @@ static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
     if (s->nattention >= SC_STACK_DEVICES_MAX)
       return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': more than %d devices",
                           sc__table_where(t, dev), dev, SC_STACK_DEVICES_MAX);
-    for (uint32_t k = 0; k < s->nattention; k++)
-      if (strcmp(s->attention[k].device, dev) == 0)
-        return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': stated twice",
-                            sc__table_where(t, dev), dev);
     rc = sc__table_table(t, dev, &dt, err);
     if (rc != SC_OK)
       return sc_error_set(err, SC_ESPEC, "%s: key 'attention.%s': expected a table with fwd "
                           "and bwd", sc__table_where(t, dev), dev);
     snprintf(what, sizeof what, "[stack.attention.%s]", dev);
     rc = sc__check_keys(dt, what, known, err);
-    sc_stack_attention *a = &s->attention[s->nattention];
-    double *v[2] = {&a->fwd, &a->bwd};
-    for (int k = 0; k < 2 && rc == SC_OK; k++) {
-      rc = sc__get_num(dt, "", known[k], 1, what, v[k], err);
-      if (rc == SC_OK && !(*v[k] >= SC_RANGE_EFFICIENCY_MIN && *v[k] <= 1))
-        rc = sc__bad(dt, known[k], err, "must be in [" SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN)
-                     ", 1] (is %g)", *v[k]);
-    }
     if (rc != SC_OK) return rc;
+    sc_stack_attention *a = &s->attention[s->nattention];
+    memset(a, 0, sizeof *a);
+    const sc_toml_value *hv = sc__toml_get(sc__table_value(dt), "head_dims");
+    if (hv == NULL) { /* one pair for every head dimension */
+      a->n = 1;
+      rc = sc__get_num(dt, "", "fwd", 1, what, &a->fwd[0], err);
+      if (rc == SC_OK) rc = sc__get_num(dt, "", "bwd", 1, what, &a->bwd[0], err);
+      if (rc != SC_OK) return rc;
+    } else {
+      if (hv->type != SC_TOML_ARRAY || hv->u.arr.len < 1 ||
+          hv->u.arr.len > SC_STACK_HEAD_DIMS_MAX)
+        return sc__bad(dt, "head_dims", err, "expected an array of 1 to %d head dimensions",
+                       SC_STACK_HEAD_DIMS_MAX);
+      a->n = (uint32_t)hv->u.arr.len;
+      for (size_t k = 0; k < a->n; k++) {
+        double d = 0;
+        rc = sc__stack_array_num(dt, "head_dims", what, k, hv->u.arr.items[k], &d, err);
+        if (rc != SC_OK) return rc;
+        if (!(d >= 1 && d <= 4096 && d == floor(d)) || (k > 0 && !(d > a->head_dim[k - 1])))
+          return sc__bad(dt, "head_dims", err, "element %zu: %g is not a whole number in "
+                         "[1, 4096] above the one before", k + 1, d);
+        a->head_dim[k] = d;
+      }
+      static const char *const pk[2] = {"fwd", "bwd"};
+      for (int j = 0; j < 2; j++) {
+        const sc_toml_value *v = sc__toml_get(sc__table_value(dt), pk[j]);
+        if (v == NULL) return sc__missing(dt, "", pk[j], what, err);
+        if (v->type != SC_TOML_ARRAY || v->u.arr.len != a->n)
+          return sc__bad(dt, pk[j], err, "expected an array of %u numbers, one per head_dims "
+                         "element", a->n);
+        for (size_t k = 0; k < a->n; k++) {
+          double *o = j == 0 ? &a->fwd[k] : &a->bwd[k];
+          rc = sc__stack_array_num(dt, pk[j], what, k, v->u.arr.items[k], o, err);
+          if (rc != SC_OK) return rc;
+        }
+      }
+    }
+    for (uint32_t k = 0; k < a->n; k++) {
+      for (int j = 0; j < 2; j++) {
+        double v = j == 0 ? a->fwd[k] : a->bwd[k];
+        if (!(v >= SC_RANGE_EFFICIENCY_MIN && v <= 1))
+          return sc__bad(dt, j == 0 ? "fwd" : "bwd", err, "must be in ["
+                         SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN) ", 1] (is %g)", v);
+      }
+    }
     snprintf(a->device, sizeof a->device, "%s", dev);
     s->nattention++;
   }
@@ -847,20 +895,46 @@ double sc_stack_gpu_s(const sc_stack *s, const sc_device *dev, const sc_op_desc 
   double k = sc_stack_kernels(s, op->family, op->variant);
   double m = sc_stack_traffic(s, op->family, op->variant);
   double bw = dev->mem_bw_Bps * (dev->mem_efficiency > 0 ? dev->mem_efficiency : 1.0);
+  /* an attention of a head dimension the stack rates below its largest (the device's now) */
+  const sc_stack_attention *a = sc_stack_attention_for(s, dev->name);
+  if (a != NULL && a->n > 1 && op->family != NULL && strcmp(op->family, "attention") == 0 &&
+      op->ndims >= 6 && t > dev->launch_s) {
+    int bwd = op->variant == 1;
+    double ref = sc_stack_attention_eff(a, 1e9, bwd);
+    double here = sc_stack_attention_eff(a, (double)op->dims[5], bwd);
+    if (here > 0 && here < ref) t = dev->launch_s + (t - dev->launch_s) * ref / here;
+  }
   if (k > 1.0 && dev->launch_s > 0) t += (k - 1.0) * dev->launch_s;
   if (m > 1.0 && e != NULL && e->bytes > 0 && bw > 0) t += (m - 1.0) * e->bytes / bw;
   return t;
 }
 
+const sc_stack_attention *sc_stack_attention_for(const sc_stack *s, const char *dev_name) {
+  if (s == NULL || dev_name == NULL) return NULL;
+  for (uint32_t i = 0; i < s->nattention; i++)
+    if (strcmp(s->attention[i].device, dev_name) == 0) return &s->attention[i];
+  return NULL;
+}
+
+double sc_stack_attention_eff(const sc_stack_attention *a, double hd, int bwd) {
+  if (a == NULL || a->n == 0) return 0.0;
+  const double *v = bwd ? a->bwd : a->fwd;
+  uint32_t n = a->n < SC_STACK_HEAD_DIMS_MAX ? a->n : SC_STACK_HEAD_DIMS_MAX;
+  if (n == 1 || !(hd > a->head_dim[0])) return v[0];
+  if (hd >= a->head_dim[n - 1]) return v[n - 1];
+  uint32_t k = 1;
+  while (k < n - 1 && hd > a->head_dim[k]) k++;
+  double x0 = log2(a->head_dim[k - 1]), x1 = log2(a->head_dim[k]), x = log2(hd);
+  return v[k - 1] + (x - x0) / (x1 - x0) * (v[k] - v[k - 1]);
+}
+
 int sc_stack_device(const sc_stack *s, sc_device *dev) {
-  if (s == NULL || dev == NULL) return 0;
-  for (uint32_t i = 0; i < s->nattention; i++) {
-    if (strcmp(s->attention[i].device, dev->name) != 0) continue;
-    dev->attention_fwd_efficiency = s->attention[i].fwd;
-    dev->attention_bwd_efficiency = s->attention[i].bwd;
-    return 1;
-  }
-  return 0;
+  if (dev == NULL) return 0;
+  const sc_stack_attention *a = sc_stack_attention_for(s, dev->name);
+  if (a == NULL) return 0;
+  dev->attention_fwd_efficiency = sc_stack_attention_eff(a, 1e9, 0); /* the largest's */
+  dev->attention_bwd_efficiency = sc_stack_attention_eff(a, 1e9, 1);
+  return 1;
 }
 
 double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op) {
