@@ -924,6 +924,73 @@ START_TEST(nvls_topology_files) {
 }
 END_TEST
 
+START_TEST(pair_links_and_p2p_efficiency) {
+  /* A 4-GPU node meshed without a switch, 300 GB/s a GPU over 3 pairs of 100 GB/s: a group
+   * on 2 of its GPUs gets one pair's 100 GB/s, on 3 two pairs' 200, on 4 all 300 (x the
+   * tier's efficiency 0.5); send/recv takes p2p_efficiency 0.9 instead; the network tier
+   * its own (0.05) and p2p (0.2) efficiencies. */
+  sc_topology t = two_tier(4, 300e9, 1e-6, 25e9, 5e-6);
+  sc_coll_desc c, r;
+  sc_error err = {0};
+  t.tiers[0].pair_bw_Bps = 100e9;
+  t.tiers[0].efficiency = 0.5;
+  t.tiers[0].p2p_efficiency = 0.9;
+  t.tiers[1].efficiency = 0.05;
+  t.tiers[1].p2p_efficiency = 0.2;
+  static const double want[5] = {0, 0, 50e9, 100e9, 150e9};
+  for (uint32_t k = 2; k <= 4; k++) {
+    memset(&c, 0, sizeof c);
+    c.kind = SC_COLL_ALLREDUCE;
+    c.nranks = k;
+    c.ntiers = 2;
+    c.tiers[0].ranks = k;
+    c.tiers[0].sharing = 1;
+    c.tiers[1].ranks = 1;
+    c.tiers[1].sharing = 1;
+    ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+    close_to(r.tiers[0].bw_Bps, want[k], "k GPUs of the mesh");
+  }
+  c.kind = SC_COLL_SENDRECV;
+  c.nranks = 2;
+  c.tiers[0].ranks = 2;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[0].bw_Bps, 90e9, "p2p on a pair");
+  c.tiers[0].ranks = 1; /* across two nodes */
+  c.tiers[1].ranks = 2;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps, 5e9, "p2p over the network");
+  c.kind = SC_COLL_ALLREDUCE;
+  ck_assert_int_eq(sc_comm_resolve(&t, &c, &r, &err), SC_OK);
+  close_to(r.tiers[1].bw_Bps, 1.25e9, "a collective over the network");
+  /* The loader: pair_bw_Bps on tier 0 only and at most bw_Bps; p2p_efficiency in range. */
+  const char *head = "[topology]\nname = \"x\"\nhardware = \"a100-sxm4-80gb\"\n"
+                     "gpus_per_node = 4\nnics_per_node = 4\n"
+                     "[[topology.tier]]\nname = \"nvlink\"\nscope_gpus = 4\nbw_Bps = 300e9\n";
+  char text[1024];
+  sc_topology l;
+  snprintf(text, sizeof text, "%spair_bw_Bps = 100e9\np2p_efficiency = 0.9\n", head);
+  const char *f = write_toml(text);
+  ck_assert_msg(sc_topology_load(f, &l, &err) == SC_OK, "%s", err.msg);
+  ck_assert(l.tiers[0].pair_bw_Bps == 100e9 && l.tiers[0].p2p_efficiency == 0.9);
+  snprintf(text, sizeof text, "%spair_bw_Bps = 400e9\n", head);
+  f = write_toml(text);
+  ck_assert_int_eq(sc_topology_load(f, &l, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, ":10:1: key 'pair_bw_Bps': 4e+11 B/s is outside") != NULL, "%s",
+                err.msg);
+  snprintf(text, sizeof text, "%s[[topology.tier]]\nname = \"net\"\nscope_gpus = 0\n"
+           "bw_Bps = 25e9\npair_bw_Bps = 1e9\n", head);
+  f = write_toml(text);
+  ck_assert_int_eq(sc_topology_load(f, &l, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "key 'pair_bw_Bps': only tier 0") != NULL, "%s", err.msg);
+  snprintf(text, sizeof text, "%sp2p_efficiency = 1.5\n", head);
+  f = write_toml(text);
+  ck_assert_int_eq(sc_topology_load(f, &l, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, ":10:1: key 'p2p_efficiency': must be in") != NULL, "%s",
+                err.msg);
+  unlink(f);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------- */
 /* Validation file reader                                                    */
 
@@ -1058,6 +1125,7 @@ static Suite *comm_suite(void) {
   tcase_add_test(tc, nvls_pipeline_fill);
   tcase_add_test(tc, nvls_rejections);
   tcase_add_test(tc, nvls_topology_files);
+  tcase_add_test(tc, pair_links_and_p2p_efficiency);
   tcase_add_test(tc, validation_reader);
   tcase_add_test(tc, validation_file_parses);
   suite_add_tcase(s, tc);

@@ -156,9 +156,13 @@ static void print_topology(const sc_topology *t) {
     char scope[32];
     if (r->scope_gpus) snprintf(scope, sizeof scope, "%u GPUs", r->scope_gpus);
     else snprintf(scope, sizeof scope, "all GPUs");
-    printf("  tier %u %-10s scope %-10s bw %.1f GB/s  latency %.2f us  oversubscription %.2f%s\n",
+    printf("  tier %u %-10s scope %-10s bw %.1f GB/s  latency %.2f us  oversubscription %.2f%s",
            i, r->name, scope, r->bw_Bps / 1e9, r->latency_s * 1e6, r->oversubscription,
            r->nvls ? "  nvls" : "");
+    if (r->efficiency > 0) printf("  efficiency %.3f", r->efficiency);
+    if (r->p2p_efficiency > 0) printf("  p2p efficiency %.3f", r->p2p_efficiency);
+    if (r->pair_bw_Bps > 0) printf("  pair %.1f GB/s", r->pair_bw_Bps / 1e9);
+    printf("\n");
   }
 }
 

@@ -63,6 +63,16 @@ typedef struct sc_tier {
    * 0 = no (the default; A100's NVSwitch has none). Tier 0 of a topology with more than
    * one GPU per node only. */
   int nvls;
+  /* The bandwidth each way between two GPUs of one instance of this tier that are joined
+   * directly (a node's NVLink mesh without a switch: A100 nodes of 4 GPUs, 4 links a pair);
+   * a group that spans k of the instance's GPUs then gets at most (k - 1) x pair_bw_Bps per
+   * GPU through it. 0 = not stated (a switch: every GPU its bw_Bps whatever k). Tier 0 only. */
+  double pair_bw_Bps;
+  /* The fraction of the tier's bandwidth that point-to-point transfers (send/recv: pipeline
+   * messages) achieve, when it differs from the collectives' efficiency (NCCL's p2p runs
+   * more connections at once: over its socket transport on Perlmutter, 2.7x the ring
+   * collectives' rate); 0 = not stated: efficiency. */
+  double p2p_efficiency;
 } sc_tier;
 
 /* A cluster (topologies/<name>.toml). */

@@ -263,7 +263,14 @@ int sc_comm_resolve(const sc_topology *t, const sc_coll_desc *in, sc_coll_desc *
     const sc_tier *tr = &t->tiers[i];
     sc_tier_span *s = &r.tiers[i];
     double eff = tr->efficiency > 0.0 ? tr->efficiency : 1.0;
-    double bw = tr->bw_Bps * eff;
+    if (in->kind == SC_COLL_SENDRECV && tr->p2p_efficiency > 0.0) eff = tr->p2p_efficiency;
+    double raw = tr->bw_Bps;
+    /* a node's mesh without a switch: a group on k of its GPUs reaches k - 1 peers */
+    if (i == 0 && tr->pair_bw_Bps > 0.0 && in->tiers[0].ranks >= 2) {
+      double k1 = (double)(in->tiers[0].ranks - 1) * tr->pair_bw_Bps;
+      if (k1 < raw) raw = k1;
+    }
+    double bw = raw * eff;
     if (i == 0) {
       s->bw_Bps = bw;
       s->oversubscription = tr->oversubscription;

@@ -409,7 +409,8 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
 
 static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error *err) {
   static const char *const known[] = {"name", "scope_gpus", "bw_Bps", "latency_s",
-                                      "oversubscription", "efficiency", "nvls", NULL};
+                                      "oversubscription", "efficiency", "nvls", "pair_bw_Bps",
+                                      "p2p_efficiency", NULL};
   char what[48];
   const char *name = NULL;
   int64_t scope = 0;
@@ -456,6 +457,25 @@ static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error
   tier->nvls = 0; /* not stated: no NVLink SHARP */
   rc = sc__table_bool(tt, "nvls", &tier->nvls, err);
   if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  tier->p2p_efficiency = 0; /* not stated: the tier's efficiency */
+  rc = sc__get_num(tt, "", "p2p_efficiency", 0, what, &tier->p2p_efficiency, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  if (rc == SC_OK &&
+      !(tier->p2p_efficiency >= SC_RANGE_EFFICIENCY_MIN && tier->p2p_efficiency <= 1)) {
+    return sc__bad(tt, "p2p_efficiency", err, "must be in [" SC_RANGE_STR(SC_RANGE_EFFICIENCY_MIN)
+                   ", 1] (is %g)", tier->p2p_efficiency);
+  }
+  tier->pair_bw_Bps = 0; /* not stated: a switch */
+  rc = sc__get_num(tt, "", "pair_bw_Bps", 0, what, &tier->pair_bw_Bps, err);
+  if (rc != SC_OK && rc != SC_ENOTFOUND) return rc;
+  if (rc == SC_OK) {
+    if (idx != 0)
+      return sc__bad(tt, "pair_bw_Bps", err, "only tier 0 (a node's GPUs) can state the "
+                     "bandwidth of a directly joined pair");
+    if (!(tier->pair_bw_Bps >= SC_RANGE_BPS_MIN && tier->pair_bw_Bps <= tier->bw_Bps))
+      return sc__bad(tt, "pair_bw_Bps", err, "%g B/s is outside [" SC_RANGE_STR(SC_RANGE_BPS_MIN)
+                     ", bw_Bps = %g]", tier->pair_bw_Bps, tier->bw_Bps);
+  }
   return SC_OK;
 }
 
