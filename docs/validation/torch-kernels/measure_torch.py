@@ -23,6 +23,8 @@ Writes, under --out:
              their durations (the GPU's busy time).
   kernels.csv  model,mb,kernel,count,total_s: the profiled step's kernels by name (template
              arguments cut), how many and their summed durations.
+             Section steps_llama: the same for HF-Llama-style models (TinyLlama-1.1B's shape:
+             RMSNorm in fp32, rotary embedding, GQA, SwiGLU, no biases, untied embeddings).
   trace-*.json.gz  the profiled step of the smallest model at micro-batch 1 (Chrome trace).
 
 Every section is timed against --budget seconds and stops early rather than run over; each
@@ -514,6 +516,72 @@ class GPT(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
 
 
+class LlamaBlock(torch.nn.Module):
+    """HF transformers' Llama block in eager: RMSNorm in fp32 (LlamaRMSNorm), rotary
+    embedding with rotate_half, SDPA with GQA, SwiGLU MLP, no biases."""
+
+    def __init__(self, d, h, kvh, ffn):
+        super().__init__()
+        self.h, self.kvh, self.hd = h, kvh, d // h
+        self.n1 = torch.nn.Parameter(torch.ones(d))
+        self.n2 = torch.nn.Parameter(torch.ones(d))
+        self.q = torch.nn.Linear(d, d, bias=False)
+        self.k = torch.nn.Linear(d, kvh * self.hd, bias=False)
+        self.v = torch.nn.Linear(d, kvh * self.hd, bias=False)
+        self.o = torch.nn.Linear(d, d, bias=False)
+        self.gate = torch.nn.Linear(d, ffn, bias=False)
+        self.up = torch.nn.Linear(d, ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, d, bias=False)
+
+    @staticmethod
+    def rms(x, w):
+        dt = x.dtype
+        xf = x.to(torch.float32)
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)
+        return w * xf.to(dt)
+
+    def forward(self, x, cos, sin):
+        b, s, d = x.shape
+        y = self.rms(x, self.n1)
+        q = self.q(y).view(b, s, self.h, self.hd).transpose(1, 2)
+        k = self.k(y).view(b, s, self.kvh, self.hd).transpose(1, 2)
+        v = self.v(y).view(b, s, self.kvh, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kvh != self.h)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        y = self.rms(x, self.n2)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, layers, d, h, kvh, ffn, vocab, seq):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.blocks = torch.nn.ModuleList([LlamaBlock(d, h, kvh, ffn) for _ in range(layers)])
+        self.nf = torch.nn.Parameter(torch.ones(d))
+        self.head = torch.nn.Linear(d, vocab, bias=False)
+        hd = d // h
+        inv = 1.0 / (10000 ** (torch.arange(0, hd, 2).float() / hd))
+        f = torch.outer(torch.arange(seq).float(), inv)
+        e = torch.cat((f, f), dim=-1)
+        self.register_buffer("cos", e.cos()[None, None], persistent=False)
+        self.register_buffer("sin", e.sin()[None, None], persistent=False)
+
+    def forward(self, ids, tgt):
+        x = self.emb(ids)
+        cos, sin = self.cos.to(torch.bfloat16), self.sin.to(torch.bfloat16)
+        for blk in self.blocks:
+            x = blk(x, cos, sin)
+        logits = self.head(LlamaBlock.rms(x, self.nf))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
+
+
+LLAMA = {  # TinyLlama-1.1B's shape (layers, hidden, heads, kv heads, ffn, vocab)
+    "tinyllama-1.1b": (22, 2048, 32, 4, 5632, 32000),
+}
+
+
 def kernel_stats(prof, keep=None):
     path = os.path.join("/tmp", "step-trace.json")
     prof.export_chrome_trace(path)
@@ -524,7 +592,8 @@ def kernel_stats(prof, keep=None):
     agg = {}
     for e in ev:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e:
-            name = e["name"].split("<")[0].split("(")[0].replace("void ", "").strip()[:80]
+            name = e["name"].replace("(anonymous namespace)::", "").replace("void ", "")
+            name = name.split("<")[0].split("(")[0].strip()[:80]
             c = agg.setdefault(name, [0, 0.0])
             c[0] += 1
             c[1] += e["dur"] * 1e-6
@@ -593,6 +662,61 @@ def section_steps(steps):
         torch.cuda.empty_cache()
 
 
+def section_steps_llama(steps):
+    """As section_steps for HF-Llama-style models, under autocast bf16 (fp32 weights)."""
+    seq = 2048
+    from torch.profiler import ProfilerActivity, profile
+    for name, (layers, d, h, kvh, ffn, vocab) in LLAMA.items():
+        torch.manual_seed(0)
+        with torch.device(DEV):
+            model = Llama(layers, d, h, kvh, ffn, vocab, seq)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        P = sum(p.numel() for p in model.parameters())
+        for mb in (1, 2, 4, 8):
+            if left() < ARGS.reserve * 0.5:
+                break
+            try:
+                ids = torch.randint(0, vocab, (mb, seq), device=DEV)
+                tgt = torch.randint(0, vocab, (mb, seq), device=DEV)
+
+                def step():
+                    with torch.autocast("cuda", dtype=BF):
+                        loss = model(ids, tgt)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+
+                for _ in range(3):
+                    step()
+                sync()
+                ts = []
+                for _ in range(ARGS.steps):
+                    t = time.perf_counter()
+                    step()
+                    sync()
+                    ts.append(time.perf_counter() - t)
+                wall = statistics.median(ts)
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    step()
+                    sync()
+                keep = "trace-%s-mb%d.json.gz" % (name, mb) if mb == 1 else None
+                nk, busy, agg = kernel_stats(prof, keep)
+                for kname, (cnt, tot) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+                    KERNELS.add(name, mb, kname, cnt, tot)
+                steps.add(name, layers, d, h, ffn, vocab, seq, mb, P, wall, min(ts), nk, busy)
+                log("step %s mb %d: %.2f ms (min %.2f), %d kernels, busy %.2f ms" %
+                    (name, mb, wall * 1e3, min(ts) * 1e3, nk, busy * 1e3))
+            except torch.cuda.OutOfMemoryError:
+                log("step %s mb %d: out of memory" % (name, mb))
+            except Exception as ex:
+                log("step %s mb %d failed: %s" % (name, mb, str(ex).splitlines()[0][:160]))
+            finally:
+                ids = tgt = None
+                torch.cuda.empty_cache()
+        model = opt = None
+        torch.cuda.empty_cache()
+
+
 def main():
     global ARGS, OPS, KERNELS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -624,6 +748,7 @@ def main():
                                 "params", "step_s", "step_min_s", "kernels", "busy_s"])
     KERNELS = Table("kernels.csv", ["model", "mb", "kernel", "count", "total_s"])
     fns = {"host": lambda: section_host(host), "steps": lambda: section_steps(steps),
+           "steps_llama": lambda: section_steps_llama(steps),
            "attention": section_attention, "norm": section_norm, "elementwise": section_elementwise,
            "softmax": section_softmax, "gemm": section_gemm, "embed_ce": section_embed_ce,
            "optimizer": section_optimizer}
