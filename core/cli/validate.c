@@ -133,9 +133,14 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   memset(known, 0, sizeof known);
   r->line = line;
   sc_cli_job_init(&r->job);
-  text_of(c, row, idx[C_ID], r->id, sizeof r->id);
-  if (r->id[0] == '\0')
+  char idbuf[4 * SC_NAME_MAX];
+  text_of(c, row, idx[C_ID], idbuf, sizeof idbuf);
+  if (idbuf[0] == '\0')
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': empty", path, line);
+  if (strlen(idbuf) >= sizeof r->id)
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': longer than %zu characters", path,
+                        line, sizeof r->id - 1);
+  memcpy(r->id, idbuf, strlen(idbuf) + 1);
 
   char range[SC_ERROR_MSG_MAX] = ""; /* a size out of range: this row's error, not the file's */
   for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {

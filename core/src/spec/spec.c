@@ -354,6 +354,8 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
     rc = sc__table_string(t, "name", &name, err);
     if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[model]", err);
   }
+  if (rc == SC_OK && (name[0] == '\0' || strlen(name) >= sizeof m.name))
+    rc = sc__bad(t, "name", err, "must have 1 to %zu characters", sizeof m.name - 1);
   if (rc == SC_OK) sc__copy(m.name, sizeof m.name, name);
 #define SC__INT(key, req)                                                               \
   if (rc == SC_OK) {                                                                    \
@@ -421,6 +423,8 @@ static int sc__tier_load(const sc_table *tt, size_t idx, sc_tier *tier, sc_error
   rc = sc__table_string(tt, "name", &name, err);
   if (rc == SC_ENOTFOUND) return sc__missing(tt, "", "name", what, err);
   if (rc != SC_OK) return rc;
+  if (name[0] == '\0' || strlen(name) >= sizeof tier->name)
+    return sc__bad(tt, "name", err, "must have 1 to %zu characters", sizeof tier->name - 1);
   sc__copy(tier->name, sizeof tier->name, name);
   rc = sc__get_int(tt, "", "scope_gpus", 1, what, &scope, err);
   if (rc != SC_OK) return rc;
@@ -501,6 +505,8 @@ int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err) 
   if (rc == SC_OK) {
     rc = sc__table_string(t, "name", &s, err);
     if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[topology]", err);
+    if (rc == SC_OK && (s[0] == '\0' || strlen(s) >= sizeof topo.name))
+      rc = sc__bad(t, "name", err, "must have 1 to %zu characters", sizeof topo.name - 1);
     if (rc == SC_OK) sc__copy(topo.name, sizeof topo.name, s);
   }
   if (rc == SC_OK) {
@@ -851,7 +857,7 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
     rc = sc__table_string(t, "name", &s, err);
     if (rc == SC_ENOTFOUND) rc = sc__missing(t, "", "name", "[stack]", err);
     if (rc == SC_OK && (s[0] == '\0' || strlen(s) >= sizeof st->name))
-      rc = sc__bad(t, "name", err, "must be 1 to %zu bytes", sizeof st->name - 1);
+      rc = sc__bad(t, "name", err, "must have 1 to %zu characters", sizeof st->name - 1);
     if (rc == SC_OK) sc__copy(st->name, sizeof st->name, s);
   }
   if (rc == SC_OK) {
