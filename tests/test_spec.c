@@ -267,6 +267,7 @@ static const bad_case bad_cases[] = {
   {"wrong_type.toml", SC_SPEC_MODEL, ":3:1: ", "key 'layers'", "expected an integer, found a string"},
   {"heads_not_dividing.toml", SC_SPEC_MODEL, ":6:1: ", "key 'heads'", "must divide 'hidden'"},
   {"long_model_name.toml", SC_SPEC_MODEL, ":2:1: ", "key 'name'", "must have 1 to 63 characters"},
+  {"layers_out_of_range.toml", SC_SPEC_MODEL, ":3:1: ", "key 'layers'", "99999999999 is out of range (at most 100000)"},
   {"long_topology_name.toml", SC_SPEC_TOPOLOGY, ":2:1: ", "key 'name'", "must have 1 to 63 characters"},
   {"long_tier_name.toml", SC_SPEC_TOPOLOGY, ":8:1: ", "key 'name'", "must have 1 to 63 characters"},
   {"kv_heads_not_dividing.toml", SC_SPEC_MODEL, ":7:1: ", "key 'kv_heads'", "must divide 'heads'"},

@@ -390,11 +390,17 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
   }
   if (rc == SC_OK) {
     char where[SC_PATH_MAX + 32];
-    snprintf(where, sizeof where, "%s", sc__table_where(t, NULL));
     rc = sc_model_finish(&m, err);
     if (rc != SC_OK && err != NULL) {
-      char msg[SC_ERROR_MSG_MAX];
+      char msg[SC_ERROR_MSG_MAX], key[64] = "";
       const char *p = strstr(err->msg, ": key");
+      /* the line of the key the message names ("key 'x'" or "keys 'x' x ..."), else the
+       * [model] table's */
+      const char *q = p != NULL ? strchr(p, '\'') : NULL;
+      const char *e = q != NULL ? strchr(q + 1, '\'') : NULL;
+      if (e != NULL && (size_t)(e - q - 1) < sizeof key)
+        snprintf(key, sizeof key, "%.*s", (int)(e - q - 1), q + 1);
+      snprintf(where, sizeof where, "%s", sc__table_where(t, key[0] ? key : NULL));
       if (snprintf(msg, sizeof msg, "%s%s", where, p != NULL ? p : err->msg) >= 0) {
         memcpy(err->msg, msg, sizeof err->msg);
         err->msg[sizeof err->msg - 1] = '\0';
