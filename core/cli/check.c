@@ -179,8 +179,15 @@ static int check_job(const char *path, sc_error *err) {
   if ((rc = sc_cli_job_load(&j, path, err)) != SC_OK) return rc;
   if (j.model[0] == '\0' || j.topology[0] == '\0')
     return sc_error_set(err, SC_ESPEC, "%s: [job] needs 'model' and 'topology'", path);
-  if ((rc = sc_model_load(j.model, &m, err)) != SC_OK) return rc;
-  if ((rc = sc_topology_load(j.topology, &t, err)) != SC_OK) return rc;
+  if ((rc = sc_model_load(j.model, &m, err)) != SC_OK)
+    return sc_cli_job_blame(&j, SC_CLI_JOB_MODEL, err);
+  if ((rc = sc_topology_load(j.topology, &t, err)) != SC_OK)
+    return sc_cli_job_blame(&j, SC_CLI_JOB_TOPOLOGY, err);
+  if (j.stack[0] != '\0') { /* a stack the job names must load too */
+    sc_stack st;
+    if ((rc = sc_stack_load(j.stack, &st, err)) != SC_OK)
+      return sc_cli_job_blame(&j, SC_CLI_JOB_STACK, err);
+  }
   if ((rc = sc_cli_job_finish(&j, &m, err)) != SC_OK) {
     char msg[SC_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err->msg);

@@ -153,10 +153,12 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
   case K_STR: {
     char *dst = NULL;
     size_t cap = 0;
-    if (strcmp(k->name, "model") == 0) { dst = j->model; cap = sizeof j->model; }
-    else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; }
-    else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; }
-    else if (strcmp(k->name, "stack") == 0) { dst = j->stack; cap = sizeof j->stack; }
+    int which = -1;
+    if (strcmp(k->name, "model") == 0) { dst = j->model; cap = sizeof j->model; which = 0; }
+    else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; which = 1; }
+    else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; which = 2; }
+    else if (strcmp(k->name, "stack") == 0) { dst = j->stack; cap = sizeof j->stack; which = 3; }
+    if (which >= 0) j->where[which][0] = '\0'; /* a flag's, until the job file says where */
     else { dst = j->algo; cap = sizeof j->algo; }
     if (*value == '\0' || strlen(value) >= cap)
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is empty or too long", k->name, value);
@@ -266,6 +268,13 @@ int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err) {
       goto done;
     }
     rc = sc_cli_job_set(j, kv->key, text, err);
+    if (rc == SC_OK) {
+      static const char *const named[4] = {"model", "topology", "hardware", "stack"};
+      for (int w = 0; w < 4; w++)
+        if (strcmp(kv->key, named[w]) == 0)
+          snprintf(j->where[w], sizeof j->where[w], "%s:%u:%u: key 'job.%s'", path, v->line,
+                   v->col, kv->key);
+    }
     if (rc != SC_OK) {
       char msg[SC_ERROR_MSG_MAX];
       snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
@@ -339,4 +348,12 @@ void sc_cli_job_help(FILE *out) {
 
 const char *sc_cli_schedule_name(sc_schedule_kind k) {
   return ((unsigned)k <= (unsigned)SC_SCHED_INTERLEAVED) ? sched_names[k] : "?";
+}
+
+int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err) {
+  if (err == NULL) return SC_EINVAL;
+  if (j == NULL || which < 0 || which > 3 || j->where[which][0] == '\0') return err->code;
+  char msg[SC_ERROR_MSG_MAX];
+  snprintf(msg, sizeof msg, "%s", err->msg);
+  return sc_error_set(err, err->code, "%s: %s", j->where[which], msg);
 }

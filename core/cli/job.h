@@ -18,7 +18,16 @@ typedef struct sc_cli_job {
   int seq_given;                /* seq_len given (else the model's max_seq) */
   sc_predict_opts opts;
   char algo[16];
+  /* Where a job file set the model, topology, hardware or stack ("file:line:col: key
+   * 'job.model'"); "" when a flag set it or nothing did (sc_cli_job_blame). */
+  char where[4][SC_PATH_MAX + 48];
 } sc_cli_job;
+
+enum { SC_CLI_JOB_MODEL = 0, SC_CLI_JOB_TOPOLOGY, SC_CLI_JOB_HARDWARE, SC_CLI_JOB_STACK };
+
+/* err (from loading what j names as `which`, SC_CLI_JOB_*) prefixed with the job file's
+ * file:line:col and key when the file set it; returns err->code. */
+int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err);
 
 /* Defaults: nothing named, sc_parallel_defaults, analytical, algo auto. */
 void sc_cli_job_init(sc_cli_job *j);

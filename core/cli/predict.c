@@ -107,12 +107,20 @@ int sc_cli_predict(int argc, char **argv) {
   if (job.model[0] == '\0') return sc_cli_usage_error("predict", "--model is required");
   if (job.topology[0] == '\0') return sc_cli_usage_error("predict", "--topology is required");
 
-  if (sc_model_load(job.model, &model, &err) != SC_OK) return sc_cli_fail(&err);
-  if (sc_topology_load(job.topology, &topo, &err) != SC_OK) return sc_cli_fail(&err);
+  if (sc_model_load(job.model, &model, &err) != SC_OK) {
+    sc_cli_job_blame(&job, SC_CLI_JOB_MODEL, &err);
+    return sc_cli_fail(&err);
+  }
+  if (sc_topology_load(job.topology, &topo, &err) != SC_OK) {
+    sc_cli_job_blame(&job, SC_CLI_JOB_TOPOLOGY, &err);
+    return sc_cli_fail(&err);
+  }
   if (sc_cli_job_finish(&job, &model, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_cli_registry_open(&reg, &err) != SC_OK) return sc_cli_fail(&err);
-  if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK)
+  if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK) {
+    if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
     goto fail;
+  }
   if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hardware/<device>/residuals/ */
     if (sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware, dev.name, reg,
                                   job.opts.estimator, &resid, &err) != SC_OK)
@@ -125,7 +133,10 @@ int sc_cli_predict(int argc, char **argv) {
     job.opts.coll_residuals = cresid;
   }
   if (job.stack[0] != '\0') {
-    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) goto fail;
+    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
+      sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
+      goto fail;
+    }
     job.opts.stack = &stack;
     sc_stack_device(&stack, &dev); /* the stack's attention kernel on this device */
   }
