@@ -23,6 +23,8 @@ Writes, under --out:
              their durations (the GPU's busy time).
   kernels.csv  model,mb,kernel,count,total_s: the profiled step's kernels by name (template
              arguments cut), how many and their summed durations.
+             Section steps_compiled: GPT-3 125M and 350M under torch.compile
+             (mode 'reduce-overhead': Inductor's kernels from CUDA graphs).
              Section steps_llama: the same for HF-Llama-style models (TinyLlama-1.1B's shape:
              RMSNorm in fp32, rotary embedding, GQA, SwiGLU, no biases, untied embeddings).
   trace-*.json.gz  the profiled step of the smallest model at micro-batch 1 (Chrome trace).
@@ -662,6 +664,68 @@ def section_steps(steps):
         torch.cuda.empty_cache()
 
 
+def section_steps_compiled(steps):
+    """As section_steps, the model compiled by torch.compile (Inductor's fused kernels; mode
+    'reduce-overhead' replays them from CUDA graphs, so the host launches little), fused
+    AdamW eager. Rows are named <model>+compile."""
+    seq = 2048
+    from torch.profiler import ProfilerActivity, profile
+    for name in ("gpt3-125m", "gpt3-350m"):
+        layers, d, h = GPT3[name]
+        torch.manual_seed(0)
+        with torch.device(DEV):
+            model = GPT(layers, d, h, seq=seq)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        cm = torch.compile(model, mode="reduce-overhead")
+        P = sum(p.numel() for p in model.parameters())
+        for mb in (1, 8):
+            if left() < ARGS.reserve * 0.5:
+                break
+            try:
+                ids = torch.randint(0, 50257, (mb, seq), device=DEV)
+                tgt = torch.randint(0, 50257, (mb, seq), device=DEV)
+
+                def step():
+                    torch.compiler.cudagraph_mark_step_begin()
+                    with torch.autocast("cuda", dtype=BF):
+                        loss = cm(ids, tgt)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+
+                t0 = time.time()
+                for _ in range(4):
+                    step()
+                sync()
+                log("compiled %s mb %d in %.1f s" % (name, mb, time.time() - t0))
+                ts = []
+                for _ in range(ARGS.steps):
+                    t = time.perf_counter()
+                    step()
+                    sync()
+                    ts.append(time.perf_counter() - t)
+                wall = statistics.median(ts)
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    step()
+                    sync()
+                nk, busy, agg = kernel_stats(prof, None)
+                for kname, (cnt, tot) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+                    KERNELS.add(name + "+compile", mb, kname, cnt, tot)
+                steps.add(name + "+compile", layers, d, h, 4 * d, 50257, seq, mb, P, wall,
+                          min(ts), nk, busy)
+                log("step %s+compile mb %d: %.2f ms (min %.2f), %d kernels, busy %.2f ms" %
+                    (name, mb, wall * 1e3, min(ts) * 1e3, nk, busy * 1e3))
+                steps.write()  # each row at once: a compile can outlast the budget
+                KERNELS.write()
+            except Exception as ex:
+                log("step %s+compile mb %d failed: %s" % (name, mb, str(ex).splitlines()[0][:200]))
+            finally:
+                ids = tgt = None
+                torch.cuda.empty_cache()
+        model = opt = cm = None
+        torch.cuda.empty_cache()
+
+
 def section_steps_llama(steps):
     """As section_steps for HF-Llama-style models, under autocast bf16 (fp32 weights)."""
     seq = 2048
@@ -749,6 +813,7 @@ def main():
     KERNELS = Table("kernels.csv", ["model", "mb", "kernel", "count", "total_s"])
     fns = {"host": lambda: section_host(host), "steps": lambda: section_steps(steps),
            "steps_llama": lambda: section_steps_llama(steps),
+           "steps_compiled": lambda: section_steps_compiled(steps),
            "attention": section_attention, "norm": section_norm, "elementwise": section_elementwise,
            "softmax": section_softmax, "gemm": section_gemm, "embed_ce": section_embed_ce,
            "optimizer": section_optimizer}
