@@ -33,6 +33,8 @@ static void ops_usage(FILE *out) {
           "  --distributed-optimizer   shard optimizer states over data parallel\n"
           "  --no-flash                unfused attention instead of flash attention\n"
           "  --dtype D                 fp32 | bf16 | fp16 | fp8 (default bf16)\n"
+          "  --stack S                 software stack (stacks/S.toml or a file): each time is its\n"
+          "                            kernels' GPU time; the host's is kernels x its time a kernel\n"
           "  --estimator E             analytical | hybrid | learned (default analytical;\n"
           "                            the others need hardware/<device>/residuals/)\n"
           "  --stage N                 only pipeline stage N\n"
@@ -83,6 +85,7 @@ typedef struct ctx {
   int first_json_item;
   sc_estimator estimator;
   const sc_residuals *resid; /* NULL with the analytical estimator */
+  const sc_stack *stack;     /* NULL: none */
 } ctx;
 
 /* Estimate every op of a list; prints rows; adds to *time_s and *flops (x repeat). */
@@ -102,6 +105,7 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       if (rc != SC_OK) return rc;
       e.time_s = t;
     }
+    e.time_s = sc_stack_gpu_s(c->stack, c->dev, &o->desc, &e, e.time_s);
     char shape[160];
     shape_string(&o->desc, shape, sizeof shape);
     double total = e.time_s * o->repeat;
@@ -257,7 +261,8 @@ static int ops_key(const char *name) {
   static const char *const allowed[] = {
       "model", "hardware", "tp", "pp", "dp", "cp", "micro-batch", "global-batch", "seq-len",
       "virtual-stages", "schedule", "recompute", "dtype", "sequence-parallel",
-      "distributed-optimizer", "flash-attention", "no-flash-attention", "estimator", NULL};
+      "distributed-optimizer", "flash-attention", "no-flash-attention", "estimator", "stack",
+      NULL};
   for (int i = 0; allowed[i] != NULL; i++) {
     if (strcmp(name, allowed[i]) == 0) return 1;
   }
@@ -321,6 +326,11 @@ int sc_cli_ops(int argc, char **argv) {
   sc_error_clear(&err);
   sc_model m;
   if (sc_model_load(model, &m, &err) != SC_OK) return sc_cli_fail(&err);
+  sc_stack stack;
+  if (job.stack[0] != '\0') {
+    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) return sc_cli_fail(&err);
+    if (stack.vocab_divisible_by) p.vocab_divisible_by = stack.vocab_divisible_by;
+  }
   p.seq_len = seq ? seq : (uint32_t)m.max_seq;
   if (gb) {
     p.global_batch = gb;
@@ -342,6 +352,7 @@ int sc_cli_ops(int argc, char **argv) {
   int rc = sc_cli_registry_open(&reg, &err);
   sc_device dev;
   if (rc == SC_OK) rc = sc_hardware_load(reg, hardware, &dev, &err);
+  if (rc == SC_OK && job.stack[0] != '\0') sc_stack_device(&stack, &dev);
   sc_residuals *resid = NULL;
   if (rc == SC_OK && job.opts.estimator != SC_ESTIMATOR_ANALYTICAL)
     rc = sc_residuals_for_hardware(hardware, dev.name, reg, job.opts.estimator, &resid, &err);
@@ -358,7 +369,7 @@ int sc_cli_ops(int argc, char **argv) {
     return sc_cli_fail(&err);
   }
 
-  ctx c = {reg, &dev, fmt, 1, job.opts.estimator, resid};
+  ctx c = {reg, &dev, fmt, 1, job.opts.estimator, resid, job.stack[0] ? &stack : NULL};
   uint32_t mb = sc_parallel_microbatches(&p);
   if (fmt == FMT_TABLE) {
     printf("%s on %s: tp %u pp %u dp %u cp %u (%u GPUs), micro-batch %u, global batch %u "
@@ -369,12 +380,17 @@ int sc_cli_ops(int argc, char **argv) {
            p.virtual_stages > 1 ? " (virtual stages)" : "", sc_recompute_name(p.recompute),
            p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
            p.distributed_optimizer ? "on" : "off", sc_estimator_name(c.estimator));
+    if (c.stack != NULL)
+      printf("stack %s: each time is its kernels' on the GPU; the host's is kernels x %.2f us\n",
+             c.stack->name, c.stack->host_per_kernel_s * 1e6);
   } else if (fmt == FMT_JSON) {
     printf("{\"schema_version\": 1, \"model\": ");
     sc_json_string(stdout, m.name);
     printf(", \"hardware\": ");
     sc_json_string(stdout, dev.name);
-    printf(", \"estimator\": \"%s\"", sc_estimator_name(c.estimator));
+    printf(", \"estimator\": \"%s\", \"stack\": ", sc_estimator_name(c.estimator));
+    if (c.stack != NULL) sc_json_string(stdout, c.stack->name);
+    else printf("null");
     printf(", \"parallel\": "
            "{\"tp\": %u, \"pp\": %u, \"dp\": %u, \"cp\": %u, \"micro_batch\": %u, "
            "\"global_batch\": %u, \"microbatches\": %u, \"seq_len\": %u, \"virtual_stages\": %u, "
