@@ -297,6 +297,20 @@ START_TEST(test_predict_with_stack) {
     for (uint32_t i = 0; i < l->nops; i++) kernels += l->ops[i].repeat;
   }
   free(w);
+  /* a stack with its own attention rates on this device, then none again: the registry's
+   * memo (which knows a device by its name) must not hand the second call the first's */
+  sc_stack att;
+  sc_result r3, r4;
+  ck_assert(load("good.toml", &att, &err) == SC_OK);
+  o.stack = &att;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &r3, NULL, &err) == SC_OK, "%s",
+                err.msg);
+  o.stack = NULL;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &r4, NULL, &err) == SC_OK, "%s",
+                err.msg);
+  ck_assert_msg(r4.iteration_s == r0.iteration_s, "after a stack: %.17g, before: %.17g",
+                r4.iteration_s, r0.iteration_s);
+  ck_assert(r3.iteration_s != r0.iteration_s);
   double host_s = kernels * 1e-3;
   ck_assert_msg(r2.iteration_s >= 0.999 * host_s && r2.iteration_s < host_s + r0.iteration_s,
                 "iteration %g s, host %g s (%g kernels), GPU alone %g s", r2.iteration_s,

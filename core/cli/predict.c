@@ -137,8 +137,7 @@ int sc_cli_predict(int argc, char **argv) {
       sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
       goto fail;
     }
-    job.opts.stack = &stack;
-    sc_stack_device(&stack, &dev); /* the stack's attention kernel on this device */
+    job.opts.stack = &stack; /* sc_predict prices its attention kernel on this device */
   }
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);

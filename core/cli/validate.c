@@ -347,8 +347,7 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
                         sc_predictor *pr, const sc_cli_job *opts) {
   sc_error e;
   sc_result res;
-  const sc_device *dev = &t->dev;
-  sc_device *sdev = NULL;
+
   sc_error_clear(&e);
   if (r->status != ROW_OK) return;
   r->job.opts = opts->opts;
@@ -380,18 +379,9 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
     r->job.opts.residuals = t->resid;
     r->job.opts.coll_residuals = t->cresid;
   }
-  if (r->stack >= 0) { /* the row's stack, and its attention kernel on this device */
+  if (r->stack >= 0) { /* the row's stack (sc_predict prices its attention kernel) */
     const sc_stack *stk = &stacks->s[r->stack];
     r->job.opts.stack = stk;
-    sdev = malloc(sizeof *sdev);
-    if (sdev == NULL) {
-      snprintf(r->reason, sizeof r->reason, "out of memory");
-      r->status = ROW_ERROR;
-      return;
-    }
-    *sdev = t->dev;
-    sc_stack_device(stk, sdev);
-    dev = sdev;
     char a[96];
     snprintf(a, sizeof a, "stack=%s", stk->name);
     add_assumed(r, a);
@@ -413,7 +403,8 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
       if (r->dopt_unknown) r->job.par.distributed_optimizer = tries[k].dopt;
       if (r->recompute_unknown) r->job.par.recompute = tries[k].rc;
       sc_error_clear(&e);
-      st = sc_predict(pr, &r->model, &t->topo, dev, &r->job.par, &r->job.opts, &res, NULL, &e);
+      st = sc_predict(pr, &r->model, &t->topo, &t->dev, &r->job.par, &r->job.opts, &res, NULL,
+                      &e);
       if (st != SC_ENOFIT) break;
     }
     if (r->recompute_unknown) {
@@ -425,7 +416,6 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
       add_assumed(r, r->job.par.distributed_optimizer ? "distributed_optimizer=true"
                                                       : "distributed_optimizer=false");
   }
-  free(sdev);
   if (st != SC_OK) {
     snprintf(r->reason, sizeof r->reason, "%s", e.msg[0] ? e.msg : sc_strerror(e.code));
     r->status = ROW_ERROR;

@@ -24,6 +24,12 @@ struct sc_predictor {
   double *opt_s;                    /* optimizer time per pipeline rank (cap entries) */
   const sc_predict_opts *opts;      /* of the sc_predict call in progress */
   sc__collmemo cmemo;               /* collective times of the call in progress (its spans) */
+  sc_device sdev;                   /* the device as the call's stack runs it */
+  /* The attention efficiencies the registry's memo last saw under the device's name: the
+   * memo knows a device by its name, so a stack that changes them under that name (and a
+   * call without it after one with it) must clear it. */
+  char memo_dev[64];
+  double memo_att[2];
 };
 
 const char *sc_estimator_name(sc_estimator e) {
@@ -172,6 +178,21 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
                         sc_estimator_name(o->estimator), dev->name);
   }
   pr->opts = o;
+  /* The device as the stack runs it (its attention kernel's rates) */
+  if (o->stack != NULL && sc_stack_attention_for(o->stack, dev->name) != NULL) {
+    pr->sdev = *dev;
+    sc_stack_device(o->stack, &pr->sdev);
+    dev = &pr->sdev;
+  }
+  if (strcmp(pr->memo_dev, dev->name) != 0 ||
+      pr->memo_att[0] != dev->attention_fwd_efficiency ||
+      pr->memo_att[1] != dev->attention_bwd_efficiency) {
+    if (pr->memo_dev[0] != '\0' && strcmp(pr->memo_dev, dev->name) == 0)
+      sc_registry_memo_clear(pr->reg); /* the same name, other figures */
+    snprintf(pr->memo_dev, sizeof pr->memo_dev, "%s", dev->name);
+    pr->memo_att[0] = dev->attention_fwd_efficiency;
+    pr->memo_att[1] = dev->attention_bwd_efficiency;
+  }
   /* A stack that pads the vocabulary otherwise than Megatron (PyTorch eager: not at all) */
   sc_parallel pstack;
   if (o->stack != NULL && o->stack->vocab_divisible_by != 0) {
