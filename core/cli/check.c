@@ -204,23 +204,24 @@ static int check_job(const char *path, sc_error *err) {
   return SC_OK;
 }
 
+/* A stack's rules, one a line: "family: value" or "family.variant: value", then unit. */
+static void print_stack_rules(const char *what, const char *unit, const sc_stack_rule *r,
+                              uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    char name[48];
+    if (r[i].variant < 0) snprintf(name, sizeof name, "%s", r[i].family);
+    else snprintf(name, sizeof name, "%s.%d", r[i].family, (int)r[i].variant);
+    printf("  %-16s %s: %g%s\n", what, name, r[i].value, unit);
+  }
+}
+
 static void print_stack(const sc_stack *s) {
   printf("stack %s (%s)\n", s->name, s->path);
   printf("  host per kernel  %.2f us\n", s->host_per_kernel_s * 1e6);
   if (s->vocab_divisible_by)
     printf("  vocabulary       padded to a multiple of %u (times tp)\n", s->vocab_divisible_by);
-  for (uint32_t i = 0; i < s->nkernels; i++) {
-    if (s->kernels[i].variant < 0) printf("  kernels          %s: %g\n", s->kernels[i].family,
-                                          s->kernels[i].value);
-    else printf("  kernels          %s.%d: %g\n", s->kernels[i].family, s->kernels[i].variant,
-                s->kernels[i].value);
-  }
-  for (uint32_t i = 0; i < s->ntraffic; i++) {
-    if (s->traffic[i].variant < 0) printf("  traffic          %s: %gx\n", s->traffic[i].family,
-                                          s->traffic[i].value);
-    else printf("  traffic          %s.%d: %gx\n", s->traffic[i].family, s->traffic[i].variant,
-                s->traffic[i].value);
-  }
+  print_stack_rules("kernels", "", s->kernels, s->nkernels);
+  print_stack_rules("traffic", "x", s->traffic, s->ntraffic);
   for (uint32_t i = 0; i < s->nattention; i++) {
     const sc_stack_attention *a = &s->attention[i];
     if (a->n == 1) {

@@ -681,6 +681,25 @@ static int sc__family_ok(const char *s) {
   return 1;
 }
 
+/* Append the rule family[.variant] = v (variant < 0: every variant) of key, v in [lo, hi];
+ * where is the rule's file:line:col, name its key as written after key. */
+static int sc__stack_rule_add(const char *where, const char *key, const char *name,
+                              const char *family, int32_t variant, double v, double lo,
+                              double hi, sc_stack_rule *rules, uint32_t *n, uint32_t cap,
+                              sc_error *err) {
+  if (!(v >= lo && v <= hi))
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': must be in [%g, %g] (is %g)", where,
+                        key, name, lo, hi, v);
+  if (*n >= cap)
+    return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': more than %u rules in "
+                        "[stack.kernels] and [stack.traffic]", where, key, name, cap);
+  snprintf(rules[*n].family, sizeof rules[*n].family, "%s", family);
+  rules[*n].variant = variant;
+  rules[*n].value = v;
+  (*n)++;
+  return SC_OK;
+}
+
 /* One [stack.kernels] or [stack.traffic] table: family = number (every variant), or
  * family = { <variant index> = number, ... }. Values in [lo, hi]. */
 static int sc__stack_rules(const sc_table *st, const char *key, double lo, double hi,
@@ -693,6 +712,7 @@ static int sc__stack_rules(const sc_table *st, const char *key, double lo, doubl
   for (size_t i = 0; sc__table_key(t, i, &fam) == SC_OK; i++) {
     const sc_table *vt = NULL;
     const char *var = NULL;
+    char name[80];
     double v = 0;
     if (!sc__family_ok(fam)) {
       return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': not an operator family name "
@@ -709,19 +729,10 @@ static int sc__stack_rules(const sc_table *st, const char *key, double lo, doubl
         }
         rc = sc__table_number(vt, var, &v, err);
         if (rc != SC_OK) return rc;
-        if (!(v >= lo && v <= hi)) {
-          return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s.%s': must be in [%g, %g] (is %g)",
-                              sc__table_where(vt, var), key, fam, var, lo, hi, v);
-        }
-        if (*n >= cap) {
-          return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s.%s': more than %u rules in "
-                              "[stack.kernels] and [stack.traffic]", sc__table_where(vt, var),
-                              key, fam, var, cap);
-        }
-        snprintf(rules[*n].family, sizeof rules[*n].family, "%s", fam);
-        rules[*n].variant = (int32_t)idx;
-        rules[*n].value = v;
-        (*n)++;
+        snprintf(name, sizeof name, "%s.%s", fam, var);
+        rc = sc__stack_rule_add(sc__table_where(vt, var), key, name, fam, (int32_t)idx, v, lo,
+                                hi, rules, n, cap, err);
+        if (rc != SC_OK) return rc;
       }
       continue;
     }
@@ -730,19 +741,9 @@ static int sc__stack_rules(const sc_table *st, const char *key, double lo, doubl
       return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': expected a number or a table of "
                           "variant indices", sc__table_where(t, fam), key, fam);
     }
-    if (!(v >= lo && v <= hi)) {
-      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': must be in [%g, %g] (is %g)",
-                          sc__table_where(t, fam), key, fam, lo, hi, v);
-    }
-    if (*n >= cap) {
-      return sc_error_set(err, SC_ESPEC, "%s: key '%s.%s': more than %u rules in "
-                          "[stack.kernels] and [stack.traffic]", sc__table_where(t, fam), key,
-                          fam, cap);
-    }
-    snprintf(rules[*n].family, sizeof rules[*n].family, "%s", fam);
-    rules[*n].variant = -1;
-    rules[*n].value = v;
-    (*n)++;
+    rc = sc__stack_rule_add(sc__table_where(t, fam), key, fam, fam, -1, v, lo, hi, rules, n, cap,
+                            err);
+    if (rc != SC_OK) return rc;
   }
   return SC_OK;
 }
