@@ -728,6 +728,27 @@ START_TEST(test_softmax_exposure) {
 }
 END_TEST
 
+/* The plain softmax (torch.softmax: no scale, no mask): every element unmasked, forward 5N
+ * and backward 4N flops, the fused kernel's bytes; its features say "unmasked_fraction" 1. */
+START_TEST(test_softmax_plain) {
+  sc_device dev = exposure_dev(32768, "softmax", SC_SOFTMAX_FWD, 0.8);
+  dev.l1_bytes = 0;
+  const double N = 8192.0 * 128.0;
+  sc_estimate e = run(&dev, DESC("softmax", SC_SOFTMAX_PLAIN_FWD, SC_DTYPE_FP32, 8192, 128));
+  REL(e.flops, 5.0 * N);
+  REL(e.bytes, 8.0 * N);
+  REL(e.time_s, fmax(5.0 * N / 2e10, 8.0 * N / 1e11));
+  ck_assert(e.features[3] == 0.0 && e.features[4] == 1.0);
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_PLAIN_BWD, SC_DTYPE_FP32, 8192, 128));
+  REL(e.flops, 4.0 * N);
+  REL(e.bytes, 12.0 * N);
+  ck_assert(e.features[3] == 1.0 && e.features[4] == 1.0);
+  /* the fused forward's unmasked share is about half for whole heads */
+  e = run(&dev, DESC("softmax", SC_SOFTMAX_FWD, SC_DTYPE_FP32, 8192, 128));
+  ck_assert(e.features[4] < 0.51);
+}
+END_TEST
+
 /* Zero-fills: a device stating a fill-rate curve prices a fill of B bytes at B over the curve's
  * rate at B (interpolated in log2 of the size, held past its ends); the embedding backward's
  * gradient-table fill and the memcpy family's FILL variant both read it. Without the curve, a
@@ -1021,6 +1042,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_embedding_cold);
   tcase_add_test(tc, test_row_exposure);
   tcase_add_test(tc, test_softmax_exposure);
+  tcase_add_test(tc, test_softmax_plain);
   tcase_add_test(tc, test_fill_curve);
   tcase_add_test(tc, test_gemm_exposed);
   tcase_add_test(tc, test_row_rate);

@@ -512,7 +512,7 @@ static int plan_family(plan *p, const char *fam, uint32_t count, int gpu, double
         d[0] = roundq(fmax(64.0, n / (double)d[1]), 64);
       }
       if ((double)d[0] * d[1] > big) continue;
-      rc = plan_add(p, SC_OP_SOFTMAX, vpick(i, SC_SOFTMAX_VARIANT_COUNT), 2, d);
+      rc = plan_add(p, SC_OP_SOFTMAX, vpick(i, SC_SOFTMAX_SAMPLED), 2, d);
     } else if (strcmp(fam, "elementwise") == 0) {
       d[0] = gpu ? logpick(u[0], 1 << 10, big, 64) : twopick(u[0], 1 << 10, mid, big, 64);
       rc = plan_add(p, SC_OP_ELEMENTWISE, vpick(i, SC_EW_VARIANT_COUNT), 1, d);
@@ -1081,7 +1081,7 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
   /* each family's dims and variants (stepcast/ops.h); memcpy last, listed but not sampled */
   static const struct { const char *name; uint32_t ndims, nvariants; } fams[] = {
       {SC_OP_GEMM, 4, SC_GEMM_VARIANT_COUNT},         {SC_OP_ATTENTION, 7, SC_ATTN_VARIANT_COUNT},
-      {SC_OP_NORM, 2, SC_NORM_OP_VARIANT_COUNT},      {SC_OP_SOFTMAX, 2, SC_SOFTMAX_VARIANT_COUNT},
+      {SC_OP_NORM, 2, SC_NORM_OP_VARIANT_COUNT},      {SC_OP_SOFTMAX, 2, SC_SOFTMAX_SAMPLED},
       {SC_OP_ELEMENTWISE, 1, SC_EW_VARIANT_COUNT},    {SC_OP_OPTIMIZER, 1, SC_OPTIM_VARIANT_COUNT},
       {SC_OP_EMBEDDING, 3, SC_EMBED_VARIANT_COUNT},   {SC_OP_CROSS_ENTROPY, 2, SC_CE_VARIANT_COUNT},
       {SC_OP_MEMCPY, 1, SC_MEMCPY_VARIANT_COUNT}};

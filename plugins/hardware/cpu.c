@@ -345,7 +345,7 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
                                      SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
   static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT,    SC_ATTN_VARIANT_COUNT,
                                        SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
-                                       SC_SOFTMAX_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT,
+                                       SC_SOFTMAX_SAMPLED, SC_OPTIM_VARIANT_COUNT,
                                        SC_EMBED_VARIANT_COUNT,   SC_CE_VARIANT_COUNT,
                                        SC_MEMCPY_VARIANT_COUNT};
   double samples[CPU_MAX_SAMPLES];
@@ -379,7 +379,8 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
                             i, (long long)op->dims[i]);
   }
   if (op->variant >= nvariants[fi])
-    return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: variant %u unknown", op->family, op->variant);
+    return sc_plugin_fail(err, SC_EINVAL, "cpu: %s: variant %u unknown or not measured here", op->family,
+                          op->variant);
   if (dev->compute_units >= 1 && openblas_get_num_threads() != (int)dev->compute_units)
     openblas_set_num_threads((int)dev->compute_units);
 

@@ -1,6 +1,9 @@
 /*
  * softmax: Megatron's fused scale + causal mask + softmax of attention scores (unfused
- * attention path), and its backward. dims {rows, cols}; variants SC_SOFTMAX_FWD / _BWD.
+ * attention path), and its backward. dims {rows, cols}; variants SC_SOFTMAX_FWD / _BWD, and
+ * SC_SOFTMAX_PLAIN_FWD / _BWD: a plain softmax over every element of the row (no scale, no
+ * mask: torch.softmax), forward flops 5N (max, subtract, exp, sum, normalise), backward 4N
+ * (no scale), the same bytes.
  * See docs/operators.md. With e = dtype bytes and N = rows * cols:
  *   causal mask: row r is query position r mod cols and sees keys 0 .. r mod cols, so the
  *             unmasked elements are V = floor(rows/cols) * cols(cols+1)/2 + m(m+1)/2 with
@@ -39,10 +42,12 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double rows = (double)op->dims[0], cols = (double)op->dims[1], N = rows * cols;
   peak *= sc_device_row_rate(dev, "softmax", op->variant, cols);
   double e = sc__op_dtype_bytes(op->dtype);
-  int bwd = op->variant == SC_SOFTMAX_BWD;
+  const int bwd = op->variant == SC_SOFTMAX_BWD || op->variant == SC_SOFTMAX_PLAIN_BWD;
+  const int plain = op->variant >= SC_SOFTMAX_PLAIN_FWD;
   double whole = floor(rows / cols), m = rows - whole * cols;
-  double V = whole * cols * (cols + 1.0) / 2.0 + m * (m + 1.0) / 2.0;
-  double flops = bwd ? 5.0 * N : 7.0 * V, bytes = (bwd ? 3.0 : 2.0) * e * N;
+  double V = plain ? N : whole * cols * (cols + 1.0) / 2.0 + m * (m + 1.0) / 2.0;
+  double flops = plain ? (bwd ? 4.0 * N : 5.0 * N) : bwd ? 5.0 * N : 7.0 * V;
+  double bytes = (bwd ? 3.0 : 2.0) * e * N;
   /* fresh writes: the probabilities (forward) or dx (backward) */
   sc__op_roofline_exposed(dev, peak, dev->flops_efficiency, 1.0, flops, bytes, bytes, e * N,
                           sc_device_exposure(dev, "softmax", op->variant), out);

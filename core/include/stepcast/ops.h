@@ -77,8 +77,18 @@ enum {
   SC_EW_VARIANT_COUNT
 };
 
-/* softmax (unfused attention path): scale + causal mask + softmax, and its backward. */
-enum { SC_SOFTMAX_FWD = 0, SC_SOFTMAX_BWD, SC_SOFTMAX_VARIANT_COUNT };
+/* softmax (unfused attention path): Megatron's fused scale + causal mask + softmax, and its
+ * backward; PLAIN: a framework's plain softmax over the whole row (torch.softmax: no scale,
+ * no mask), another kernel at the same shape. The built-in samplers measure the fused
+ * kernels only (SC_SOFTMAX_SAMPLED variants). */
+enum {
+  SC_SOFTMAX_FWD = 0,
+  SC_SOFTMAX_BWD,
+  SC_SOFTMAX_PLAIN_FWD,
+  SC_SOFTMAX_PLAIN_BWD,
+  SC_SOFTMAX_VARIANT_COUNT
+};
+#define SC_SOFTMAX_SAMPLED 2
 
 /* embedding: gather rows (forward), scatter-add of the gradient into the fp32 table
  * gradient (backward). */

@@ -64,8 +64,8 @@ Mapping (seed operator file -> stepcast operator, F / B variant):
   parallel_cross_entropy_128   Megatron vocab_parallel_cross_entropy on [b, l, V] logits:
                 cross_entropy {b*l, V}, variant 0 / 1 (with mp = 1 no all-reduce runs).
   softmax       torch softmax over [b, hp, l, l], not scaled, not masked: softmax
-                {b*hp*l, l}, variant 0 / 1. stepcast's softmax is the fused scale + causal
-                mask + softmax; the forward's FLOP count assumes the mask (memory-bound here).
+                {b*hp*l, l}, variant 2 / 3 (SC_SOFTMAX_PLAIN_*: a plain softmax over the
+                whole row, another kernel than Megatron's fused one at the same shape).
   ScaledUpperTriangMaskedSoftmax   Megatron's fused causal kernel on [b*hp, l, l]:
                 softmax {b*hp*l, l}, variant 0 / 1 (exactly stepcast's softmax).
   baddbmm       scores = Q K^T, Q [b*hp, l, hd], K^T [b*hp, hd, l] (beta = 0):
@@ -206,8 +206,8 @@ OPS = {
         one("cross_entropy", 0, lambda r: (r["b"] * r["l"], vocab_part(r["mp"]))),
         one("cross_entropy", 1, lambda r: (r["b"] * r["l"], vocab_part(r["mp"])))),
     "softmax": ("mp,b,h,l",
-                one("softmax", 0, lambda r: (r["b"] * div(r["h"], r["mp"], "h/mp") * r["l"], r["l"])),
-                one("softmax", 1, lambda r: (r["b"] * div(r["h"], r["mp"], "h/mp") * r["l"], r["l"]))),
+                one("softmax", 2, lambda r: (r["b"] * div(r["h"], r["mp"], "h/mp") * r["l"], r["l"])),
+                one("softmax", 3, lambda r: (r["b"] * div(r["h"], r["mp"], "h/mp") * r["l"], r["l"]))),
     "ScaledUpperTriangMaskedSoftmax": (
         "mp,b,h,l",
         one("softmax", 0, lambda r: (r["b"] * div(r["h"], r["mp"], "h/mp") * r["l"], r["l"])),

@@ -507,7 +507,7 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
   static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1};
   static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT, SC_ATTN_VARIANT_COUNT,
                                        SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
-                                       SC_SOFTMAX_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT};
+                                       SC_SOFTMAX_SAMPLED, SC_OPTIM_VARIANT_COUNT};
   double samples[CU_MAX_SAMPLES];
   uint32_t n = 0;
   int count = 0, rc, fi = -1;
@@ -541,7 +541,7 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
                             op->family, i, (long long)op->dims[i]);
   }
   if (op->variant >= nvariants[fi])
-    return sc_plugin_fail(err, SC_EINVAL, "cuda: %s: variant %u unknown", op->family,
+    return sc_plugin_fail(err, SC_EINVAL, "cuda: %s: variant %u unknown or not measured here", op->family,
                           op->variant);
   memset(&b, 0, sizeof b);
   b.op = *op;
