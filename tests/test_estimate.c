@@ -262,6 +262,215 @@ START_TEST(samples_write_read) {
 }
 END_TEST
 
+/* Write text to dir/name; path gets the file's path. */
+static void write_text(const char *dir, const char *name, const char *text, char *path,
+                       size_t cap) {
+  FILE *f;
+  snprintf(path, cap, "%s/%s", dir, name);
+  f = fopen(path, "w");
+  ck_assert(f != NULL);
+  ck_assert(fputs(text, f) >= 0);
+  ck_assert(fclose(f) == 0);
+}
+
+/* Groups (rows timed together as one measurement) in the native form, with its optional
+ * group and source columns, and the measured-table form. */
+START_TEST(samples_read_groups) {
+  char dir[64], path[128];
+  sc_sample_set s;
+  sc_error err;
+  tmpdir(dir, sizeof dir);
+  sc_error_clear(&err);
+  /* native, group column: two GEMMs of one group, a norm of its own */
+  write_text(dir, "native.csv",
+             "# device_kind = gpu\n" SC_SAMPLES_COLUMNS ",group\n"
+             "gemm,0,fp16,4,1,64,64,64,0,0,0,0,5,2e-05,1.8e-05,3e-05,1.9e-05,2.5e-05,bwd.0\n"
+             "norm,1,fp16,2,128,256,0,0,0,0,0,0,7,1e-05,1e-05,1e-05,1e-05,1e-05,\n"
+             "gemm,0,fp16,4,1,64,32,64,0,0,0,0,5,2e-05,1.9e-05,2e-05,1.9e-05,2e-05, bwd.0 \n",
+             path, sizeof path);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(s.n, 3);
+  ck_assert_uint_eq(s.ngroups, 1);
+  ck_assert_str_eq(s.groups[0], "bwd.0");
+  ck_assert_uint_eq(s.rows[0].group, 1);
+  ck_assert_uint_eq(s.rows[1].group, 0);
+  ck_assert_uint_eq(s.rows[2].group, 1);
+  ck_assert_int_eq(s.rows[2].op.dims[2], 32);
+  ck_assert_str_eq(sc_samples_meta(&s, "device_kind"), "gpu");
+  sc_samples_free(&s);
+  ck_assert(s.groups == NULL && s.ngroups == 0);
+  /* native, group and source; source alone */
+  write_text(dir, "native2.csv",
+             SC_SAMPLES_COLUMNS ",group,source\n"
+             "gemm,0,fp16,4,1,64,64,64,0,0,0,0,5,2e-05,1.8e-05,3e-05,1.9e-05,2.5e-05,g,a.csv:2\n"
+             "gemm,0,fp16,4,1,64,64,64,0,0,0,0,5,2e-05,1.8e-05,3e-05,1.9e-05,2.5e-05,,\n",
+             path, sizeof path);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert(s.n == 2 && s.ngroups == 1 && s.rows[0].group == 1 && s.rows[1].group == 0);
+  sc_samples_free(&s);
+  write_text(dir, "native3.csv",
+             SC_SAMPLES_COLUMNS ",source\n"
+             "gemm,0,fp16,4,1,64,64,64,0,0,0,0,5,2e-05,1.8e-05,3e-05,1.9e-05,2.5e-05,paper\n",
+             path, sizeof path);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert(s.n == 1 && s.ngroups == 0 && s.groups == NULL && s.rows[0].group == 0);
+  sc_samples_free(&s);
+  /* a measured table, its columns in another order; a group of two families, its rows
+   * apart; a 47-character group name is the longest */
+  write_text(dir, "table.csv",
+             "# from a paper\n"
+             "dims,family,measured_s,variant,dtype,group,source\n"
+             "1x4096x4096x4096,gemm,1.06928e-03,0,bf16,,p.csv:1\n"
+             "8192x4096,norm,2.5e-4,2,bf16,fwd,p.csv:2\n"
+             "2x3x4x5x6x7x8x9,attention,3e-3,1,fp16,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,\n"
+             "0x64x64x64,gemm,2.5e-4,0,bf16,fwd,\n",
+             path, sizeof path);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(s.n, 4);
+  ck_assert_uint_eq(s.ngroups, 2);
+  ck_assert_str_eq(s.groups[0], "fwd");
+  ck_assert_uint_eq(strlen(s.groups[1]), 47);
+  ck_assert_str_eq(s.rows[0].op.family, "gemm");
+  ck_assert(s.rows[0].op.family == s.rows[3].op.family);
+  ck_assert_uint_eq(s.rows[0].op.ndims, 4);
+  ck_assert_int_eq(s.rows[0].op.dims[0], 1);
+  ck_assert_int_eq(s.rows[0].op.dims[3], 4096);
+  ck_assert_uint_eq(s.rows[0].op.dtype, SC_DTYPE_BF16);
+  ck_assert(s.rows[0].m.median_s == 1.06928e-03 && s.rows[0].m.min_s == 1.06928e-03 &&
+            s.rows[0].m.max_s == 1.06928e-03 && s.rows[0].m.p10_s == 1.06928e-03 &&
+            s.rows[0].m.p90_s == 1.06928e-03 && s.rows[0].m.reps == 1);
+  ck_assert_uint_eq(s.rows[0].group, 0);
+  ck_assert_uint_eq(s.rows[0].line, 3);
+  ck_assert_str_eq(s.rows[1].op.family, "norm");
+  ck_assert_uint_eq(s.rows[1].op.variant, 2);
+  ck_assert_uint_eq(s.rows[1].op.ndims, 2);
+  ck_assert_int_eq(s.rows[1].op.dims[1], 4096);
+  ck_assert_uint_eq(s.rows[1].group, 1);
+  ck_assert_uint_eq(s.rows[2].op.ndims, 8);
+  ck_assert_int_eq(s.rows[2].op.dims[7], 9);
+  ck_assert_uint_eq(s.rows[2].group, 2);
+  ck_assert_int_eq(s.rows[3].op.dims[0], 0);
+  ck_assert_uint_eq(s.rows[3].group, 1);
+  ck_assert(s.rows[3].m.median_s == 2.5e-4);
+  sc_samples_free(&s);
+  remove(path);
+  snprintf(path, sizeof path, "%s/native.csv", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/native2.csv", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/native3.csv", dir);
+  remove(path);
+  rmdir(dir);
+}
+END_TEST
+
+START_TEST(samples_read_group_errors) {
+#define ROW "gemm,0,fp16,4,1,64,64,64,0,0,0,0,5,2e-05,1.8e-05,3e-05,1.9e-05,2.5e-05"
+#define ROW2 "norm,1,fp16,2,128,256,0,0,0,0,0,0,7,1e-05,1e-05,1e-05,1e-05,1e-05"
+#define TABLE "family,variant,dtype,dims,measured_s,group,source\n"
+  static const char long_name[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"; /* 48 */
+  char long_source[300];
+  char long_group_row[256], long_source_row[512];
+  memset(long_source, 's', 201);
+  long_source[201] = '\0';
+  snprintf(long_group_row, sizeof long_group_row,
+           SC_SAMPLES_COLUMNS ",group\n" ROW ",%s\n", long_name);
+  snprintf(long_source_row, sizeof long_source_row, TABLE "gemm,0,fp16,1x2x3x4,1e-3,,%s\n",
+           long_source);
+  const struct { const char *text, *what; } cases[] = {
+      /* one group, two times: the second row names the first's line */
+      {TABLE "gemm,0,fp16,1x2x3x4,1e-3,g,\ngemm,0,fp16,1x2x3x5,2e-3,g,\n",
+       "x.csv:3: column 'group': group 'g' was measured as 0.001 s on line 2: a group has one "
+       "measured time"},
+      /* native, of two families, rows apart */
+      {"# c\n" SC_SAMPLES_COLUMNS ",group\n" ROW ",g\n" ROW ",\n" ROW2 ",g\n",
+       "x.csv:5: column 'group': group 'g' was measured as 2e-05 s on line 3"},
+      {"family,variant,dtype,dims,measured_s,reps\ngemm,0,fp16,1x2x3x4,1e-3,1\n",
+       "x.csv:1: column 'reps': not a column of a measured table (family, variant, dtype, dims, "
+       "measured_s, group, source)"},
+      {SC_SAMPLES_COLUMNS ",comment\n" ROW ",x\n", "x.csv:1: expected the column header '"
+       SC_SAMPLES_COLUMNS "'"},
+      {SC_SAMPLES_COLUMNS ",source,group\n" ROW ",x,y\n", "x.csv:1: expected the column header"},
+      {long_group_row, "x.csv:2: column 'group': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' "
+       "is longer than 47 characters"},
+      {long_source_row, "x.csv:2: column 'source': longer than 200 characters"},
+      {SC_SAMPLES_COLUMNS ",group\n" ROW "\n", "x.csv:2: expected 19 comma-separated fields, "
+       "found 18"},
+      {"family,variant,dtype,dims,measured_s,dims\n", "x.csv:1: column 'dims': named twice"},
+      {"family,dtype,dims,measured_s\n", "x.csv:1: column 'variant': missing"},
+      {TABLE "gemm,0,fp16,1x2x3x4,1e-3,\n", "x.csv:2: expected 7 comma-separated fields, found 6"},
+      {TABLE "gemm,0,fp16,1xx4,1e-3,,\n", "x.csv:2: column 'dims': '1xx4' is not 1 to 8"},
+      {TABLE "gemm,0,fp16,1x2x3x4x5x6x7x8x9,1e-3,,\n", "x.csv:2: column 'dims'"},
+      {TABLE "gemm,0,fp16,4611686018427387904,1e-3,,\n", "x.csv:2: column 'dims'"},
+      {TABLE "gemm,0,fp16,-4,1e-3,,\n", "x.csv:2: column 'dims'"},
+      {TABLE "gemm,0,fp16,4x,1e-3,,\n", "x.csv:2: column 'dims'"},
+      {TABLE "gemm,0,fp16,4,0,,\n", "x.csv:2: column 'measured_s': '0' is not a finite time > 0"},
+      {TABLE "gemm,0,fp16,4,nan,,\n", "x.csv:2: column 'measured_s'"},
+      {TABLE "gemm,256,fp16,4,1e-3,,\n", "x.csv:2: column 'variant'"},
+      {TABLE "gemm,0,fp64,4,1e-3,,\n", "x.csv:2: column 'dtype'"},
+      {TABLE "ge mm,0,fp16,4,1e-3,,\n", "x.csv:2: column 'family'"},
+      {TABLE, "x.csv:1: no sample rows"},
+  };
+  char dir[64], path[128];
+  tmpdir(dir, sizeof dir);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sc_sample_set s;
+    sc_error err;
+    sc_error_clear(&err);
+    write_text(dir, "x.csv", cases[i].text, path, sizeof path);
+    ck_assert_msg(sc_samples_read(path, &s, &err) == SC_EPARSE, "case %zu: %s", i, err.msg);
+    ck_assert_msg(strstr(err.msg, cases[i].what) != NULL, "case %zu: %s", i, err.msg);
+    ck_assert(s.rows == NULL && s.n == 0 && s.groups == NULL && s.ngroups == 0);
+  }
+  /* 9 dims is one too many, 8 of 2^62 - 1 are fine; a table's trailer rules are not the
+   * sampler's (a table has none) */
+  {
+    sc_sample_set s;
+    sc_error err;
+    write_text(dir, "x.csv", SC_SAMPLES_LIVE "\n" TABLE
+               "gemm,0,fp16,4611686018427387903x1,1e-3,,\n", path, sizeof path);
+    ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+    ck_assert_int_eq(s.rows[0].op.dims[0], INT64_C(4611686018427387903));
+    sc_samples_free(&s);
+  }
+  remove(path);
+  rmdir(dir);
+#undef ROW
+#undef ROW2
+#undef TABLE
+}
+END_TEST
+
+/* The A100 seed's measured table (81903 operators, 17005 groups of several) reads, every
+ * group with one time. */
+START_TEST(samples_read_seed_table) {
+  sc_sample_set s;
+  sc_error err;
+  const char *path = SC_SOURCE_DIR "/hardware/a100-sxm4-80gb/seed/ops.csv";
+  double *t;
+  size_t *count;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_samples_read(path, &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(s.n, 81903);
+  ck_assert_uint_eq(s.ngroups, 17005);
+  t = calloc(s.ngroups, sizeof *t);
+  count = calloc(s.ngroups, sizeof *count);
+  ck_assert(t != NULL && count != NULL);
+  for (size_t i = 0; i < s.n; i++) {
+    const uint32_t g = s.rows[i].group;
+    ck_assert(g <= s.ngroups && s.rows[i].m.reps == 1);
+    if (g == 0) continue;
+    if (count[g - 1]++ == 0) t[g - 1] = s.rows[i].m.median_s;
+    ck_assert(t[g - 1] == s.rows[i].m.median_s);
+  }
+  for (size_t g = 0; g < s.ngroups; g++) ck_assert_uint_ge(count[g], 1);
+  ck_assert_str_eq(s.groups[s.rows[1].group - 1], "baddbmm.B.2");
+  free(t);
+  free(count);
+  sc_samples_free(&s);
+}
+END_TEST
+
 /* ---- residual files -------------------------------------------------------------- */
 
 /* The GEMM exposure solver recovers P, X and K from times its own model makes (the
@@ -436,6 +645,59 @@ START_TEST(residuals_apply_linear) {
 }
 END_TEST
 
+/* A model with a sampled domain and beyond = "analytical": the model inside the analytical
+ * times it was fitted on, the analytical time outside (below and above); saved and loaded
+ * again, the domain and the choice stay. */
+START_TEST(residuals_domain_beyond) {
+  sc_residuals *r = NULL, *r2 = NULL;
+  sc_estimate e;
+  sc_error err;
+  char dir[1024], out[] = "/tmp/sc_resid_domain_XXXXXX";
+  double t;
+  data_path(dir, sizeof dir, "resid_domain_ok");
+  sc_error_clear(&err);
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  ck_assert(r->models[0].beyond == 1);
+  ck_assert(r->models[0].dom_lo == 1e-6 && r->models[0].dom_hi == 1e-3);
+  memset(&e, 0, sizeof e);
+  e.nfeatures = 1;
+  e.features[0] = 5.0; /* residual 0.5 */
+  e.time_s = 1e-4;
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert_msg(fabs(t - 1e-4 * exp(0.5)) < 1e-15, "%.15g", t);
+  e.time_s = 2e-3; /* above the domain */
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert(t == 2e-3);
+  e.time_s = 5e-7; /* below it */
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert(t == 5e-7);
+  ck_assert(sc_resid_in_domain(&r->models[0], 1e-3) && !sc_resid_in_domain(&r->models[0], 1.1e-3));
+  /* beyond = "model": the model everywhere */
+  r->models[0].beyond = 0;
+  e.time_s = 2e-3;
+  ck_assert(sc_residuals_apply(r, SC_ESTIMATOR_HYBRID, "memcpy", &e, &t, &err) == SC_OK);
+  ck_assert_msg(fabs(t - 2e-3 * exp(0.5)) < 1e-15, "%.15g", t);
+  r->models[0].beyond = 1;
+  { /* the round trip */
+    const char *names[1] = {"\"log10_bytes\", \"log10_analytical_s\", \"hinge_log10_bytes_5\", "
+                            "\"hinge_log10_bytes_6\", \"hinge_log10_bytes_7\", "
+                            "\"hinge_log10_bytes_8\", \"compute_bound\""};
+    ck_assert(mkdtemp(out) != NULL);
+    ck_assert_msg(sc_residuals_save(out, "test-dev", NULL, r->models, 1, names, "test", &err) == SC_OK,
+                  "%s", err.msg);
+    ck_assert_msg(sc_residuals_load(out, &r2, &err) == SC_OK, "%s", err.msg);
+    ck_assert(r2->models[0].beyond == 1);
+    ck_assert(r2->models[0].dom_lo == 1e-6 && r2->models[0].dom_hi == 1e-3);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/residuals.toml", out);
+    remove(path);
+    rmdir(out);
+  }
+  sc_residuals_free(r);
+  sc_residuals_free(r2);
+}
+END_TEST
+
 START_TEST(residuals_malformed) {
   static const struct { const char *dir, *what; int code; } cases[] = {
       {"resid_bad_kind", "residuals.toml:6:8: key 'kind'", SC_ESPEC},
@@ -449,7 +711,7 @@ START_TEST(residuals_malformed) {
       {"resid_bad_range_order", "key 'target_range': must be [low, high] with low <= high",
        SC_ESPEC},
       {"resid_unknown_top", "residuals.toml:4:1: key 'samples': unknown key (residuals.toml has "
-       "device, models and [[model]] tables)", SC_ESPEC},
+       "device, stack, models and [[model]] tables)", SC_ESPEC},
       {"resid_cut_short", "residuals.toml:4:10: key 'models': says 2 [[model]] tables, the "
        "file has 1 (cut short?)", SC_ESPEC},
       {"resid_no_active", "residuals.toml:4:1: key 'active': missing required key", SC_ESPEC},
@@ -460,6 +722,12 @@ START_TEST(residuals_malformed) {
        "feature name", SC_ESPEC},
       {"resid_bad_unread", "residuals.toml:10:33: key 'unread': every entry must be one of "
        "the model's 'features'", SC_ESPEC},
+      {"resid_bad_beyond", "residuals.toml:18:10: key 'beyond': must be \"model\" or "
+       "\"analytical\"", SC_ESPEC},
+      {"resid_beyond_no_domain", "key 'beyond': \"analytical\" needs domain_analytical_s",
+       SC_ESPEC},
+      {"resid_bad_domain", "residuals.toml:17:23: key 'domain_analytical_s': must be [low, "
+       "high] with 0 < low <= high", SC_ESPEC},
       {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -552,7 +820,7 @@ START_TEST(residuals_dir_and_save) {
     ck_assert_msg(sc_resid_fit(&ms[k], X, y, 40, NULL, &err) == SC_OK, "%s", err.msg);
   }
   tmpdir(dir, sizeof dir);
-  ck_assert_msg(sc_residuals_save(dir, "dev-x", ms, 2, names, "line one\nline two", &err) == SC_OK,
+  ck_assert_msg(sc_residuals_save(dir, "dev-x", NULL, ms, 2, names, "line one\nline two", &err) == SC_OK,
                 "%s", err.msg);
   ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
   ck_assert_uint_eq(r->n, 2);
@@ -620,13 +888,13 @@ START_TEST(residuals_unread_features) {
   ck_assert_msg(fabs(ms[0].coef[0]) > 0.01, "%g", ms[0].coef[0]); /* the shape one is read */
   /* saving needs the names of the unread features */
   tmpdir(dir, sizeof dir);
-  ck_assert_int_eq(sc_residuals_save(dir, "dev-x", ms, 2, names, "unread", &err), SC_EINVAL);
+  ck_assert_int_eq(sc_residuals_save(dir, "dev-x", NULL, ms, 2, names, "unread", &err), SC_EINVAL);
   ck_assert_msg(strstr(err.msg, "unread feature 1 has no name") != NULL, "%s", err.msg);
   for (int k = 0; k < 2; k++) {
     snprintf(ms[k].feature_names[0], sizeof ms[k].feature_names[0], "shape");
     snprintf(ms[k].feature_names[1], sizeof ms[k].feature_names[1], "scale");
   }
-  ck_assert_msg(sc_residuals_save(dir, "dev-x", ms, 2, names, "unread", &err) == SC_OK, "%s",
+  ck_assert_msg(sc_residuals_save(dir, "dev-x", NULL, ms, 2, names, "unread", &err) == SC_OK, "%s",
                 err.msg);
   ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
   ck_assert_uint_eq(r->n, 2);
@@ -863,11 +1131,15 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, samples_read_good);
   tcase_add_test(tc, samples_read_malformed);
   tcase_add_test(tc, samples_write_read);
+  tcase_add_test(tc, samples_read_groups);
+  tcase_add_test(tc, samples_read_group_errors);
+  tcase_add_test(tc, samples_read_seed_table);
   tcase_add_test(tc, gemm_exposure_solve);
   tcase_add_test(tc, cache_miss_curve);
   tcase_add_test(tc, gemm_exposure_header);
   tcase_add_test(tc, residuals_apply_linear);
   tcase_add_test(tc, residuals_malformed);
+  tcase_add_test(tc, residuals_domain_beyond);
   tcase_add_test(tc, residuals_check_against_plugins);
   tcase_add_test(tc, residuals_dir_and_save);
   tcase_add_test(tc, residuals_unread_features);

@@ -1,8 +1,10 @@
 /* stepcast check FILE...: validate spec files and print what they say. */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cli.h"
+#include "stepcast/estimate.h"
 #include "job.h"
 #include "toml/toml.h"
 
@@ -10,8 +12,10 @@ static void check_usage(FILE *out) {
   fprintf(out,
           "usage: stepcast check FILE...\n\n"
           "Validates model, hardware, topology and stack spec files (recognised by their\n"
-          "top-level table: [model], [hardware], [topology] or [stack]; also [job] files)\n"
-          "and prints what was understood.\n"
+          "top-level table: [model], [hardware], [topology] or [stack]; also [job] files\n"
+          "and residual sets, DIR/residuals.toml) and prints what was understood; a\n"
+          "hardware file's fitted residuals (hardware/<device>/residuals/) are checked with\n"
+          "it.\n"
           "Exit status: 0 when every file is valid, 1 otherwise (one line\n"
           "'file:line:col: key 'x': problem' per bad file on stderr), 2 on usage errors.\n"
           "Schemas: docs/formats.md.\n");
@@ -168,6 +172,37 @@ static void print_topology(const sc_topology *t) {
 
 /* A job file (predict --job), beside the three spec kinds. */
 #define CHECK_JOB 100
+#define CHECK_RESIDUALS 101
+
+/* A residual set (dir/residuals.toml and the tree files it names), loaded and checked
+ * against the operator plugins' features and, where device is not NULL, that device's name;
+ * what it holds is printed. */
+static int check_residuals(sc_registry *reg, const char *dir, const char *device,
+                           sc_error *err) {
+  sc_residuals *r = NULL;
+  int rc = sc_residuals_load(dir, &r, err);
+  if (rc == SC_OK) rc = sc_residuals_check(r, device, reg, err);
+  if (rc == SC_OK) {
+    size_t active = 0;
+    for (size_t i = 0; i < r->n; i++) active += r->models[i].active != 0;
+    printf("residuals %s (device %s%s%s): %zu models, %zu active\n", dir, r->device,
+           r->stack[0] ? ", stack " : "", r->stack, r->n, active);
+    for (size_t i = 0; i < r->n; i++) {
+      const sc_resid_model *m = &r->models[i];
+      if (!m->active) continue;
+      printf("  %-16s %-7s %-6s", m->family, sc_resid_target_name(m->target),
+             sc_resid_kind_name(m->kind));
+      if (m->dom_hi > 0)
+        printf(" analytical %.3g to %.3g s, beyond: %s", m->dom_lo, m->dom_hi,
+               m->beyond ? "analytical" : "model");
+      else
+        printf(" used everywhere");
+      printf("\n");
+    }
+  }
+  sc_residuals_free(r);
+  return rc;
+}
 
 /* A job file: its keys, the model and topology it names loading, the degrees derived. */
 static int check_job(const char *path, sc_error *err) {
@@ -240,13 +275,16 @@ static int detect_kind(const char *path, sc_error *err) {
   sc_toml_doc *doc = NULL;
   int kind = -1;
   if (sc__toml_parse_file(path, &doc, err) != SC_OK) return -1;
-  if (sc__toml_get(doc->root, "model") != NULL) kind = SC_SPEC_MODEL;
+  const sc_toml_value *mv = sc__toml_get(doc->root, "model");
+  if (sc__toml_get(doc->root, "device") != NULL && (mv == NULL || mv->type == SC_TOML_ARRAY))
+    kind = CHECK_RESIDUALS; /* residuals.toml: device, models and [[model]] tables */
+  else if (mv != NULL) kind = SC_SPEC_MODEL;
   else if (sc__toml_get(doc->root, "hardware") != NULL) kind = SC_SPEC_HARDWARE;
   else if (sc__toml_get(doc->root, "topology") != NULL) kind = SC_SPEC_TOPOLOGY;
   else if (sc__toml_get(doc->root, "job") != NULL) kind = CHECK_JOB;
   else if (sc__toml_get(doc->root, "stack") != NULL) kind = SC_SPEC_STACK;
   else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology], [stack] or "
-                    "[job] table", path);
+                    "[job] table, nor a residual set's device", path);
   sc__toml_free(doc);
   return kind;
 }
@@ -292,6 +330,24 @@ int sc_cli_check(int argc, char **argv) {
       }
       if (rc == SC_OK) rc = sc_hardware_load(reg, path, &d, &err);
       if (rc == SC_OK) print_device(&d, path);
+      if (rc == SC_OK) { /* its fitted residuals, where there are some */
+        char dir[SC_PATH_MAX + 80], man[SC_PATH_MAX + 100];
+        struct stat st;
+        rc = sc_residuals_dir(path, d.name, dir, sizeof dir, &err);
+        snprintf(man, sizeof man, "%s/residuals.toml", dir);
+        if (rc == SC_OK && stat(man, &st) == 0) rc = check_residuals(reg, dir, d.name, &err);
+      }
+    } else if (kind == CHECK_RESIDUALS) {
+      const char *slash = strrchr(path, '/');
+      char dir[SC_PATH_MAX];
+      if (strcmp(slash ? slash + 1 : path, "residuals.toml") != 0) {
+        rc = sc_error_set(&err, SC_EINVAL, "%s: a residual set is checked as its folder's "
+                          "residuals.toml (the file that names its models)", path);
+      } else {
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        if (reg == NULL) rc = sc_cli_registry_open(&reg, &err);
+        if (rc == SC_OK) rc = check_residuals(reg, dir, NULL, &err);
+      }
     } else {
       rc = err.code != SC_OK ? err.code : SC_ESPEC;
     }

@@ -40,6 +40,8 @@ static void usage(FILE *out) {
           "                   (rows with the same group are one measurement: their estimates\n"
           "                   are summed and measured_s is given once or on every row alike)\n"
           "  --samples FILE   a samples file of stepcast sample (median_s is the measured time)\n"
+          "                   or a measured table (family, variant, dtype, dims, measured_s;\n"
+          "                   optional group and source), read by the samples reader\n"
           "  --op, --variant, --dtype, --dims   one operator on the command line\n"
           "  --coll KIND --bytes B --nranks N [--nodes K]   one collective (needs --topology)\n"
           "  --summary        the MAPE table only (no row per operator)\n"
@@ -93,11 +95,8 @@ static int price_op_row(ctx *c, const sc_op_desc *op, row *r, sc_error *err) {
   for (uint32_t j = 0; j < op->ndims && k < sizeof r->dims; j++)
     k += (size_t)snprintf(r->dims + k, sizeof r->dims - k, "%s%lld", j ? "x" : "",
                           (long long)op->dims[j]);
-  int rc = sc_price_op(c->reg, &c->dev, c->ops_r, op, &r->pr, err);
-  if (rc == SC_OK && c->stack != NULL) /* what the stack's kernels add on the GPU */
-    for (int m = 0; m < 3; m++)
-      r->pr.time_s[m] = sc_stack_gpu_s(c->stack, &c->dev, op, &r->pr.an, r->pr.time_s[m]);
-  return rc;
+  /* with what the stack's kernels add on the GPU (sc_price_mode) */
+  return sc_price_op_stack(c->reg, &c->dev, c->stack, c->ops_r, op, &r->pr, err);
 }
 
 static int price_coll_row(ctx *c, sc_coll_kind kind, double bytes, sc_dtype dt, uint32_t nranks,
@@ -241,6 +240,8 @@ static int read_samples(ctx *c, const char *path, sc_error *err) {
     if ((rc = push(c, &r, err)) != SC_OK) break;
     r->line = set.rows[i].line;
     r->measured_s = set.rows[i].m.median_s;
+    if (set.rows[i].group != 0) /* a name of at most 47 characters (sc_samples_read) */
+      snprintf(r->group, sizeof r->group, "%s", set.groups[set.rows[i].group - 1]);
     if (price_op_row(c, &op, r, &e2) != SC_OK)
       rc = sc_error_set(err, e2.code, "%s:%u: %s", path, r->line, e2.msg);
   }
@@ -642,6 +643,7 @@ out:
  * corrects each. FILE's hardware is --hardware (standalone) or X/<name>.toml beside it. */
 int sc_cli_fit_test(int argc, char **argv) {
   const char *test = NULL, *resid = NULL, *out = NULL, *hw = NULL, *samples = NULL;
+  const char *stack = NULL; /* --stack */
   int json = 0, fargc = 0, rc;
   char hwbuf[SC_PATH_MAX];
   char **fargv = malloc(((size_t)argc + 1) * sizeof *fargv);
@@ -651,13 +653,19 @@ int sc_cli_fit_test(int argc, char **argv) {
   }
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = i > 0 && (strcmp(a, "--test") == 0 || strcmp(a, "--residuals") == 0);
+    int takes = i > 0 && (strcmp(a, "--test") == 0 || strcmp(a, "--residuals") == 0 ||
+                          strcmp(a, "--stack") == 0);
     if (takes && (v == NULL || v[0] == '\0')) {
       free(fargv);
       return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     }
     if (i > 0 && strcmp(a, "--test") == 0) test = argv[++i];
     else if (i > 0 && strcmp(a, "--residuals") == 0) resid = argv[++i];
+    else if (i > 0 && strcmp(a, "--stack") == 0) {
+      stack = argv[i + 1]; /* the fit's (with --samples) and the scoring's */
+      fargv[fargc++] = argv[i++];
+      fargv[fargc++] = argv[i];
+    }
     else if (i > 0 && strcmp(a, "--json") == 0) json = 1;
     else {
       if (i > 0 && v != NULL && strcmp(a, "--out") == 0) out = v;
@@ -673,8 +681,9 @@ int sc_cli_fit_test(int argc, char **argv) {
   else if (samples == NULL && resid == NULL)
     rc = sc_cli_usage_error("fit", "--test needs --residuals DIR (a fitted set) or --samples "
                             "and --out (fit, then score)");
-  else if (samples == NULL && fargc > (hw != NULL ? 3 : 1))
-    rc = sc_cli_usage_error("fit", "--test with --residuals takes --hardware and --json only");
+  else if (samples == NULL && fargc > 1 + (hw != NULL ? 2 : 0) + (stack != NULL ? 2 : 0))
+    rc = sc_cli_usage_error("fit", "--test with --residuals takes --hardware, --stack and "
+                            "--json only");
   else
     rc = samples != NULL ? sc_cli_fit(fargc, fargv) : 0;
   free(fargv);
@@ -691,8 +700,15 @@ int sc_cli_fit_test(int argc, char **argv) {
                                 "a folder named after its device");
   }
   {
-    char *eargv[] = {"estimate", "--hardware", (char *)hw, "--samples", (char *)test,
-                     "--residuals", (char *)resid, "--summary", json ? "--json" : NULL, NULL};
-    return sc_cli_estimate(json ? 9 : 8, eargv);
+    char *eargv[12] = {"estimate", "--hardware", (char *)hw, "--samples", (char *)test,
+                       "--residuals", (char *)resid, "--summary", NULL};
+    int n = 8;
+    if (stack != NULL) {
+      eargv[n++] = "--stack";
+      eargv[n++] = (char *)stack;
+    }
+    if (json) eargv[n++] = "--json";
+    eargv[n] = NULL;
+    return sc_cli_estimate(n, eargv);
   }
 }

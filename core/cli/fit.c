@@ -30,12 +30,15 @@
  * margin cross-validated or held out and is within margin of it in both; "both", one that
  * beats it by more than margin in each. */
 typedef struct fit_rule {
+  int domain;    /* --select domain (the default): judged inside the sampled domain and
+                  * beyond it apart (choose()) */
   int chain;     /* the chained rule where a family has the rows for it */
   int guard;     /* with chain: --select guard, the gbdt unless the splits show harm */
   int both;      /* otherwise "both" (else "either") */
   double margin; /* MAPE, a fraction */
   double gain;   /* the chained rule: how far the splits' mean must beat the roofline's
                   * (--gain; 0, any gain, by default) */
+  uint32_t folds; /* for the text */
 } fit_rule;
 
 /* The chained held-out splits: fit on the smallest chain_at[c] of the rows (by analytical
@@ -88,6 +91,18 @@ static void rule_text(const fit_rule *r, const char *an, char *buf, size_t n) {
   snprintf(fallback, sizeof fallback, "those that beat the %s by more than a MAPE margin of "
            "%g%% %s, the one with the lower held-out error", an, 100.0 * r->margin,
            rule_where(r));
+  if (r->domain) {
+    snprintf(buf, n, "of the two kinds, those that beat the %s by more than a MAPE margin of "
+             "%g%% %u-fold cross-validated (inside the sampled shapes) and are within that "
+             "margin of it on %d chained held-out splits (fitted on the smallest 50, 62.5, 75 "
+             "and 87.5%% by analytical time, tested on the rest; the mean, or the one held-out "
+             "split where fewer than %d rows are there to judge on), each used beyond the "
+             "analytical times it was fitted on as the model where that extrapolated no worse "
+             "than the %s there, else as the %s (beyond = \"analytical\"); the one with the "
+             "lower cross-validated error (--select domain)", an, 100.0 * r->margin,
+             r->folds, NCHAIN, FIT_CHAIN_MIN_ROWS, an, an);
+    return;
+  }
   if (!r->chain) {
     snprintf(buf, n, "of the two kinds, %s", fallback);
     return;
@@ -117,16 +132,19 @@ static void fit_usage(FILE *out) {
           "For every operator family of the samples, fits residual models on the operator\n"
           "plugin's features: target hybrid = log(measured / analytical) and target learned =\n"
           "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
-          "A hybrid model reads the shape features alone (the plugin's scale features, totals\n"
-          "that grow with the operator, and the analytical time and byte hinges stay unread),\n"
-          "so that it carries to larger shapes; a learned model reads them all.\n"
+          "Every model reads every feature (with --select other than domain, a hybrid model\n"
+          "reads the shape features alone: --hybrid-features).\n"
           "Reports MAPE of the analytical, hybrid and learned estimators by k-fold cross-\n"
           "validation and on a held-out split (fit on the smaller shapes, predict the largest),\n"
-          "marks per family and target a kind active when it is within %g%% MAPE of the\n"
-          "analytical estimate cross-validated and on each of four chained held-out splits\n"
-          "(fit on the smallest 50, 62.5, 75 and 87.5%% by analytical time, test on the rest)\n"
-          "and beats it on their mean (the lower mean of two such;\n"
-          "--select, --margin), and writes DIR/residuals.toml, the gbdt JSON files and\n"
+          "marks per family and target a kind active when it beats the analytical estimate\n"
+          "by more than %g%% MAPE cross-validated (inside the sampled shapes) and is within\n"
+          "that margin of it on four chained held-out splits (fit on the smallest 50, 62.5,\n"
+          "75 and 87.5%% by analytical time, test on the rest), used beyond the analytical\n"
+          "times it was fitted on as the model where that extrapolated no worse, else as the\n"
+          "analytical estimate (the lower cross-validated error of two such; --select,\n"
+          "--margin), and writes DIR/residuals.toml, the gbdt JSON files and\n"
+          "DIR/report.md. A samples row may be one of a group (column 'group'): one measured\n"
+          "time covering several operators, fitted and scored as the sum of their estimates.\n"
           "DIR/report.md.\n\n"
           "With --comm, the samples are measured nccl-tests rows (the columns of stepcast comm\n"
           "--validate) of one system: per collective kind, residuals of the topology's\n"
@@ -149,8 +167,11 @@ static void fit_usage(FILE *out) {
           "                     held out (default 0.25)\n"
           "  --lambda L         ridge penalty (default: picked by 4-fold CV in each fit)\n"
           "  --rounds N         boosting rounds (default 100, trees of depth 3)\n"
-          "  --select chain|guard|either|both  which residuals become active: 'chain' (the\n"
-          "                     default) as above, for a family with 16 rows or more to\n"
+          "  --select domain|chain|guard|either|both  which residuals become active:\n"
+          "                     'domain' (the default) as above; 'chain' within the margin\n"
+          "                     of the analytical estimate cross-validated and on each\n"
+          "                     chained split and better on their mean, the model used\n"
+          "                     everywhere, for a family with 16 rows or more to\n"
           "                     judge on (fewer: 'either'); 'guard' the gbdt, else the\n"
           "                     linear kind, unless its chained splits' mean is worse than\n"
           "                     the analytical estimate's by more than the margin (no\n"
@@ -159,13 +180,22 @@ static void fit_usage(FILE *out) {
           "                     one held-out split and is within it in both; 'both' beats\n"
           "                     it by more than the margin in each (docs/learned.md)\n"
           "  --margin P         that margin in points of MAPE (default 1)\n"
+          "  --stack S          the software stack the samples ran under (stacks/): the\n"
+          "                     residuals correct the analytical time as S prices it, and\n"
+          "                     apply under S only (residuals.toml's stack)\n"
+          "  --train F          fit on a fraction F in (0, 1) of the measurements, drawn by a\n"
+          "                     hash of each one's group name or line (the same on every\n"
+          "                     run), and score the fitted models on the rest, per family\n"
+          "                     (how a light sample predicts the operators it never saw)\n"
           "  --gain P           the chained rule: the splits' mean must beat the analytical\n"
           "                     estimate's by more than P points of MAPE (default 0)\n"
-          "  --hybrid-features shape|all  what a hybrid model reads: 'shape' (the default),\n"
+          "  --hybrid-features shape|all  what a hybrid model reads: 'all' (the default with\n"
+          "                     --select domain, which judges it beyond the sampled shapes\n"
+          "                     apart), every feature, the scale ones too (where the\n"
+          "                     analytical estimate misses a size effect, e.g. a GPU's\n"
+          "                     launch floor); 'shape' (the default with the other rules),\n"
           "                     the plugin's shape features and compute_bound, so that it\n"
-          "                     carries to larger shapes; 'all', the scale features too\n"
-          "                     (where the analytical estimate misses a size effect, e.g. a\n"
-          "                     GPU's launch floor: docs/learned.md)\n"
+          "                     carries to larger shapes (docs/learned.md)\n"
           "  --read LIST        after --hybrid-features, also read these features in the\n"
           "                     hybrid models: FAMILY.FEATURE, comma-separated (the names of\n"
           "                     residuals.toml's features, e.g. gemm.log2_k)\n"
@@ -205,19 +235,33 @@ typedef struct fam_data {
                     * --hybrid-features all, --read or --unread changed it */
   double *X;      /* n x p */
   double *an;     /* analytical time */
-  double *meas;   /* measured median */
-  size_t *order;  /* indices by analytical time, ascending */
+  double *meas;   /* measured median; a group's rows: its share of the group's time, in
+                   * proportion to their analytical times */
+  /* The measurements ("units"): a row, or the rows of this family that one measured time
+   * covers (a samples file's group). Rows are stored unit by unit: unit u is rows
+   * ufirst[u] .. ufirst[u] + ulen[u]; without groups, unit k is row k. */
+  size_t nu;
+  size_t *ufirst, *ulen;
+  double *uan, *umeas; /* a unit's analytical time (its rows' sum) and measured time */
+  size_t *order;  /* units by analytical time, ascending */
   size_t *src;    /* --samples: the row of the sample set each row came from */
   double *again;  /* --repeat: the same operator's median in the second file (NAN: absent) */
   double *again_an; /* and its analytical time on the second file's own hardware file */
   /* results */
   double cv[NEST + 1], ho[NEST + 1]; /* [0] analytical, then the four */
   double ch[NCHAIN][NEST + 1];       /* the chained splits, the same order */
+  /* the same errors with each model used only inside the analytical times it was fitted on
+   * (the analytical time outside): how it does with beyond = "analytical" */
+  double cvb[NEST + 1], hob[NEST + 1], chb[NCHAIN][NEST + 1];
   size_t ntrain;
   /* per target (hybrid, learned): the estimator an inner split of the training rows picks
    * (-1 = the roofline, else an index of est_kind) and its held-out error */
-  int sel[2];
+  int sel[2], sel_beyond[2];
   double sel_ho[2];
+  /* the final models' sampled domain (every row's analytical time) and, per target, what
+   * the active model is beyond it (1: the analytical time) */
+  double dom_lo, dom_hi;
+  int beyond[2];
   char names[SC_MAX_FEATURES * (SC_RESID_NAME_MAX + 4)]; /* "a", "b", ... */
   const char *feature[SC_MAX_FEATURES];                  /* the same, one by one */
   /* --comm: the group shapes (ranks, nodes) of the rows; 0 for operator families */
@@ -232,35 +276,51 @@ static double time_of(sc_resid_target t, double an, double y) {
   return t == SC_TARGET_HYBRID ? an * exp(y) : exp(y);
 }
 
-/* Fit estimator e on rows train[0..nt) and add |pred - meas| / meas over rows test[0..ns)
- * into *sum. */
+/* Fit estimator e on the rows of units train[0..nt) and add, over units test[0..ns),
+ * |pred - meas| / meas into sum[0] (pred: the sum of the unit's rows' estimates) and the same
+ * with the analytical time for every row outside the analytical times fitted on into
+ * sum[1] (the model with beyond = "analytical"). */
 static int eval_split(const fam_data *fd, int e, const size_t *train, size_t nt,
                       const size_t *test, size_t ns, const sc_fit_opts *o, double *sum,
                       sc_error *err) {
   sc_resid_model m;
-  double *X = malloc(nt * (fd->p ? fd->p : 1) * sizeof *X), *y = malloc(nt * sizeof *y);
+  size_t nr = 0, k = 0;
+  for (size_t i = 0; i < nt; i++) nr += fd->ulen[train[i]];
+  double *X = malloc((nr ? nr : 1) * (fd->p ? fd->p : 1) * sizeof *X),
+         *y = malloc((nr ? nr : 1) * sizeof *y);
+  double lo = INFINITY, hi = 0.0;
   int rc;
   if (X == NULL || y == NULL) {
     free(X);
     free(y);
     return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
   }
-  for (size_t i = 0; i < nt; i++) {
-    memcpy(&X[i * fd->p], &fd->X[train[i] * fd->p], fd->p * sizeof *X);
-    y[i] = target_of(est_target[e], fd->an[train[i]], fd->meas[train[i]]);
-  }
+  for (size_t i = 0; i < nt; i++)
+    for (size_t r = fd->ufirst[train[i]]; r < fd->ufirst[train[i]] + fd->ulen[train[i]]; r++) {
+      memcpy(&X[k * fd->p], &fd->X[r * fd->p], fd->p * sizeof *X);
+      y[k++] = target_of(est_target[e], fd->an[r], fd->meas[r]);
+      if (fd->an[r] < lo) lo = fd->an[r];
+      if (fd->an[r] > hi) hi = fd->an[r];
+    }
   memset(&m, 0, sizeof m);
   snprintf(m.family, sizeof m.family, "%s", fd->family);
   m.kind = est_kind[e];
   m.target = est_target[e];
   m.nfeatures = fd->p;
   m.unread = est_target[e] == SC_TARGET_HYBRID ? fd->unread : 0;
-  rc = sc_resid_fit(&m, X, y, nt, o, err);
+  rc = sc_resid_fit(&m, X, y, nr, o, err);
   for (size_t i = 0; i < ns && rc == SC_OK; i++) {
-    double yy;
-    size_t r = test[i];
-    rc = sc_resid_predict(&m, &fd->X[r * fd->p], &yy, err);
-    if (rc == SC_OK) *sum += fabs(time_of(est_target[e], fd->an[r], yy) - fd->meas[r]) / fd->meas[r];
+    const size_t u = test[i];
+    double t0 = 0.0, t1 = 0.0;
+    for (size_t r = fd->ufirst[u]; r < fd->ufirst[u] + fd->ulen[u] && rc == SC_OK; r++) {
+      double yy;
+      rc = sc_resid_predict(&m, &fd->X[r * fd->p], &yy, err);
+      double t = time_of(est_target[e], fd->an[r], yy);
+      t0 += t;
+      t1 += (fd->an[r] < lo || fd->an[r] > hi) ? fd->an[r] : t;
+    }
+    sum[0] += fabs(t0 - fd->umeas[u]) / fd->umeas[u];
+    sum[1] += fabs(t1 - fd->umeas[u]) / fd->umeas[u];
   }
   sc_resid_model_free(&m);
   free(X);
@@ -270,28 +330,32 @@ static int eval_split(const fam_data *fd, int e, const size_t *train, size_t nt,
 
 static const fam_data *sort_ctx;
 static int by_analytical(const void *a, const void *b) {
-  double x = sort_ctx->an[*(const size_t *)a], y = sort_ctx->an[*(const size_t *)b];
+  double x = sort_ctx->uan[*(const size_t *)a], y = sort_ctx->uan[*(const size_t *)b];
   return (x > y) - (x < y);
 }
 
-/* |analytical - measured| / measured of row r. */
-static double roofline_err(const fam_data *fd, size_t r) {
-  return fabs(fd->an[r] - fd->meas[r]) / fd->meas[r];
+/* |analytical - measured| / measured of unit u. */
+static double roofline_err(const fam_data *fd, size_t u) {
+  return fabs(fd->uan[u] - fd->umeas[u]) / fd->umeas[u];
 }
 
 /* Mean relative errors of the roofline ([0]) and the four estimators ([1 + e]) on the m
- * smallest rows of fd (fd->order[0..m)): k-fold cross-validated into cv (the rows, by size,
- * dealt round-robin so that every fold spans every size), held out into ho (fitted on the
- * smallest *mt of them, tested on the rest) and, where ch is not NULL and m >=
- * FIT_CHAIN_MIN_ROWS, on each chained split into ch[c] (fitted on the smallest chain_at[c] of them, tested on the rest;
- * left unset below that). */
+ * smallest units of fd (fd->order[0..m)): k-fold cross-validated into cv (the units, by
+ * size, dealt round-robin so that every fold spans every size), held out into ho (fitted on
+ * the smallest *mt of them, tested on the rest) and, where ch is not NULL and m >=
+ * FIT_CHAIN_MIN_ROWS, on each chained split into ch[c] (fitted on the smallest chain_at[c]
+ * of them, tested on the rest; left unset below that). cvb, hob and chb get the same with
+ * each model used only inside the analytical times it was fitted on (eval_split's sum[1]). */
 static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldout,
                      const sc_fit_opts *o, double *cv, double *ho, double (*ch)[NEST + 1],
-                     size_t *mt, size_t *train, size_t *test, sc_error *err) {
+                     double *cvb, double *hob, double (*chb)[NEST + 1], size_t *mt,
+                     size_t *train, size_t *test, sc_error *err) {
   const size_t *ord = fd->order;
   int rc = SC_OK;
-  for (int e = 0; e <= NEST; e++) cv[e] = ho[e] = 0.0;
+  double s[2];
+  for (int e = 0; e <= NEST; e++) cv[e] = ho[e] = cvb[e] = hob[e] = 0.0;
   for (size_t i = 0; i < m; i++) cv[0] += roofline_err(fd, ord[i]);
+  cvb[0] = cv[0];
   for (int e = 0; e < NEST && rc == SC_OK; e++) {
     for (uint32_t k = 0; k < folds && rc == SC_OK; k++) {
       size_t nt = 0, ns = 0;
@@ -299,24 +363,51 @@ static int errors_on(const fam_data *fd, size_t m, uint32_t folds, double heldou
         if (i % folds == k) test[ns++] = ord[i];
         else train[nt++] = ord[i];
       }
-      rc = eval_split(fd, e, train, nt, test, ns, o, &cv[1 + e], err);
+      s[0] = s[1] = 0.0;
+      rc = eval_split(fd, e, train, nt, test, ns, o, s, err);
+      cv[1 + e] += s[0];
+      cvb[1 + e] += s[1];
     }
   }
-  for (int e = 0; e <= NEST; e++) cv[e] /= (double)m;
+  for (int e = 0; e <= NEST; e++) {
+    cv[e] /= (double)m;
+    cvb[e] /= (double)m;
+  }
   *mt = (size_t)ceil((double)m * (1.0 - heldout));
   if (*mt < 2) *mt = 2;
   if (*mt >= m) *mt = m - 1;
   for (size_t i = *mt; i < m; i++) ho[0] += roofline_err(fd, ord[i]);
-  for (int e = 0; e < NEST && rc == SC_OK; e++)
-    rc = eval_split(fd, e, ord, *mt, ord + *mt, m - *mt, o, &ho[1 + e], err);
-  for (int e = 0; e <= NEST; e++) ho[e] /= (double)(m - *mt);
+  hob[0] = ho[0];
+  for (int e = 0; e < NEST && rc == SC_OK; e++) {
+    s[0] = s[1] = 0.0;
+    rc = eval_split(fd, e, ord, *mt, ord + *mt, m - *mt, o, s, err);
+    ho[1 + e] = s[0];
+    hob[1 + e] = s[1];
+  }
+  for (int e = 0; e <= NEST; e++) {
+    ho[e] /= (double)(m - *mt);
+    hob[e] /= (double)(m - *mt);
+  }
   for (int c = 0; ch != NULL && m >= FIT_CHAIN_MIN_ROWS && c < NCHAIN && rc == SC_OK; c++) {
     size_t k = (size_t)ceil((double)m * chain_at[c]);
-    for (int e = 0; e <= NEST; e++) ch[c][e] = 0.0;
+    for (int e = 0; e <= NEST; e++) ch[c][e] = chb[c][e] = 0.0;
     for (size_t i = k; i < m; i++) ch[c][0] += roofline_err(fd, ord[i]);
-    for (int e = 0; e < NEST && rc == SC_OK; e++)
-      rc = eval_split(fd, e, ord, k, ord + k, m - k, o, &ch[c][1 + e], err);
-    for (int e = 0; e <= NEST; e++) ch[c][e] /= (double)(m - k);
+    chb[c][0] = ch[c][0];
+    for (int e = 0; e < NEST && rc == SC_OK; e++) {
+      s[0] = s[1] = 0.0;
+      rc = eval_split(fd, e, ord, k, ord + k, m - k, o, s, err);
+      ch[c][1 + e] = s[0];
+      chb[c][1 + e] = s[1];
+    }
+    for (int e = 0; e <= NEST; e++) {
+      ch[c][e] /= (double)(m - k);
+      chb[c][e] /= (double)(m - k);
+    }
+  }
+  if (fd->ngroups > 0) { /* collective models state no domain: always the model */
+    memcpy(cvb, cv, (NEST + 1) * sizeof *cv);
+    memcpy(hob, ho, (NEST + 1) * sizeof *ho);
+    if (ch != NULL && m >= FIT_CHAIN_MIN_ROWS) memcpy(chb, ch, NCHAIN * sizeof *ch);
   }
   return rc;
 }
@@ -338,10 +429,36 @@ static double chain_mean(double (*ch)[NEST + 1], int k) {
   return s;
 }
 
-static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1], size_t rows,
-                  int t, const fit_rule *r) {
+static int choose(const double *cv, const double *ho, double (*ch)[NEST + 1],
+                  const double *cvb, const double *hob, double (*chb)[NEST + 1], size_t rows,
+                  int t, const fit_rule *r, int *beyond) {
   int best = -1;
   const double m = r->margin;
+  *beyond = 0;
+  if (r->domain) {
+    /* --select domain: beyond the sampled domain, the model where it extrapolated no worse
+     * than it does with the analytical time there (the chained splits' mean, or the one
+     * held-out split below FIT_CHAIN_MIN_ROWS), else the analytical time; a kind qualifies
+     * when, so used, it beats the roofline by more than the margin cross-validated (inside
+     * the domain) and is within the margin of it beyond (the splits); the best has the
+     * lower cross-validated error */
+    const int chained = rows >= FIT_CHAIN_MIN_ROWS && ch != NULL && chb != NULL;
+    const double x0 = chained ? chain_mean(ch, 0) : ho[0];
+    double best_cv = 0.0;
+    for (int e = 2 * t; e <= 2 * t + 1; e++) {
+      const double xm = chained ? chain_mean(ch, 1 + e) : ho[1 + e];
+      const double xb = chained ? chain_mean(chb, 1 + e) : hob[1 + e];
+      const int b = xb < xm;
+      const double c = b ? cvb[1 + e] : cv[1 + e], x = b ? xb : xm;
+      if (!(c < cv[0] - m) || x > x0 + m) continue;
+      if (best < 0 || c < best_cv) {
+        best = e;
+        best_cv = c;
+        *beyond = b;
+      }
+    }
+    return best;
+  }
   if (r->chain && r->guard && rows >= FIT_CHAIN_MIN_ROWS) {
     /* --select guard: the tree unless its splits' mean is worse than the roofline's by more
      * than the margin, then the linear kind by the same test */
@@ -385,19 +502,30 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     goto done;
   }
   /* the chained splits only where the rule reads them */
-  rc = errors_on(fd, n, folds, heldout, o, fd->cv, fd->ho, rule->chain ? fd->ch : NULL,
-                 &fd->ntrain, train, test, err);
+  const int chained = rule->chain || rule->domain;
+  rc = errors_on(fd, fd->nu, folds, heldout, o, fd->cv, fd->ho, chained ? fd->ch : NULL,
+                 fd->cvb, fd->hob, fd->chb, &fd->ntrain, train, test, err);
   if (rc == SC_OK) {
     double icv[NEST + 1], iho[NEST + 1], ich[NCHAIN][NEST + 1];
+    double icvb[NEST + 1], ihob[NEST + 1], ichb[NCHAIN][NEST + 1];
     size_t imt = 0;
     int inner = fd->ntrain >= 2 * (size_t)folds && fd->ntrain >= 4;
     if (inner)
-      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, rule->chain ? ich : NULL, &imt,
-                     train, test, err);
+      rc = errors_on(fd, fd->ntrain, folds, heldout, o, icv, iho, chained ? ich : NULL, icvb,
+                     ihob, ichb, &imt, train, test, err);
     for (int t = 0; t < 2 && rc == SC_OK; t++) {
-      fd->sel[t] = inner ? choose(icv, iho, ich, fd->ntrain, t, rule) : -1;
-      fd->sel_ho[t] = fd->ho[fd->sel[t] + 1];
+      fd->sel_beyond[t] = 0;
+      fd->sel[t] = inner ? choose(icv, iho, ich, icvb, ihob, ichb, fd->ntrain, t, rule,
+                                  &fd->sel_beyond[t])
+                         : -1;
+      fd->sel_ho[t] = fd->sel_beyond[t] ? fd->hob[fd->sel[t] + 1] : fd->ho[fd->sel[t] + 1];
     }
+  }
+  fd->dom_lo = INFINITY;
+  fd->dom_hi = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    if (fd->an[i] < fd->dom_lo) fd->dom_lo = fd->an[i];
+    if (fd->an[i] > fd->dom_hi) fd->dom_hi = fd->an[i];
   }
   /* final models on all rows */
   for (int e = 0; e < NEST && rc == SC_OK; e++) {
@@ -421,12 +549,25 @@ static int fit_family(fam_data *fd, uint32_t folds, double heldout, const sc_fit
     memcpy(m->group_nodes, fd->group_nodes, sizeof m->group_nodes);
     m->cv_mape = fd->cv[1 + e];
     m->heldout_mape = fd->ho[1 + e];
+    if (fd->ngroups == 0 && rule->domain) { /* operator models: their sampled domain */
+      m->dom_lo = fd->dom_lo;
+      m->dom_hi = fd->dom_hi;
+    }
     rc = sc_resid_fit(m, fd->X, y, n, o, err);
     free(y);
   }
   for (int t = 0; t < 2 && rc == SC_OK; t++) { /* the active kind per target */
-    int e = choose(fd->cv, fd->ho, fd->ch, n, t, rule);
-    if (e >= 0) final[e].active = 1;
+    int b = 0, e = choose(fd->cv, fd->ho, fd->ch, fd->cvb, fd->hob, fd->chb, fd->nu, t, rule, &b);
+    fd->beyond[t] = 0;
+    if (e >= 0) {
+      final[e].active = 1;
+      final[e].beyond = b && final[e].dom_hi > 0;
+      fd->beyond[t] = final[e].beyond;
+      if (b && final[e].beyond) { /* the errors the report gives are the model's so used */
+        final[e].cv_mape = fd->cvb[1 + e];
+        final[e].heldout_mape = fd->hob[1 + e];
+      }
+    }
   }
 done:
   free(train);
@@ -578,7 +719,7 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
   fprintf(out, "| family | n | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt |\n");
   fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < nf; i++) {
-    fprintf(out, "| %s | %zu", fds[i].family, fds[i].n);
+    fprintf(out, "| %s | %zu", fds[i].family, fds[i].nu);
     for (int e = 0; e <= NEST; e++) fprintf(out, " | %.1f", 100.0 * fds[i].cv[e]);
     fprintf(out, " |\n");
   }
@@ -587,7 +728,7 @@ static void print_tables(FILE *out, fam_data *fds, size_t nf, uint32_t folds, do
   fprintf(out, "| family | train | test | analytical | hybrid linear | hybrid gbdt | learned linear | learned gbdt | hybrid, selected | learned, selected |\n");
   fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < nf; i++) {
-    fprintf(out, "| %s | %zu | %zu", fds[i].family, fds[i].ntrain, fds[i].n - fds[i].ntrain);
+    fprintf(out, "| %s | %zu | %zu", fds[i].family, fds[i].ntrain, fds[i].nu - fds[i].ntrain);
     for (int e = 0; e <= NEST; e++) fprintf(out, " | %.1f", 100.0 * fds[i].ho[e]);
     for (int t = 0; t < 2; t++)
       fprintf(out, " | %.1f (%s)", 100.0 * fds[i].sel_ho[t],
@@ -612,90 +753,254 @@ static void add_name(fam_data *fd, uint32_t j, const char *name) {
   if (w < 0 || (size_t)w >= sizeof fd->names - nl) fd->names[nl] = '\0'; /* too long: cut */
 }
 
-/* fd's arrays for n rows of fd->p features. */
+/* fd's arrays for n rows of fd->p features (and as many units at most). */
 static int fam_alloc(fam_data *fd, size_t n, sc_error *err) {
-  fd->X = malloc(n * (fd->p ? fd->p : 1) * sizeof *fd->X);
-  fd->an = malloc(n * sizeof *fd->an);
-  fd->meas = malloc(n * sizeof *fd->meas);
-  fd->order = malloc(n * sizeof *fd->order);
-  fd->src = malloc(n * sizeof *fd->src);
-  if (!fd->X || !fd->an || !fd->meas || !fd->order || !fd->src)
+  size_t k = n ? n : 1;
+  fd->X = malloc(k * (fd->p ? fd->p : 1) * sizeof *fd->X);
+  fd->an = malloc(k * sizeof *fd->an);
+  fd->meas = malloc(k * sizeof *fd->meas);
+  fd->order = malloc(k * sizeof *fd->order);
+  fd->src = malloc(k * sizeof *fd->src);
+  fd->ufirst = malloc(k * sizeof *fd->ufirst);
+  fd->ulen = malloc(k * sizeof *fd->ulen);
+  fd->uan = malloc(k * sizeof *fd->uan);
+  fd->umeas = malloc(k * sizeof *fd->umeas);
+  if (!fd->X || !fd->an || !fd->meas || !fd->order || !fd->src || !fd->ufirst || !fd->ulen ||
+      !fd->uan || !fd->umeas)
     return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
   return SC_OK;
 }
 
-/* --samples: the rows of set become one fam_data per operator family (at most maxf), each
- * with its plugin's analytical estimate on dev and the measured median; with families (a
- * comma-separated list, --families), only the rows of those, each of which must have some. */
-static int sample_families(sc_registry *reg, const sc_device *dev, const char *samples,
-                           const sc_sample_set *set, const char *families, uint32_t folds,
-                           fam_data *fds, size_t maxf, size_t *nf, FILE *rows, sc_error *err) {
-  int rc;
+static void fam_free(fam_data *fd) {
+  free(fd->X);
+  free(fd->an);
+  free(fd->meas);
+  free(fd->order);
+  free(fd->src);
+  free(fd->ufirst);
+  free(fd->ulen);
+  free(fd->uan);
+  free(fd->umeas);
+  free(fd->again);
+  free(fd->again_an);
+}
+
+/* Every row its own unit (no groups), sorted by analytical time. */
+static void units_of_rows(fam_data *fd) {
+  fd->nu = fd->n;
+  for (size_t k = 0; k < fd->n; k++) {
+    fd->ufirst[k] = k;
+    fd->ulen[k] = 1;
+    fd->uan[k] = fd->an[k];
+    fd->umeas[k] = fd->meas[k];
+    fd->order[k] = k;
+  }
+  sort_ctx = fd;
+  qsort(fd->order, fd->nu, sizeof *fd->order, by_analytical);
+}
+
+/* --train F: which side row s of set falls on, 1 fitted, 0 held out (F >= 1: every row is
+ * fitted). The side is drawn from a hash of the row's group name, or of its line without
+ * one, so that it is the same on every run and a group's rows fall together. */
+static int train_side(const sc_sample_set *set, const sc_sample *s, double frac) {
+  char key[64];
+  const char *k = key;
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a, then a finaliser */
+  if (frac >= 1.0) return 1;
+  if (s->group > 0 && s->group <= set->ngroups) k = set->groups[s->group - 1];
+  else snprintf(key, sizeof key, "line %u", s->line);
+  for (; *k; k++) {
+    h ^= (unsigned char)*k;
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return (double)(h >> 11) * 0x1.0p-53 < frac;
+}
+
+/* --samples: the rows of set (those on side `side` of --train frac) become one fam_data per
+ * operator family (at most maxf), each with its plugin's analytical estimate on dev (as
+ * stack prices it: sc_stack_gpu_s; stack may be NULL) and the measured median, and its units: a row, or the rows of one family that a group's measured
+ * time covers. A group spanning several families gives each family the share of its time in
+ * proportion to that family's analytical time in it; within a unit each row gets its share
+ * the same way (what a hybrid residual learns: the group's measured / analytical). With
+ * families (a comma-separated list, --families), only the rows of those, each of which must
+ * have some; a group with rows of a family left out is refused. */
+static int sample_families(sc_registry *reg, const sc_device *dev, const sc_stack *stack,
+                           const char *samples, const sc_sample_set *set, const char *families,
+                           uint32_t folds, double frac, int side, fam_data *fds, size_t maxf,
+                           size_t *nf, FILE *rows, sc_error *err) {
+  int rc = SC_OK;
+  const size_t ng = set->ngroups;
+  double *gan = calloc(ng ? ng : 1, sizeof *gan); /* a group's analytical time, all families */
+  size_t *gunit = malloc((ng ? ng : 1) * sizeof *gunit); /* group -> unit of this family */
+  size_t *gout = calloc(ng ? ng : 1, sizeof *gout); /* 1 + a row of the group left out */
+  size_t *ug = NULL, *fill = NULL;
   *nf = 0;
+  if (gan == NULL || gunit == NULL || gout == NULL) {
+    rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+    goto done;
+  }
   /* group rows by family (family pointers are interned by the reader) */
   for (size_t i = 0; i < set->n; i++) {
+    const sc_sample *s = &set->rows[i];
     size_t f;
-    if (!sc_cli_list_has(families, set->rows[i].op.family)) continue;
-    for (f = 0; f < *nf && fds[f].family != set->rows[i].op.family; f++) {}
+    if (!sc_cli_list_has(families, s->op.family)) {
+      if (s->group > 0) gout[s->group - 1] = i + 1;
+      continue;
+    }
+    if (train_side(set, s, frac) != side) continue;
+    for (f = 0; f < *nf && fds[f].family != s->op.family; f++) {}
     if (f == *nf) {
-      if (*nf == maxf) return sc_error_set(err, SC_ELIMIT, "%s: more than 32 families", samples);
-      fds[(*nf)++].family = set->rows[i].op.family;
+      if (*nf == maxf) {
+        rc = sc_error_set(err, SC_ELIMIT, "%s: more than 32 families", samples);
+        goto done;
+      }
+      fds[(*nf)++].family = s->op.family;
     }
     fds[f].n++;
+  }
+  for (size_t i = 0; i < set->n; i++) { /* a group is fitted whole or not at all */
+    const sc_sample *s = &set->rows[i];
+    if (s->group > 0 && gout[s->group - 1] != 0 && sc_cli_list_has(families, s->op.family)) {
+      const sc_sample *o = &set->rows[gout[s->group - 1] - 1];
+      rc = sc_error_set(err, SC_EINVAL, "%s:%u: column 'group': group '%s' also has a row of "
+                        "family '%s' (line %u), which --families leaves out: one measured time "
+                        "covers both", samples, s->line, set->groups[s->group - 1],
+                        o->op.family, o->line);
+      goto done;
+    }
   }
   for (const char *p = families; p != NULL;) { /* each family asked for has rows */
     size_t k = strcspn(p, ","), f;
     for (f = 0; f < *nf && !(strlen(fds[f].family) == k && strncmp(fds[f].family, p, k) == 0);
          f++) {}
-    if (f == *nf)
-      return sc_error_set(err, SC_EINVAL, "%s: --families: no samples of family '%.*s'",
-                          samples, (int)(k < 64 ? k : 64), p);
+    if (f == *nf) {
+      rc = sc_error_set(err, SC_EINVAL, "%s: --families: no samples of family '%.*s'",
+                        samples, (int)(k < 64 ? k : 64), p);
+      goto done;
+    }
     p = p[k] == '\0' ? NULL : p + k + 1;
+  }
+  for (size_t i = 0; i < set->n && ng > 0; i++) { /* the groups' analytical times */
+    const sc_sample *s = &set->rows[i];
+    sc_estimate e;
+    sc_error e2;
+    if (s->group == 0 || !sc_cli_list_has(families, s->op.family) ||
+        train_side(set, s, frac) != side)
+      continue;
+    if (sc_registry_estimate_op(reg, dev, &s->op, &e, &e2) != SC_OK) {
+      rc = sc_error_set(err, e2.code, "%s:%u: %s", samples, s->line, e2.msg);
+      goto done;
+    }
+    gan[s->group - 1] += sc_stack_gpu_s(stack, dev, &s->op, &e, e.time_s);
   }
   for (size_t f = 0; f < *nf; f++) {
     fam_data *fd = &fds[f];
     const sc_op_plugin *op = sc_registry_op(reg, fd->family);
-    size_t k = 0;
-    if (op == NULL)
-      return sc_error_set(err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
-                          fd->family);
+    size_t nu = 0;
+    if (op == NULL) {
+      rc = sc_error_set(err, SC_ENOTFOUND, "%s: no operator plugin for family '%s'", samples,
+                        fd->family);
+      goto done;
+    }
     fd->p = sc_resid_nfeatures(op);
     fd->unread = sc_resid_scale_mask(op);
     for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_resid_feature_name(op, j));
-    if (fd->n < (size_t)folds + 2 || fd->n < 8)
-      return sc_error_set(err, SC_EINVAL, "%s: family '%s' has %zu samples; fitting needs at "
-                          "least max(8, folds + 2)", samples, fd->family, fd->n);
-    if ((rc = fam_alloc(fd, fd->n, err)) != SC_OK) return rc;
-    for (size_t i = 0; i < set->n; i++) {
+    if ((rc = fam_alloc(fd, fd->n, err)) != SC_OK) goto done;
+    free(ug);
+    free(fill);
+    ug = malloc(fd->n * sizeof *ug);     /* unit -> group + 1 (0: none) */
+    fill = calloc(fd->n, sizeof *fill);  /* rows placed in each unit so far */
+    if (ug == NULL || fill == NULL) {
+      rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+      goto done;
+    }
+    for (size_t g = 0; g < ng; g++) gunit[g] = (size_t)-1;
+    for (size_t i = 0; i < set->n; i++) { /* the units, in order of first row */
+      const sc_sample *s = &set->rows[i];
+      if (s->op.family != fd->family || train_side(set, s, frac) != side) continue;
+      if (s->group > 0 && gunit[s->group - 1] != (size_t)-1) {
+        fd->ulen[gunit[s->group - 1]]++;
+        continue;
+      }
+      if (s->group > 0) gunit[s->group - 1] = nu;
+      ug[nu] = s->group;
+      fd->ulen[nu] = 1;
+      fd->uan[nu] = 0.0;
+      nu++;
+    }
+    fd->nu = nu;
+    for (size_t u = 0, at = 0; u < nu; u++) {
+      fd->ufirst[u] = at;
+      at += fd->ulen[u];
+    }
+    if (side == 1 && (nu < (size_t)folds + 2 || nu < 8)) {
+      rc = sc_error_set(err, SC_EINVAL, "%s: family '%s' has %zu measurements%s; fitting needs "
+                        "at least max(8, folds + 2)", samples, fd->family, nu,
+                        frac < 1.0 ? " to fit on (--train)" : "");
+      goto done;
+    }
+    for (size_t g = 0; g < ng; g++) gunit[g] = (size_t)-1;
+    for (size_t i = 0, nx = 0; i < set->n; i++) {
       const sc_sample *s = &set->rows[i];
       double x[SC_MAX_FEATURES];
       sc_estimate e;
       sc_error e2;
-      if (s->op.family != fd->family) continue;
-      if (sc_registry_estimate_op(reg, dev, &s->op, &e, &e2) != SC_OK)
-        return sc_error_set(err, e2.code, "%s:%u: %s", samples, s->line, e2.msg);
-      if (sc_resid_features(&e, x) != fd->p || !(e.time_s > 0))
-        return sc_error_set(err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares "
-                            "%u) or a time <= 0", samples, s->line, fd->family, e.nfeatures,
-                            op->nfeatures);
-      memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
-      fd->an[k] = e.time_s;
-      fd->meas[k] = s->m.median_s;
-      if (rows != NULL) {
-        fprintf(rows, "%s,%u,%u", fd->family, s->line, s->op.variant);
-        for (uint32_t j = 0; j < 8; j++)
-          fprintf(rows, ",%lld", j < s->op.ndims ? (long long)s->op.dims[j] : 0LL);
-        fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
-                sc_cli_bound_name(e.bound), e.time_s, fd->meas[k], fd->meas[k] / e.time_s);
+      size_t u, k;
+      if (s->op.family != fd->family || train_side(set, s, frac) != side) continue;
+      if (s->group > 0 && gunit[s->group - 1] != (size_t)-1) u = gunit[s->group - 1];
+      else {
+        u = nx++;
+        if (s->group > 0) gunit[s->group - 1] = u;
       }
-      fd->order[k] = k;
+      k = fd->ufirst[u] + fill[u]++;
+      if (sc_registry_estimate_op(reg, dev, &s->op, &e, &e2) != SC_OK) {
+        rc = sc_error_set(err, e2.code, "%s:%u: %s", samples, s->line, e2.msg);
+        goto done;
+      }
+      if (sc_resid_features(&e, x) != fd->p || !(e.time_s > 0)) {
+        rc = sc_error_set(err, SC_EINVAL, "%s:%u: the %s plugin gave %u features (declares "
+                          "%u) or a time <= 0", samples, s->line, fd->family, e.nfeatures,
+                          op->nfeatures);
+        goto done;
+      }
+      memcpy(&fd->X[k * fd->p], x, fd->p * sizeof(double));
+      /* the analytical time as the stack prices it (--stack; the plugin's without one) */
+      fd->an[k] = sc_stack_gpu_s(stack, dev, &s->op, &e, e.time_s);
+      fd->uan[u] += fd->an[k];
+      fd->umeas[u] = s->m.median_s; /* the group's whole time: its share below */
       fd->src[k] = i;
-      k++;
+    }
+    for (size_t u = 0; u < nu; u++) {
+      if (ug[u] > 0) fd->umeas[u] *= fd->uan[u] / gan[ug[u] - 1];
+      fd->order[u] = u;
+      for (size_t k = fd->ufirst[u]; k < fd->ufirst[u] + fd->ulen[u]; k++) {
+        const sc_sample *s = &set->rows[fd->src[k]];
+        fd->meas[k] = fd->umeas[u] * fd->an[k] / fd->uan[u];
+        if (rows != NULL) {
+          fprintf(rows, "%s,%u,%u", fd->family, s->line, s->op.variant);
+          for (uint32_t j = 0; j < 8; j++)
+            fprintf(rows, ",%lld", j < s->op.ndims ? (long long)s->op.dims[j] : 0LL);
+          sc_estimate e;
+          sc_error e2;
+          if (sc_registry_estimate_op(reg, dev, &s->op, &e, &e2) != SC_OK) memset(&e, 0, sizeof e);
+          fprintf(rows, ",%.6g,%.6g,%s,%.6g,%.6g,%.4f\n", e.flops, e.bytes,
+                  sc_cli_bound_name(e.bound), fd->an[k], fd->meas[k], fd->meas[k] / fd->an[k]);
+        }
+      }
     }
     sort_ctx = fd;
-    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+    qsort(fd->order, fd->nu, sizeof *fd->order, by_analytical);
   }
-  return SC_OK;
+done:
+  free(gan);
+  free(gunit);
+  free(gout);
+  free(ug);
+  free(fill);
+  return rc;
 }
 
 /* --comm: the rows of system in file become one fam_data per collective kind with enough
@@ -802,12 +1107,10 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
                 (unsigned)r->line, r->id, (unsigned)r->gpus, r->bytes,
                 chosen ? chosen->algorithm : "?", sc_cli_bound_name(e.bound), e.time_s,
                 fd->meas[fd->n], fd->meas[fd->n] / e.time_s);
-      fd->order[fd->n] = fd->n;
       fd->n++;
       (*used)++;
     }
-    sort_ctx = fd;
-    qsort(fd->order, fd->n, sizeof *fd->order, by_analytical);
+    units_of_rows(fd);
   }
   if (*nf == 0)
     rc = sc_error_set(err, SC_EINVAL, "%s: system '%s' has no collective kind with %zu rows "
@@ -815,6 +1118,76 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
 done:
   free(vr);
   return rc;
+}
+
+/* --train's scores, per family of the rows left out of the fit: how many measurements
+ * were fitted and scored, the sum of |estimate - measured| / measured of the analytical,
+ * hybrid and learned estimators, and whether hybrid and learned had an active model. */
+typedef struct train_score {
+  const char *family;
+  size_t fitted, scored;
+  double sum[3];
+  int none[2];
+} train_score;
+
+/* --train: the fitted models (models[f * NEST ..], before the manifest's reordering; the
+ * active one per target, as --estimator uses it: sc_resid_time, the analytical time beyond
+ * a domain where the rule said so) scored on the measurements left out of the fit (tfds),
+ * a unit's estimate the sum of its rows'. */
+static int score_train(const fam_data *fds, size_t nf, const fam_data *tfds, size_t ntf,
+                       const sc_resid_model *models, train_score *ts, sc_error *err) {
+  for (size_t t = 0; t < ntf; t++) {
+    const fam_data *td = &tfds[t];
+    const sc_resid_model *act[2] = {NULL, NULL};
+    memset(&ts[t], 0, sizeof ts[t]);
+    ts[t].family = td->family;
+    ts[t].scored = td->nu;
+    for (size_t f = 0; f < nf; f++) {
+      if (fds[f].family != td->family) continue;
+      ts[t].fitted = fds[f].nu;
+      for (int e = 0; e < NEST; e++)
+        if (models[f * NEST + (size_t)e].active)
+          act[models[f * NEST + (size_t)e].target] = &models[f * NEST + (size_t)e];
+    }
+    for (int k = 0; k < 2; k++) ts[t].none[k] = act[k] == NULL;
+    for (size_t u = 0; u < td->nu; u++) {
+      double est[3] = {td->uan[u], 0, 0};
+      for (size_t r = td->ufirst[u]; r < td->ufirst[u] + td->ulen[u]; r++)
+        for (int k = 0; k < 2; k++) {
+          double tm = td->an[r];
+          int rc = act[k] == NULL ? SC_OK
+                                  : sc_resid_time(act[k], &td->X[r * td->p], td->an[r], &tm, err);
+          if (rc != SC_OK) return rc;
+          est[1 + k] += tm;
+        }
+      for (int k = 0; k < 3; k++) ts[t].sum[k] += fabs(est[k] - td->umeas[u]) / td->umeas[u];
+    }
+  }
+  return SC_OK;
+}
+
+static void print_train(FILE *out, const train_score *ts, size_t n, double frac) {
+  double all[3] = {0, 0, 0};
+  size_t nall = 0;
+  fprintf(out, "\n## Held out at random: fitted on %.4g%% of the measurements, scored on the "
+               "other %.4g%% (MAPE %%)\n\n", 100.0 * frac, 100.0 * (1.0 - frac));
+  fprintf(out, "| family | fitted | scored | analytical | hybrid | learned |\n");
+  fprintf(out, "|---|---:|---:|---:|---:|---:|\n");
+  for (size_t t = 0; t < n; t++) {
+    fprintf(out, "| %s | %zu | %zu", ts[t].family, ts[t].fitted, ts[t].scored);
+    for (int k = 0; k < 3; k++) {
+      fprintf(out, " | %.1f%s", ts[t].scored ? 100.0 * ts[t].sum[k] / (double)ts[t].scored : 0.0,
+              k > 0 && ts[t].none[k - 1] ? " (none)" : "");
+      all[k] += ts[t].sum[k];
+    }
+    fprintf(out, " |\n");
+    nall += ts[t].scored;
+  }
+  fprintf(out, "| all | | %zu", nall);
+  for (int k = 0; k < 3; k++) fprintf(out, " | %.1f", nall ? 100.0 * all[k] / (double)nall : 0.0);
+  fprintf(out, " |\n\nA measurement (a row, or a group's rows) is fitted or scored whole, its "
+               "side drawn from a hash of its group name or line (the same on every run). "
+               "(none): no active model, the analytical time.\n");
 }
 
 int sc_cli_fit(int argc, char **argv) {
@@ -828,16 +1201,22 @@ int sc_cli_fit(int argc, char **argv) {
   char hwbuf[SC_PATH_MAX], path[4200], header[4096], cmd[1024];
   uint32_t folds = 5;
   double heldout = 0.25;
-  fit_rule rule = {1, 0, 0, FIT_MARGIN, 0.0};
+  fit_rule rule = {1, 1, 0, 0, FIT_MARGIN, 0.0, 5};
   const char *read_list = NULL, *unread_list = NULL; /* --read, --unread */
-  int all_features = 0; /* --hybrid-features all */
+  int all_features = -1; /* --hybrid-features: 1 all, 0 shape, -1 the rule's default (all
+                          * under --select domain, which judges beyond the sampled domain
+                          * apart; shape under the others) */
   sc_fit_opts o;
   sc_error err;
   sc_sample_set set;
   sc_registry *reg = NULL;
   sc_device dev;
-  fam_data fds[32];
-  size_t nf = 0;
+  fam_data fds[32], tfds[32]; /* tfds: --train's other rows, scored */
+  size_t nf = 0, ntf = 0;
+  double train_frac = 1.0; /* --train */
+  train_score tscore[32];
+  const char *stack_name = NULL; /* --stack */
+  sc_stack stack;
   sc_resid_model *models = NULL;
   const char **names = NULL;
   int rc = 1;
@@ -855,6 +1234,7 @@ int sc_cli_fit(int argc, char **argv) {
   memset(&set, 0, sizeof set);
   memset(&again, 0, sizeof again);
   memset(fds, 0, sizeof fds);
+  memset(tfds, 0, sizeof tfds);
   sc_cli_command_line(argc, argv, cmd, sizeof cmd);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = (i + 1 < argc) ? argv[i + 1] : NULL;
@@ -869,7 +1249,8 @@ int sc_cli_fit(int argc, char **argv) {
         strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
         strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0 &&
         strcmp(a, "--read") != 0 && strcmp(a, "--unread") != 0 && strcmp(a, "--gain") != 0 &&
-        strcmp(a, "--repeat") != 0 && strcmp(a, "--repeat-hardware") != 0)
+        strcmp(a, "--repeat") != 0 && strcmp(a, "--repeat-hardware") != 0 &&
+        strcmp(a, "--train") != 0 && strcmp(a, "--stack") != 0)
       return sc_cli_usage_error("fit", "unknown option '%s'", a);
     if (v == NULL) return sc_cli_usage_error("fit", "option '%s' needs a value", a);
     i++;
@@ -880,6 +1261,7 @@ int sc_cli_fit(int argc, char **argv) {
     else if (strcmp(a, "--out") == 0) outdir = v;
     else if (strcmp(a, "--hardware") == 0) hardware = v;
     else if (strcmp(a, "--rows") == 0) rows_path = v;
+    else if (strcmp(a, "--stack") == 0) stack_name = v;
     else if (strcmp(a, "--repeat") == 0) repeat = v;
     else if (strcmp(a, "--repeat-hardware") == 0) hardware2 = v;
     else if (strcmp(a, "--read") == 0) read_list = v;
@@ -899,9 +1281,10 @@ int sc_cli_fit(int argc, char **argv) {
     }
     else if (strcmp(a, "--select") == 0) {
       if (strcmp(v, "either") != 0 && strcmp(v, "both") != 0 && strcmp(v, "chain") != 0 &&
-          strcmp(v, "guard") != 0)
-        return sc_cli_usage_error("fit", "--select: '%s' is not 'chain', 'guard', 'either' or "
-                                  "'both'", v);
+          strcmp(v, "guard") != 0 && strcmp(v, "domain") != 0)
+        return sc_cli_usage_error("fit", "--select: '%s' is not 'domain', 'chain', 'guard', "
+                                  "'either' or 'both'", v);
+      rule.domain = strcmp(v, "domain") == 0;
       rule.both = strcmp(v, "both") == 0;
       rule.guard = strcmp(v, "guard") == 0;
       rule.chain = strcmp(v, "chain") == 0 || rule.guard;
@@ -911,6 +1294,7 @@ int sc_cli_fit(int argc, char **argv) {
       if (errno || *end || k < 2 || k > 20)
         return sc_cli_usage_error("fit", "--folds: '%s' is not a whole number in [2, 20]", v);
       folds = (uint32_t)k;
+      rule.folds = folds;
     } else if (strcmp(a, "--rounds") == 0) {
       long k = strtol(v, &end, 10);
       if (errno || *end || k < 1 || k > 10000)
@@ -928,6 +1312,10 @@ int sc_cli_fit(int argc, char **argv) {
           return sc_cli_usage_error("fit", "--margin: '%s' is not a number of MAPE points in "
                                     "[0, 50]", v);
         rule.margin = x / 100.0;
+      } else if (strcmp(a, "--train") == 0) {
+        if (bad || !(x > 0 && x < 1))
+          return sc_cli_usage_error("fit", "--train: '%s' is not a fraction in (0, 1)", v);
+        train_frac = x;
       } else if (strcmp(a, "--gain") == 0) {
         if (bad || !(x >= 0 && x <= 50))
           return sc_cli_usage_error("fit", "--gain: '%s' is not a number of MAPE points in "
@@ -949,6 +1337,14 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm == NULL && system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
   if (comm != NULL && repeat != NULL)
     return sc_cli_usage_error("fit", "--repeat is for --samples (a second samples file)");
+  if (comm != NULL && stack_name != NULL)
+    return sc_cli_usage_error("fit", "--stack is for --samples");
+  if (repeat != NULL && stack_name != NULL)
+    return sc_cli_usage_error("fit", "--stack and --repeat exclude each other");
+  if (comm != NULL && train_frac < 1.0)
+    return sc_cli_usage_error("fit", "--train is for --samples");
+  if (repeat != NULL && train_frac < 1.0)
+    return sc_cli_usage_error("fit", "--train and --repeat exclude each other");
   if (repeat == NULL && hardware2 != NULL)
     return sc_cli_usage_error("fit", "--repeat-hardware is for --repeat");
   if (comm != NULL && (read_list != NULL || unread_list != NULL))
@@ -989,14 +1385,18 @@ int sc_cli_fit(int argc, char **argv) {
   if (comm == NULL && sc_samples_read(samples, &set, &err) != SC_OK) goto fail;
   if (comm == NULL) {
     double p90 = passes_spread_p90(samples);
-    if (p90 > FIT_NOISY_P90 && !rule.chain) {
+    if (p90 > FIT_NOISY_P90 && !rule.chain && !rule.domain) {
       sc_cli_eprintf("stepcast fit: note: %s: the sampler's passes disagreed by %.1f %% at the "
               "90th percentile (a noisy machine), where one held-out split of a few rows "
-              "decides by the noise; --select chain (the default) judges on four "
+              "decides by the noise; --select domain (the default) or chain judges on four "
               "(docs/notes/0001-host-cpu-residuals.md, \"The selection rule\")", samples, p90);
     }
   }
   if (comm == NULL && sc_hardware_load(reg, hardware, &dev, &err) != SC_OK) goto fail;
+  if (stack_name != NULL) {
+    if (sc_stack_load(stack_name, &stack, &err) != SC_OK) goto fail;
+    sc_stack_device(&stack, &dev); /* its attention kernel on this device */
+  }
   { /* the output folder: created when missing (its parent must exist), before the fit */
     struct stat st;
     if (stat(outdir, &st) != 0) {
@@ -1032,10 +1432,23 @@ int sc_cli_fit(int argc, char **argv) {
     basis = hardware;
     target_name = dev.name;
     nrows = set.n;
-    if (sample_families(reg, &dev, samples, &set, families, folds, fds,
+    if (sample_families(reg, &dev, stack_name ? &stack : NULL, samples, &set, families, folds,
+                        train_frac, 1, fds,
                         sizeof fds / sizeof fds[0], &nf, rows, &err) != SC_OK)
       goto fail;
+    if (train_frac < 1.0 &&
+        sample_families(reg, &dev, stack_name ? &stack : NULL, samples, &set, families, folds,
+                        train_frac, 0, tfds,
+                        sizeof tfds / sizeof tfds[0], &ntf, NULL, &err) != SC_OK)
+      goto fail;
+    if (repeat != NULL && set.ngroups > 0) {
+      sc_error_set(&err, SC_EINVAL, "%s: --repeat: the samples have groups (column 'group'); "
+                   "repeatability compares single operators", samples);
+      goto fail;
+    }
+    if (all_features < 0) all_features = rule.domain;
     for (size_t f = 0; f < nf && all_features; f++) fds[f].unread = 0;
+    for (size_t f = 0; f < ntf && all_features; f++) tfds[f].unread = 0;
     if (apply_reads(fds, nf, "--read", read_list, 0, &err) != SC_OK ||
         apply_reads(fds, nf, "--unread", unread_list, 1, &err) != SC_OK)
       goto fail;
@@ -1066,14 +1479,14 @@ int sc_cli_fit(int argc, char **argv) {
     rule_text(&rule, "analytical estimate", text, sizeof text);
     /* A header longer than the buffer is cut; it is a comment block, nothing parses it. */
     int hn = snprintf(header, sizeof header,
-             "%s '%s', written by stepcast fit (docs/learned.md).\n"
+             "%s '%s'%s%s, written by stepcast fit (docs/learned.md).\n"
              "command: %s\ndate: %s\nsamples: %s (%zu rows%s%s); %s: %s\n"
              "cv_mape: %u-fold cross-validated MAPE of the estimator (fraction); heldout_mape: "
              "fitted on the smallest %.0f%% of the family by analytical time, tested on the rest.\n"
              "active: the kind the estimator uses: %s (none: the family stays analytical); "
              "inactive gbdt models are not kept (report.md has their errors).",
              comm ? "Collective residual models of topology" : "Residual models of device",
-             target_name, cmd, stamp, source, nrows, comm ? " of system " : "",
+             target_name, stack_name ? " under stack " : "", stack_name ? stack.name : "", cmd, stamp, source, nrows, comm ? " of system " : "",
              comm ? system : "", comm ? "topology" : "hardware", basis, folds,
              100.0 * (1.0 - heldout), text);
     if (hn < 0 || (size_t)hn >= sizeof header) header[sizeof header - 1] = '\0';
@@ -1091,17 +1504,26 @@ int sc_cli_fit(int argc, char **argv) {
     fprintf(rep, "Skipped (fewer than max(8, folds + 2) rows): %s.\n\n", skipped);
   print_tables(rep, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
   if (repeat != NULL) print_repeat(rep, fds, nf, repeat, hardware2);
+  if (train_frac < 1.0) {
+    if (score_train(fds, nf, tfds, ntf, models, tscore, &err) != SC_OK) goto fail;
+    print_train(rep, tscore, ntf, train_frac);
+  }
   fprintf(rep, "\nActive models (used by --estimator hybrid / learned; a family with none "
                "stays analytical: no model met the rule above):\n\n");
   for (size_t f = 0; f < nf; f++) {
     for (int t = 0; t < 2; t++) {
       const char *kind = "none (analytical)";
+      const sc_resid_model *act = NULL;
       for (int e = 0; e < NEST; e++) {
         const sc_resid_model *mm = &models[f * NEST + (size_t)e];
-        if (mm->active && (int)mm->target == t) kind = sc_resid_kind_name(mm->kind);
+        if (mm->active && (int)mm->target == t) act = mm;
       }
-      fprintf(rep, "- %s %s: %s\n", fds[f].family, sc_resid_target_name((sc_resid_target)t),
-              kind);
+      if (act != NULL) kind = sc_resid_kind_name(act->kind);
+      fprintf(rep, "- %s %s: %s", fds[f].family, sc_resid_target_name((sc_resid_target)t), kind);
+      if (act != NULL && act->dom_hi > 0)
+        fprintf(rep, "; fitted on analytical times %.3g to %.3g s, beyond them %s", act->dom_lo,
+                act->dom_hi, act->beyond ? "the analytical time" : "the model");
+      fprintf(rep, "\n");
     }
   }
   rows = rep = NULL;
@@ -1123,7 +1545,8 @@ int sc_cli_fit(int argc, char **argv) {
       nk++;
     }
     /* the models (manifest last), then the report and the rows: all written, now renamed */
-    if (sc_residuals_save(outdir, target_name, models, nk, names, header, &err) != SC_OK ||
+    if (sc_residuals_save(outdir, target_name, stack_name ? stack.name : NULL, models, nk, names,
+                          header, &err) != SC_OK ||
         (rows_path != NULL && sc__afile_commit(&rows_af, &err) != SC_OK) ||
         sc__afile_commit(&rep_af, &err) != SC_OK)
       goto fail;
@@ -1145,9 +1568,11 @@ int sc_cli_fit(int argc, char **argv) {
     printf("topology %s, %zu rows of system '%s' from %s%s%s\n\n", target_name, nrows, system,
            source, skipped[0] ? "; skipped (too few rows): " : "", skipped);
   else
-    printf("device %s, %zu samples from %s\n\n", target_name, nrows, source);
+    printf("device %s, %zu samples from %s%s\n\n", target_name, nrows, source,
+           train_frac < 1.0 ? " (--train: a share fitted, the rest scored)" : "");
   print_tables(stdout, fds, nf, folds, heldout, comm ? "analytical" : "roofline", &rule);
   if (repeat != NULL) print_repeat(stdout, fds, nf, repeat, hardware2);
+  if (train_frac < 1.0) print_train(stdout, tscore, ntf, train_frac);
   printf("\nwrote %s/residuals.toml and %s\n", outdir, path);
   rc = 0;
   goto done;
@@ -1159,15 +1584,8 @@ done:
   for (size_t i = 0; models != NULL && i < nf * NEST; i++) sc_resid_model_free(&models[i]);
   free(models);
   free((void *)names);
-  for (size_t f = 0; f < nf; f++) {
-    free(fds[f].X);
-    free(fds[f].an);
-    free(fds[f].meas);
-    free(fds[f].order);
-    free(fds[f].src);
-    free(fds[f].again);
-    free(fds[f].again_an);
-  }
+  for (size_t f = 0; f < nf; f++) fam_free(&fds[f]);
+  for (size_t f = 0; f < ntf; f++) fam_free(&tfds[f]);
   sc_samples_free(&set);
   sc_samples_free(&again);
   sc_registry_free(reg);

@@ -1,7 +1,8 @@
 /* libFuzzer target: the samples reader (sc_samples_read, core/src/estimate/samples.c: the
  * CSV that stepcast sample writes and fit reads, with its "# key = value" metadata) on any
  * bytes as a file: SC_OK or an error, never a crash, a leak or undefined behaviour; a
- * set read satisfies the contract (ndims in 1..8, min <= p10 <= median <= p90 <= max).
+ * set read satisfies the contract (ndims in 1..8, min <= p10 <= median <= p90 <= max, every
+ * row's group one of the set's names). Native files and measured tables (with groups).
  * Seeds: tests/fuzz/corpus/samples/. */
 #include <string.h>
 
@@ -28,7 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const sc_sample *r = &s.rows[i];
     if (r->op.family == NULL || r->op.ndims < 1 || r->op.ndims > 8) __builtin_trap();
     if (!(r->m.min_s <= r->m.median_s && r->m.median_s <= r->m.max_s)) __builtin_trap();
+    if (r->group > s.ngroups) __builtin_trap();
   }
+  for (size_t i = 0; i < s.ngroups; i++) /* a name of 1 to 47 characters */
+    if (s.groups[i] == NULL || s.groups[i][0] == '\0' || strlen(s.groups[i]) > 47)
+      __builtin_trap();
   for (size_t i = 0; i < s.nmeta; i++)
     if (sc_samples_meta(&s, s.meta_key[i]) == NULL) __builtin_trap();
   sc_samples_free(&s);

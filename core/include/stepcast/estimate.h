@@ -3,7 +3,9 @@
  *
  *   samples   `stepcast sample` writes one CSV row per operator measured on a live device
  *             (family, variant, dtype, dims, repetitions, median and spread); the reader
- *             here rejects malformed files with "file:line: ..." messages.
+ *             here also reads a measured table (family, variant, dtype, dims, measured_s),
+ *             and in both a group column (rows timed together as one measurement), and
+ *             rejects malformed files with "file:line: ..." messages.
  *   ridge     least squares with an L2 penalty on standardised features (LAPACKE_dposv on
  *             the normal equations).
  *   models    a regressor per operator family, of kind `linear` (ridge) or `gbdt`
@@ -25,6 +27,7 @@
 #include "stepcast/plugin.h"
 #include "stepcast/predict.h"
 #include "stepcast/spec.h"
+#include "stepcast/stack.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +49,8 @@ typedef struct sc_sample {
   sc_op_desc op;           /* op.family points into the set's own storage */
   sc_measurement m;
   uint32_t line;           /* 1-based line of the file */
+  uint32_t group;          /* 0: a measurement of its own; else 1 + the index of its name in
+                              the set's groups (the rows of a group are one measurement) */
 } sc_sample;
 
 #define SC_SAMPLES_MAX_META 64
@@ -60,18 +65,41 @@ typedef struct sc_sample_set {
   /* The distinct family names the rows point at (owned), at most 64. */
   size_t nfamilies;
   char *families[64];
+  /* The distinct group names (owned), in order of first appearance: row.group - 1 indexes
+   * them. */
+  char **groups;
+  size_t ngroups;
 } sc_sample_set;
 
 /* Read a samples CSV. Lines starting with '#' are comments; those of the form
- * "# key = value" before the column header are kept as metadata. The first other line must
- * be SC_SAMPLES_COLUMNS exactly; every row has 18 fields: a family name (an operator
- * plugin's, [A-Za-z0-9_.-]+), variant and ndims (integers, ndims in 1..8), a dtype name
- * (sc_dtype_name), eight integer dims (the
- * first ndims > 0, the rest 0), reps >= 1 and five finite times > 0 with
- * min <= p10 <= median <= p90 <= max. Errors: SC_EIO (cannot open), SC_EPARSE with
- * "file:line: column 'name': what is wrong", SC_ENOMEM. On success *out owns its memory
- * (sc_samples_free). An empty file (no rows) is SC_EPARSE, and so is a file of stepcast
- * sample (SC_SAMPLES_LIVE) without its SC_SAMPLES_END trailer or whose count disagrees. */
+ * "# key = value" before the column header are kept as metadata. The first other line is
+ * the column header, of one of two forms:
+ *
+ *   native  SC_SAMPLES_COLUMNS exactly, optionally followed by ",group", ",group,source" or
+ *           ",source" (any other header is refused). Every row has those 18 (to 20) fields:
+ *           a family name (an operator plugin's, [A-Za-z0-9_.-]+), variant (an integer in
+ *           0..255) and ndims (1..8), a dtype name (sc_dtype_name), eight integer dims (the
+ *           first ndims >= 0, the rest 0), reps in 1..1000000 and five finite times > 0
+ *           with min <= p10 <= median <= p90 <= max.
+ *   table   a measured table: columns (in any order, each named once) family, variant,
+ *           dtype, dims, measured_s, and optionally group and source; any other column is
+ *           refused. family, variant and dtype as above; dims "AxBx..." (1 to SC_OP_MAX_DIMS
+ *           whole numbers below 2^62, ndims their count); measured_s a finite time > 0, which
+ *           becomes median = min = max = p10 = p90 with reps = 1. A header is taken for a
+ *           table when it names a column dims or measured_s.
+ *
+ * In both, a group cell is empty (the row is a measurement of its own) or a name of 1 to 47
+ * characters: the rows with one group name, anywhere in the file and of any families, are
+ * one measurement (their operators run together, timed once), so they must have the same
+ * median_s (to 1e-9 relative); row.group is 1 + the name's index in out->groups. A source
+ * cell (where the row came from) is free text of at most 200 characters and is not kept.
+ *
+ * Errors: SC_EIO (cannot open), SC_EPARSE with "file:line: column 'name': what is wrong"
+ * (e.g. "group 'G' was measured as X s on line L: a group has one measured time"),
+ * SC_ELIMIT (more than 64 families), SC_ENOMEM. On success *out owns its memory
+ * (sc_samples_free). An empty file (no rows) is SC_EPARSE, and so is a native file of
+ * stepcast sample (first line SC_SAMPLES_LIVE) without its SC_SAMPLES_END trailer or whose
+ * count disagrees. */
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err);
 void sc_samples_free(sc_sample_set *s);
 
@@ -191,6 +219,15 @@ typedef struct sc_resid_model {
    * another shape keeps its analytical time. ngroups 0: operator models. */
   uint32_t ngroups;
   uint32_t group_ranks[SC_RESID_MAX_GROUPS], group_nodes[SC_RESID_MAX_GROUPS];
+  /* The sampled domain: the analytical times (s) of the rows the model was fitted on,
+   * residuals.toml's domain_analytical_s = [lo, hi] (dom_hi 0: not stated, the model is
+   * used everywhere). beyond (residuals.toml's beyond = "model" | "analytical"): what the
+   * estimator is outside it: 0 the model (its correction capped to the residuals it was
+   * fitted on, for a hybrid one), 1 the analytical time. stepcast fit sets it from how the
+   * model did on shapes larger than those it was fitted on (docs/learned.md, "The selection
+   * rule"). */
+  double dom_lo, dom_hi;
+  int beyond;
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
@@ -214,6 +251,18 @@ int sc_resid_fit(sc_resid_model *m, const double *X, const double *y, size_t n,
 /* The model's prediction of its target for one feature vector x (nfeatures values). */
 int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_error *err);
 
+/* The estimator's time through model m for an operator of regressor inputs x (as
+ * sc_resid_features gives them) and analytical time an_s: an_s * exp(prediction) for a
+ * hybrid model, exp(prediction) for a learned one; an_s itself where m says it is used
+ * beyond its sampled domain only as the analytical estimate (m->beyond) and an_s lies
+ * outside [m->dom_lo, m->dom_hi]. Errors as sc_resid_predict. */
+int sc_resid_time(const sc_resid_model *m, const double *x, double an_s, double *time_s,
+                  sc_error *err);
+
+/* 1 when an operator of analytical time an_s lies inside m's sampled domain (or m states
+ * none). */
+int sc_resid_in_domain(const sc_resid_model *m, double an_s);
+
 /* Save / load a gbdt model in XGBoost's JSON model format (path ends in ".json").
  * load sets m->booster (m->kind must be SC_RESID_GBDT). SC_EIO naming the path. */
 int sc_resid_save_gbdt(const sc_resid_model *m, const char *path, sc_error *err);
@@ -226,6 +275,11 @@ void sc_resid_model_free(sc_resid_model *m);
 
 typedef struct sc_residuals {
   char device[64];
+  /* The software stack the operator models were fitted under (residuals.toml's optional
+   * `stack`; "" for none): their hybrid target is the measured time over the analytical time
+   * as that stack prices it (sc_stack_gpu_s), so they apply under that stack only. A set
+   * fitted without one corrects the plugin's analytical time under any stack. */
+  char stack[64];
   uint32_t device_line, device_col; /* of 'device' in residuals.toml (0: built in code) */
   char dir[4096];
   size_t n;
@@ -252,8 +306,10 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
                        sc_error *err);
 
 /* Write dir/residuals.toml for the n models (gbdt ones saved as
- * <family>.<target>.gbdt.json beside it). header is written as '#' comment lines. */
-int sc_residuals_save(const char *dir, const char *device, const sc_resid_model *models,
+ * <family>.<target>.gbdt.json beside it). header is written as '#' comment lines; stack
+ * (NULL or "": none) the software stack the models were fitted under (sc_residuals.stack). */
+int sc_residuals_save(const char *dir, const char *device, const char *stack,
+                      const sc_resid_model *models,
                       size_t n, const char *const *feature_names_by_model, const char *header,
                       sc_error *err);
 
@@ -319,6 +375,23 @@ typedef struct sc_price {
  * estimate is not a finite time >= 0. */
 int sc_price_op(sc_registry *reg, const sc_device *dev, const sc_residuals *r,
                 const sc_op_desc *op, sc_price *out, sc_error *err);
+
+/* The same under software stack s (NULL: none): time_s[m] as sc_price_mode gives it. */
+int sc_price_op_stack(sc_registry *reg, const sc_device *dev, const sc_stack *s,
+                      const sc_residuals *r, const sc_op_desc *op, sc_price *out, sc_error *err);
+
+/* The time of estimator mode for operator op of plugin estimate e on dev, under stack s
+ * (NULL: none) with residuals r (NULL: none), the one rule every command prices by:
+ * - analytical: the analytical time as the stack prices it, sc_stack_gpu_s(e->time_s);
+ * - r fitted without a stack (r->stack ""): the model corrects the plugin's time, then the
+ *   stack adds its kernels and traffic: sc_stack_gpu_s(model time);
+ * - r fitted under stack r->stack: s must be that stack (SC_EINVAL naming both otherwise);
+ *   the model corrects the stack's analytical time (sc_resid_time at sc_stack_gpu_s(e)).
+ * A family without an active model keeps the analytical time. Errors also as
+ * sc_residuals_apply. */
+int sc_price_mode(const sc_residuals *r, const sc_stack *s, const sc_device *dev,
+                  sc_estimator mode, const sc_op_desc *op, const sc_estimate *e,
+                  double *time_s, sc_error *err);
 
 /* Price collective c (placed by sc_coll_place or sc_comm_group, kind and bytes set) on t:
  * the algorithm and protocol NCCL's tuner would pick (sc_comm_estimate_proto; *algorithm

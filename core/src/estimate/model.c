@@ -321,6 +321,25 @@ int sc_resid_fit(sc_resid_model *m, const double *X, const double *y, size_t n,
   return rc;
 }
 
+int sc_resid_in_domain(const sc_resid_model *m, double an_s) {
+  return m == NULL || !(m->dom_hi > 0) || (an_s >= m->dom_lo && an_s <= m->dom_hi);
+}
+
+int sc_resid_time(const sc_resid_model *m, const double *x, double an_s, double *time_s,
+                  sc_error *err) {
+  double y = 0.0;
+  int rc;
+  if (m == NULL || x == NULL || time_s == NULL)
+    return sc_error_set(err, SC_EINVAL, "residual: NULL argument");
+  if (m->beyond && !sc_resid_in_domain(m, an_s)) {
+    *time_s = an_s;
+    return SC_OK;
+  }
+  if ((rc = sc_resid_predict(m, x, &y, err)) != SC_OK) return rc;
+  *time_s = m->target == SC_TARGET_HYBRID ? an_s * exp(y) : exp(y);
+  return SC_OK;
+}
+
 int sc_resid_predict(const sc_resid_model *m, const double *x, double *out, sc_error *err) {
   if (m == NULL || x == NULL || out == NULL)
     return sc_error_set(err, SC_EINVAL, "residual: NULL argument");

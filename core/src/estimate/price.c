@@ -61,17 +61,53 @@ static int check_time(const char *what, double t, sc_error *err) {
   return SC_OK;
 }
 
+int sc_price_mode(const sc_residuals *r, const sc_stack *s, const sc_device *dev,
+                  sc_estimator mode, const sc_op_desc *op, const sc_estimate *e,
+                  double *time_s, sc_error *err) {
+  const sc_resid_model *m;
+  double x[SC_MAX_FEATURES];
+  if (dev == NULL || op == NULL || e == NULL || time_s == NULL)
+    return sc_error_set(err, SC_EINVAL, "price: NULL argument");
+  *time_s = sc_stack_gpu_s(s, dev, op, e, e->time_s);
+  if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
+  if (r->stack[0] == '\0') { /* the plugin's time corrected, then the stack's additions */
+    double t;
+    int rc = sc_residuals_apply(r, mode, op->family, e, &t, err);
+    if (rc == SC_OK) *time_s = sc_stack_gpu_s(s, dev, op, e, t);
+    return rc;
+  }
+  if (s == NULL || strcmp(s->name, r->stack) != 0)
+    return sc_error_set(err, SC_EINVAL, "residuals %s were fitted under stack '%s'; this "
+                        "prices %s%s%s (give --stack %s, or residuals fitted without one)",
+                        r->dir, r->stack, s ? "stack '" : "no stack", s ? s->name : "",
+                        s ? "'" : "", r->stack);
+  m = sc_residuals_find(r, op->family,
+                        mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED);
+  if (m == NULL) return SC_OK; /* no model of this family: the stack's analytical time */
+  if (m->nfeatures != sc_resid_features(e, x))
+    return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
+                        "plugin's estimate gives %u (refit with stepcast fit)", m->family,
+                        r->device, m->nfeatures, sc_resid_features(e, x));
+  return sc_resid_time(m, x, *time_s, time_s, err);
+}
+
 int sc_price_op(sc_registry *reg, const sc_device *dev, const sc_residuals *r,
                 const sc_op_desc *op, sc_price *out, sc_error *err) {
+  return sc_price_op_stack(reg, dev, NULL, r, op, out, err);
+}
+
+int sc_price_op_stack(sc_registry *reg, const sc_device *dev, const sc_stack *s,
+                      const sc_residuals *r, const sc_op_desc *op, sc_price *out,
+                      sc_error *err) {
   int rc;
   if (reg == NULL || dev == NULL || op == NULL || out == NULL)
     return sc_error_set(err, SC_EINVAL, "price: NULL argument");
   memset(out, 0, sizeof *out);
   /* the registry refuses a plugin's time that is not finite, negative or absurd */
   if ((rc = sc_registry_estimate_op(reg, dev, op, &out->an, err)) != SC_OK) return rc;
-  out->time_s[SC_ESTIMATOR_ANALYTICAL] = out->an.time_s;
+  out->time_s[SC_ESTIMATOR_ANALYTICAL] = sc_stack_gpu_s(s, dev, op, &out->an, out->an.time_s);
   for (int m = SC_ESTIMATOR_HYBRID; m <= SC_ESTIMATOR_LEARNED; m++) {
-    rc = sc_residuals_apply(r, (sc_estimator)m, op->family, &out->an, &out->time_s[m], err);
+    rc = sc_price_mode(r, s, dev, (sc_estimator)m, op, &out->an, &out->time_s[m], err);
     if (rc != SC_OK) return rc;
     if ((rc = check_time(op->family, out->time_s[m], err)) != SC_OK) return rc;
     out->corrected[m] = r != NULL && sc_residuals_find(r, op->family,

@@ -110,7 +110,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
   static const char *const known[] = {"family", "target", "kind", "active", "features",
                                       "mean", "scale", "coef", "intercept", "lambda", "target_range", "file",
                                       "cv_mape", "heldout_mape", "group_ranks", "group_nodes",
-                                      "unread", NULL};
+                                      "unread", "domain_analytical_s", "beyond", NULL};
   const char *s = NULL;
   const sc_toml_value *v;
   int rc;
@@ -190,6 +190,30 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
       }
     }
   }
+  v = sc__toml_get(tab, "domain_analytical_s"); /* optional: the sampled domain */
+  if (v != NULL) {
+    double r[2];
+    if (v->type != SC_TOML_ARRAY || v->u.arr.len != 2)
+      return where_fail(err, file, v, "domain_analytical_s", "must be [low, high] in seconds");
+    for (int j = 0; j < 2; j++)
+      if ((rc = get_num(file, v->u.arr.items[j], "domain_analytical_s", &r[j], err)) != SC_OK)
+        return rc;
+    if (!(r[0] > 0 && r[0] <= r[1] && r[1] < 1e6))
+      return where_fail(err, file, v, "domain_analytical_s", "must be [low, high] with "
+                        "0 < low <= high < 1e6 seconds");
+    m->dom_lo = r[0];
+    m->dom_hi = r[1];
+  }
+  v = sc__toml_get(tab, "beyond"); /* optional: "model" (the default) or "analytical" */
+  if (v != NULL) {
+    if (v->type != SC_TOML_STRING ||
+        (strcmp(v->u.str.ptr, "model") != 0 && strcmp(v->u.str.ptr, "analytical") != 0))
+      return where_fail(err, file, v, "beyond", "must be \"model\" or \"analytical\"");
+    m->beyond = strcmp(v->u.str.ptr, "analytical") == 0;
+    if (m->beyond && !(m->dom_hi > 0))
+      return where_fail(err, file, v, "beyond", "\"analytical\" needs domain_analytical_s "
+                        "(where the model is used)");
+  }
   if ((rc = get_nonneg(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
   if ((rc = get_nonneg(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
   if (m->kind == SC_RESID_LINEAR) {
@@ -241,7 +265,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
 }
 
 int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
-  static const char *const top_keys[] = {"device", "models", "model", NULL};
+  static const char *const top_keys[] = {"device", "stack", "models", "model", NULL};
   char path[4200];
   sc_toml_doc *doc = NULL;
   sc_residuals *r;
@@ -264,7 +288,8 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
     return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
   }
   snprintf(r->dir, sizeof r->dir, "%s", dir);
-  if ((rc = known_keys(path, doc->root, top_keys, "(residuals.toml has device, models and "
+  if ((rc = known_keys(path, doc->root, top_keys, "(residuals.toml has device, stack, models "
+                       "and "
                        "[[model]] tables)", err)) != SC_OK)
     goto fail;
   dev = sc__toml_get(doc->root, "device");
@@ -275,6 +300,16 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err) {
     goto fail;
   }
   snprintf(r->device, sizeof r->device, "%s", dev->u.str.ptr);
+  {
+    const sc_toml_value *st = sc__toml_get(doc->root, "stack"); /* optional */
+    if (st != NULL && (st->type != SC_TOML_STRING || st->u.str.len == 0 ||
+                       st->u.str.len >= sizeof r->stack)) {
+      rc = where_fail(err, path, st, "stack", "must be the name of the software stack the "
+                      "models were fitted under (a string of 1 to 63 characters)");
+      goto fail;
+    }
+    if (st != NULL) snprintf(r->stack, sizeof r->stack, "%s", st->u.str.ptr);
+  }
   r->device_line = dev->line;
   r->device_col = dev->col;
   arr = sc__toml_get(doc->root, "model");
@@ -337,7 +372,8 @@ static void write_vec(FILE *f, const char *key, const double *v, uint32_t n) {
 /* The manifest and every tree file go to temporaries first (common/afile.h); they replace
  * the old ones only once all of them were written, the manifest last: a failed save leaves
  * the folder's models as they were. */
-int sc_residuals_save(const char *dir, const char *device, const sc_resid_model *models,
+int sc_residuals_save(const char *dir, const char *device, const char *stack,
+                      const sc_resid_model *models,
                       size_t n, const char *const *feature_names_by_model, const char *header,
                       sc_error *err) {
   char path[4200];
@@ -365,6 +401,9 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
     }
   }
   fprintf(f, "device = \"%s\"\n", device);
+  if (stack != NULL && stack[0] != '\0')
+    fprintf(f, "stack = \"%s\"  # fitted on the analytical time as this stack prices it\n",
+            stack);
   fprintf(f, "models = %zu  # the [[model]] tables below\n", n);
   for (size_t i = 0; i < n && rc == SC_OK; i++) {
     const sc_resid_model *m = &models[i];
@@ -393,6 +432,12 @@ int sc_residuals_save(const char *dir, const char *device, const sc_resid_model 
       fprintf(f, "]  # the group shapes fitted on; other groups stay analytical\ngroup_nodes = [");
       for (uint32_t j = 0; j < m->ngroups; j++) fprintf(f, "%s%u", j ? ", " : "", m->group_nodes[j]);
       fprintf(f, "]\n");
+    }
+    if (m->dom_hi > 0) {
+      fprintf(f, "domain_analytical_s = [%.17g, %.17g]  # the analytical times fitted on\n",
+              m->dom_lo, m->dom_hi);
+      fprintf(f, "beyond = \"%s\"  # what the estimator is outside that domain\n",
+              m->beyond ? "analytical" : "model");
     }
     fprintf(f, "cv_mape = %.6g\nheldout_mape = %.6g\n", m->cv_mape, m->heldout_mape);
     if (m->kind == SC_RESID_LINEAR) {
@@ -435,17 +480,14 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
 /* The estimator's time for e through model m of r (found for e's family and mode's target). */
 static int apply_model(const sc_residuals *r, const sc_resid_model *m, sc_estimator mode,
                        const sc_estimate *e, double *time_s, sc_error *err) {
-  double y = 0.0, x[SC_MAX_FEATURES];
+  double x[SC_MAX_FEATURES];
   uint32_t nx = sc_resid_features(e, x);
-  int rc;
+  (void)mode; /* m was found for mode's target */
   if (m->nfeatures != nx)
     return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
                         "plugin's estimate gives %u (refit with stepcast fit)", m->family,
                         r->device, m->nfeatures, nx);
-  rc = sc_resid_predict(m, x, &y, err);
-  if (rc != SC_OK) return rc;
-  *time_s = (mode == SC_ESTIMATOR_HYBRID) ? e->time_s * exp(y) : exp(y);
-  return SC_OK;
+  return sc_resid_time(m, x, e->time_s, time_s, err);
 }
 
 static sc_resid_target target_of_mode(sc_estimator mode) {

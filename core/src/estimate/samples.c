@@ -18,9 +18,28 @@ static const char *const col_names[NCOLS] = {
     "family", "variant", "dtype", "ndims", "d0", "d1", "d2", "d3", "d4",
     "d5", "d6", "d7", "reps", "median_s", "min_s", "max_s", "p10_s", "p90_s"};
 
+/* The columns of a measured table, and the optional trailing ones of the native form. */
+enum { T_FAMILY, T_VARIANT, T_DTYPE, T_DIMS, T_MEASURED, T_GROUP, T_SOURCE, T_NCOLS };
+static const char *const table_names[T_NCOLS] = {"family", "variant",    "dtype", "dims",
+                                                 "measured_s", "group", "source"};
+#define TABLE_COLUMNS "family, variant, dtype, dims, measured_s, group, source"
+#define GROUP_NAME_MAX 47   /* characters of a group name (sc_sample.group's, estimate's) */
+#define SOURCE_MAX 200      /* characters of a source cell */
+#define MAX_FIELDS 32       /* fields a row is split into before it is refused */
+
+/* What the column header makes of the rows. */
+typedef struct layout {
+  int table;             /* 0: native (SC_SAMPLES_COLUMNS ...), 1: a measured table */
+  int nfields;           /* fields of every row */
+  int col[T_NCOLS];      /* field of each column, -1 where absent; the native form sets
+                            T_GROUP and T_SOURCE only */
+} layout;
+
 void sc_samples_free(sc_sample_set *s) {
   if (s == NULL) return;
   for (size_t i = 0; i < s->nfamilies; i++) free(s->families[i]);
+  for (size_t i = 0; i < s->ngroups; i++) free(s->groups[i]);
+  free(s->groups);
   free(s->rows);
   for (size_t i = 0; i < s->nmeta; i++) {
     free(s->meta_key[i]);
@@ -66,6 +85,40 @@ static int parse_time(const char *s, double *out) {
   return 1;
 }
 
+/* "AxBx...": 1 to SC_OP_MAX_DIMS whole numbers below 2^62 (as sc_op_parse reads them). */
+static int parse_dims(const char *s, sc_op_desc *op) {
+  const int64_t lim = (int64_t)1 << 62;
+  op->ndims = 0;
+  for (const char *p = s;; p++) {
+    int64_t v = 0;
+    if (*p < '0' || *p > '9' || op->ndims == SC_OP_MAX_DIMS) return 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      const int d = *p - '0';
+      if (v > (lim - 1 - d) / 10) return 0;
+      v = 10 * v + d;
+    }
+    op->dims[op->ndims++] = v;
+    if (*p == '\0') return 1;
+    if (*p != 'x') return 0;
+  }
+}
+
+/* Split line at its commas into trimmed fields; returns how many (max + 1: more than max). */
+static int split(char *line, char **fields, int max) {
+  int nf = 0;
+  char *p = line;
+  fields[nf++] = p;
+  for (; *p; p++) {
+    if (*p == ',') {
+      *p = '\0';
+      if (nf > max) break;
+      fields[nf++] = p + 1;
+    }
+  }
+  for (int i = 0; i < nf; i++) fields[i] = trim(fields[i]);
+  return nf;
+}
+
 static int add_meta(sc_sample_set *s, const char *line) {
   const char *eq = strchr(line, '=');
   char key[128];
@@ -91,28 +144,68 @@ static int add_meta(sc_sample_set *s, const char *line) {
   return SC_OK;
 }
 
-static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *row,
-                     char *family, size_t famcap, sc_error *err) {
-  char *fields[NCOLS + 1];
-  int nf = 0;
-  char *p = line;
-  int64_t iv;
-  fields[nf++] = p;
-  for (; *p; p++) {
-    if (*p == ',') {
-      *p = '\0';
-      if (nf > NCOLS) break;
-      fields[nf++] = p + 1;
+/* The column header: the native one (with its optional group and source columns) or a
+ * measured table's. */
+static int parse_header(char *line, const char *path, uint32_t lineno, layout *lo,
+                        sc_error *err) {
+  const size_t nl = strlen(SC_SAMPLES_COLUMNS);
+  char *names[MAX_FIELDS + 1];
+  int nf, table = 0;
+  for (int c = 0; c < T_NCOLS; c++) lo->col[c] = -1;
+  lo->table = 0;
+  lo->nfields = NCOLS;
+  if (strncmp(line, SC_SAMPLES_COLUMNS, nl) == 0) {
+    const char *rest = line + nl;
+    if (strcmp(rest, "") == 0) return SC_OK;
+    if (strcmp(rest, ",group") == 0) {
+      lo->col[T_GROUP] = NCOLS;
+    } else if (strcmp(rest, ",group,source") == 0) {
+      lo->col[T_GROUP] = NCOLS;
+      lo->col[T_SOURCE] = NCOLS + 1;
+    } else if (strcmp(rest, ",source") == 0) {
+      lo->col[T_SOURCE] = NCOLS;
+    } else {
+      goto native;
     }
+    lo->nfields = NCOLS + (lo->col[T_GROUP] >= 0) + (lo->col[T_SOURCE] >= 0);
+    return SC_OK;
   }
-  if (nf != NCOLS) {
-    return sc_error_set(err, SC_EPARSE, "%s:%u: expected %d comma-separated fields, found %d",
-                        path, lineno, NCOLS, nf);
+  nf = split(line, names, MAX_FIELDS);
+  for (int i = 0; i < nf && i < MAX_FIELDS; i++)
+    if (strcmp(names[i], "dims") == 0 || strcmp(names[i], "measured_s") == 0) table = 1;
+  if (!table) goto native;
+  if (nf > MAX_FIELDS)
+    return sc_error_set(err, SC_EPARSE, "%s:%u: more than %d columns: not a measured table "
+                        "(%s)", path, lineno, MAX_FIELDS, TABLE_COLUMNS);
+  for (int i = 0; i < nf; i++) {
+    int c = 0;
+    while (c < T_NCOLS && strcmp(names[i], table_names[c]) != 0) c++;
+    if (c == T_NCOLS)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column '%.64s': not a column of a measured "
+                          "table (%s)", path, lineno, names[i], TABLE_COLUMNS);
+    if (lo->col[c] >= 0)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': named twice (columns %d and "
+                          "%d)", path, lineno, names[i], lo->col[c] + 1, i + 1);
+    lo->col[c] = i;
   }
-  for (int i = 0; i < NCOLS; i++) fields[i] = trim(fields[i]);
-  memset(row, 0, sizeof *row);
-  row->line = lineno;
-  /* family */
+  for (int c = 0; c <= T_MEASURED; c++)
+    if (lo->col[c] < 0)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': missing (a measured table has "
+                          "family, variant, dtype, dims and measured_s; group and source are "
+                          "optional)", path, lineno, table_names[c]);
+  lo->table = 1;
+  lo->nfields = nf;
+  return SC_OK;
+native:
+  return sc_error_set(err, SC_EPARSE, "%s:%u: expected the column header '%s' (optionally "
+                      "followed by ',group', ',group,source' or ',source'), or a measured "
+                      "table's (%s)", path, lineno, SC_SAMPLES_COLUMNS, TABLE_COLUMNS);
+}
+
+/* family, variant and dtype, the same in both forms. */
+static int parse_op_head(char *const *fields, const char *path, uint32_t lineno, sc_sample *row,
+                         char *family, size_t famcap, sc_error *err) {
+  int64_t iv;
   if (fields[0][0] == '\0' || strlen(fields[0]) >= famcap) {
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': must have 1 to %zu characters",
                         path, lineno, famcap - 1);
@@ -141,6 +234,16 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
                           "tf32, bf16, fp16, fp8, int8)", path, lineno, fields[2]);
     }
   }
+  return SC_OK;
+}
+
+/* A row of the native form: fields[0 .. NCOLS) (the group and source cells are the
+ * caller's). */
+static int parse_native(char *const *fields, const char *path, uint32_t lineno, sc_sample *row,
+                        char *family, size_t famcap, sc_error *err) {
+  int64_t iv;
+  int rc = parse_op_head(fields, path, lineno, row, family, famcap, err);
+  if (rc != SC_OK) return rc;
   if (!parse_int(fields[3], &iv) || iv < 1 || iv > SC_OP_MAX_DIMS) {
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'ndims': '%s' is not an integer in [1, %d]",
                         path, lineno, fields[3], SC_OP_MAX_DIMS);
@@ -180,6 +283,123 @@ static int parse_row(char *line, const char *path, uint32_t lineno, sc_sample *r
   return SC_OK;
 }
 
+/* A row of a measured table: one time, which is every statistic of one repetition. */
+static int parse_table(char *const *fields, const layout *lo, const char *path,
+                       uint32_t lineno, sc_sample *row, char *family, size_t famcap,
+                       sc_error *err) {
+  char *head[3] = {fields[lo->col[T_FAMILY]], fields[lo->col[T_VARIANT]],
+                   fields[lo->col[T_DTYPE]]};
+  const char *dims = fields[lo->col[T_DIMS]], *meas = fields[lo->col[T_MEASURED]];
+  double t;
+  int rc = parse_op_head(head, path, lineno, row, family, famcap, err);
+  if (rc != SC_OK) return rc;
+  if (!parse_dims(dims, &row->op))
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'dims': '%.64s' is not 1 to %d whole "
+                        "numbers (each below 2^62) joined by 'x'", path, lineno, dims,
+                        SC_OP_MAX_DIMS);
+  if (!parse_time(meas, &t))
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'measured_s': '%.64s' is not a finite "
+                        "time > 0", path, lineno, meas);
+  row->m.median_s = row->m.min_s = row->m.max_s = row->m.p10_s = row->m.p90_s = t;
+  row->m.reps = 1;
+  return SC_OK;
+}
+
+/* ---- groups: open addressing on FNV-1a of the name --------------------------------- */
+
+typedef struct group_table {
+  uint32_t *slot;   /* 1 + the group's index, 0: empty */
+  size_t cap;       /* slots: a power of 2, at least twice the groups */
+  size_t namecap;   /* of the set's groups array */
+  double *median;   /* each group's measured time */
+  uint32_t *line;   /* and the line that first gave it */
+} group_table;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static void group_table_free(group_table *g) {
+  free(g->slot);
+  free(g->median);
+  free(g->line);
+  memset(g, 0, sizeof *g);
+}
+
+/* The slot of name: its group's, or the empty one where it goes. */
+static uint32_t *group_slot(const sc_sample_set *s, const group_table *g, const char *name) {
+  size_t h = (size_t)fnv1a(name) & (g->cap - 1);
+  while (g->slot[h] != 0 && strcmp(s->groups[g->slot[h] - 1], name) != 0)
+    h = (h + 1) & (g->cap - 1);
+  return &g->slot[h];
+}
+
+/* Room for one more group (slots rehashed, arrays grown): SC_OK or SC_ENOMEM. */
+static int group_reserve(sc_sample_set *s, group_table *g) {
+  if (2 * (s->ngroups + 1) > g->cap) {
+    const size_t cap = g->cap ? 2 * g->cap : 1024;
+    uint32_t *slot = calloc(cap, sizeof *slot);
+    if (slot == NULL) return SC_ENOMEM;
+    free(g->slot);
+    g->slot = slot;
+    g->cap = cap;
+    for (size_t i = 0; i < s->ngroups; i++) *group_slot(s, g, s->groups[i]) = (uint32_t)i + 1;
+  }
+  if (s->ngroups == g->namecap) {
+    const size_t cap = g->namecap ? 2 * g->namecap : 256;
+    char **names = realloc(s->groups, cap * sizeof *names);
+    if (names == NULL) return SC_ENOMEM;
+    s->groups = names;
+    double *med = realloc(g->median, cap * sizeof *med);
+    if (med == NULL) return SC_ENOMEM;
+    g->median = med;
+    uint32_t *line = realloc(g->line, cap * sizeof *line);
+    if (line == NULL) return SC_ENOMEM;
+    g->line = line;
+    g->namecap = cap;
+  }
+  return SC_OK;
+}
+
+/* The group and source cells of row (NULL: the file has no such column): row->group set,
+ * the group's time checked against the row's. */
+static int row_group(sc_sample_set *s, group_table *g, const char *name, const char *source,
+                     const char *path, uint32_t lineno, sc_sample *row, sc_error *err) {
+  uint32_t *slot;
+  row->group = 0;
+  if (source != NULL && strlen(source) > SOURCE_MAX)
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'source': longer than %d characters",
+                        path, lineno, SOURCE_MAX);
+  if (name == NULL || name[0] == '\0') return SC_OK;
+  if (strlen(name) > GROUP_NAME_MAX)
+    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'group': '%.*s...' is longer than %d "
+                        "characters", path, lineno, GROUP_NAME_MAX, name, GROUP_NAME_MAX);
+  if (group_reserve(s, g) != SC_OK) return sc_error_set(err, SC_ENOMEM, "samples: out of memory");
+  slot = group_slot(s, g, name);
+  if (*slot != 0) {
+    const uint32_t i = *slot - 1;
+    const double t = row->m.median_s;
+    if (fabs(g->median[i] - t) > 1e-9 * t)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'group': group '%s' was measured as "
+                          "%g s on line %u: a group has one measured time", path, lineno, name,
+                          g->median[i], g->line[i]);
+    row->group = *slot;
+    return SC_OK;
+  }
+  if (s->ngroups >= ((size_t)1 << 31) - 1)
+    return sc_error_set(err, SC_ELIMIT, "%s:%u: column 'group': more than 2^31 groups", path,
+                        lineno);
+  if ((s->groups[s->ngroups] = strdup(name)) == NULL)
+    return sc_error_set(err, SC_ENOMEM, "samples: out of memory");
+  g->median[s->ngroups] = row->m.median_s;
+  g->line[s->ngroups] = lineno;
+  *slot = (uint32_t)++s->ngroups;
+  row->group = *slot;
+  return SC_OK;
+}
+
 #define SC__SAMPLES_LINE_MAX 4094 /* characters of a line, its newline not counted */
 
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
@@ -190,6 +410,8 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   uint32_t lineno = 0;
   int have_header = 0, rc = SC_OK;
   size_t cap = 0;
+  layout lo;
+  group_table groups;
   /* a file of stepcast sample (its first line SC_SAMPLES_LIVE) must end with the trailer
    * SC_SAMPLES_END "N rows": end_line is the last non-blank line's when it is the trailer */
   int live = 0;
@@ -198,6 +420,8 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   long long end_n = -1;
   if (path == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "samples: NULL argument");
   memset(out, 0, sizeof *out);
+  memset(&lo, 0, sizeof lo);
+  memset(&groups, 0, sizeof groups);
   f = sc__fopen_text(path, &text, err); /* capped (common/slurp.h) */
   if (f == NULL) return err != NULL ? err->code : SC_EIO;
   while ((got = getline(&buf, &bufcap, f)) != -1) {
@@ -233,11 +457,7 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
       continue;
     }
     if (!have_header) {
-      if (strcmp(line, SC_SAMPLES_COLUMNS) != 0) {
-        rc = sc_error_set(err, SC_EPARSE, "%s:%u: expected the column header '%s'", path, lineno,
-                          SC_SAMPLES_COLUMNS);
-        break;
-      }
+      if ((rc = parse_header(line, path, lineno, &lo, err)) != SC_OK) break;
       have_header = 1;
       continue;
     }
@@ -253,9 +473,23 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
     }
     {
       char family[32];
+      char *fields[MAX_FIELDS + 1];
       const char *interned = NULL;
       sc_sample *row = &out->rows[out->n];
-      rc = parse_row(line, path, lineno, row, family, sizeof family, err);
+      const int nf = split(line, fields, lo.nfields);
+      if (nf != lo.nfields) {
+        rc = sc_error_set(err, SC_EPARSE, "%s:%u: expected %d comma-separated fields, found %d",
+                          path, lineno, lo.nfields, nf);
+        break;
+      }
+      memset(row, 0, sizeof *row);
+      row->line = lineno;
+      rc = lo.table ? parse_table(fields, &lo, path, lineno, row, family, sizeof family, err)
+                    : parse_native(fields, path, lineno, row, family, sizeof family, err);
+      if (rc != SC_OK) break;
+      rc = row_group(out, &groups, lo.col[T_GROUP] >= 0 ? fields[lo.col[T_GROUP]] : NULL,
+                     lo.col[T_SOURCE] >= 0 ? fields[lo.col[T_SOURCE]] : NULL, path, lineno,
+                     row, err);
       if (rc != SC_OK) break;
       for (size_t i = 0; i < out->nfamilies; i++) {
         if (strcmp(out->families[i], family) == 0) interned = out->families[i];
@@ -285,6 +519,9 @@ int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err) {
   free(buf);
   fclose(f);
   free(text);
+  group_table_free(&groups);
+  /* the trailer is stepcast sample's, which writes the native form */
+  if (lo.table) live = 0;
   if (rc == SC_OK && !have_header)
     rc = sc_error_set(err, SC_EPARSE, "%s:%u: no column header line", path, lineno);
   if (rc == SC_OK && out->n == 0)

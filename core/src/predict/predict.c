@@ -115,12 +115,9 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, double *host_s
   sc_estimate e;
   int rc = sc_registry_estimate_op(c->pr->reg, c->dev, &o->desc, &e, err);
   if (rc != SC_OK) return rc;
-  *time_s = e.time_s;
-  if (c->pr->opts->estimator != SC_ESTIMATOR_ANALYTICAL)
-    rc = sc_residuals_apply(c->pr->opts->residuals, c->pr->opts->estimator, o->desc.family,
-                            &e, time_s, err);
+  rc = sc_price_mode(c->pr->opts->residuals, stack, c->dev, c->pr->opts->estimator, &o->desc,
+                     &e, time_s, err);
   if (rc != SC_OK) return rc;
-  *time_s = sc_stack_gpu_s(stack, c->dev, &o->desc, &e, *time_s);
   *host_s = sc_stack_host_s(stack, &o->desc);
   return SC_OK;
 }
