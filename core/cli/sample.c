@@ -126,6 +126,25 @@ typedef struct plan {
   size_t n, cap;
 } plan;
 
+/* FNV-1a over what sc_cli_same_op compares: family name, variant, dtype, flags, dims. */
+static uint64_t op_hash(const sc_op_desc *o) {
+  uint64_t h = 1469598103934665603ULL;
+  const uint64_t v[4] = {o->variant, (uint64_t)o->dtype, o->flags, o->ndims};
+  for (const char *f = o->family; f != NULL && *f; f++) {
+    h ^= (unsigned char)*f;
+    h *= 1099511628211ULL;
+  }
+  for (int i = 0; i < 4; i++) {
+    h ^= v[i];
+    h *= 1099511628211ULL;
+  }
+  for (uint32_t d = 0; d < o->ndims && d < SC_OP_MAX_DIMS; d++) {
+    h ^= (uint64_t)o->dims[d];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 static int plan_add(plan *p, const char *family, uint32_t variant, uint32_t ndims,
                     const int64_t *dims) {
   if (p->n == p->cap) {
@@ -1089,10 +1108,16 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
   static const char *const cols[] = {"family", "variant", "dtype", "dims"};
   int idx[4], kind;
   sc_csv *c = NULL;
+  size_t *slot = NULL, cap = 16; /* the plan's operators by op_hash: plan index + 1 */
   int rc = sc_csv_load(path, &c, err);
   *other = *dups = 0;
   if (rc != SC_OK) return rc;
   if ((rc = sc_csv_require(c, cols, 4, idx, err)) != SC_OK) goto out;
+  while (cap < 2 * sc_csv_nrows(c) + 2) cap *= 2;
+  if ((slot = calloc(cap, sizeof *slot)) == NULL) {
+    rc = sc_error_set(err, SC_ENOMEM, "sample: out of memory");
+    goto out;
+  }
   kind = sc_csv_column(c, "kind");
   for (size_t r = 0; r < sc_csv_nrows(c); r++) {
     const unsigned line = sc_csv_line(c, r);
@@ -1154,9 +1179,12 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
       (*other)++;
       continue;
     }
-    int seen = 0;
-    for (size_t j = 0; j < pl->n && !seen; j++) seen = sc_cli_same_op(&pl->ops[j], &o);
-    if (seen) {
+    /* an operator listed again: found in the hash table (open addressing), not by a pass
+     * over the plan (a plan of n rows was n^2 / 2 comparisons) */
+    o.family = fs;
+    size_t h = (size_t)op_hash(&o) & (cap - 1);
+    while (slot[h] != 0 && !sc_cli_same_op(&pl->ops[slot[h] - 1], &o)) h = (h + 1) & (cap - 1);
+    if (slot[h] != 0) {
       (*dups)++;
       continue;
     }
@@ -1165,11 +1193,13 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
       goto out;
     }
     pl->ops[pl->n - 1].dtype = o.dtype;
+    slot[h] = pl->n;
   }
   if (pl->n == 0)
     rc = sc_error_set(err, SC_EPARSE, "%s: no operator to measure (%zu rows of other families "
                       "or kinds)", path, *other);
 out:
+  free(slot);
   sc_csv_free(c);
   return rc;
 }

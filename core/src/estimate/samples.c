@@ -547,7 +547,9 @@ int sc_samples_write_row(FILE *f, const sc_op_desc *op, const sc_measurement *m,
     fprintf(f, ",%lld", d < op->ndims ? (long long)op->dims[d] : 0LL);
   fprintf(f, ",%u,%.6g,%.6g,%.6g,%.6g,%.6g\n", m->reps, m->median_s, m->min_s, m->max_s,
           m->p10_s, m->p90_s);
-  if (ferror(f)) return sc_error_set(err, SC_EIO, "samples: write error");
+  if (ferror(f))
+    return sc_error_set(err, SC_EIO, "samples: write error%s",
+                        f == stdout ? " on standard output" : " (the samples file)");
   return SC_OK;
 }
 

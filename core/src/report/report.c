@@ -1,4 +1,5 @@
 /* Reports: derived metrics, table, JSON, CSV (see stepcast/report.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,8 +121,16 @@ size_t sc_report_terms(const sc_sched_breakdown *b, sc_report_term *out, size_t 
 /* Table                                                                     */
 
 int sc__io_status(FILE *out, const char *who, sc_error *err) {
-  if (fflush(out) != 0 || ferror(out))
-    return sc_error_set(err, SC_EIO, "report: %s: write error", who);
+  errno = 0;
+  if (fflush(out) != 0 || ferror(out)) {
+    /* where the writes went: a file's own path is named by whoever renames it into place
+     * (common/afile.h); the standard streams have none */
+    const int e = errno;
+    const char *where = out == stdout ? " on standard output" : out == stderr ? " on standard "
+                        "error" : "";
+    return sc_error_set(err, SC_EIO, "report: %s: write error%s%s%s", who, where,
+                        e ? ": " : "", e ? strerror(e) : "");
+  }
   return SC_OK;
 }
 
