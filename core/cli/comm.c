@@ -1,6 +1,6 @@
 /*
  * stepcast comm: predicted nccl-tests output for a collective over a topology, and
- * validation against published nccl-tests results (docs/comm.md, docs/validation.md).
+ * validation against published nccl-tests results (docs/comm.md; docs/validation.md, "Collectives: published nccl-tests runs").
  */
 #include <errno.h>
 #include <math.h>

@@ -8,7 +8,7 @@
 # a one-element kernel back to back in a CUDA graph), to a scratch folder; and run 6's
 # samples alone (run6/samples.csv: the designed plan), with their rows (run6/rows.csv).
 # Every fit with --hybrid-features all: the H100 roofline has no launch floor, so a small
-# kernel's residual is a size effect that only the scale features carry (docs/validation.md,
+# kernel's residual is a size effect that only the scale features carry (docs/learned.md,
 # "Scale and shape features").
 set -euo pipefail
 sc=${SC:-build-rel/bin/stepcast}
