@@ -27,7 +27,12 @@ static void validate_usage(FILE *out) {
           "  --algo NAME              collective algorithm (auto, ring, tree, nvls)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
           "An optional column 'stack' names a software stack per row (stacks/, a name or a\n"
-          "file); empty or absent: none (one kernel per operator, a host that keeps up).\n\n"
+          "file); empty or absent: none (one kernel per operator, a host that keeps up).\n"
+          "Optional columns overlap_grad_reduce, overlap_param_gather, overlap_tp_comm\n"
+          "(true/false; default false), position (learned, rope, alibi, none), norm\n"
+          "(layernorm, rmsnorm; both default from the activation: gelu → learned and\n"
+          "layernorm, swiglu → rope and rmsnorm) and tied_embeddings (default false) state\n"
+          "what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -64,12 +69,31 @@ typedef struct vrow {
   char reason[SC_ERROR_MSG_MAX];
 } vrow;
 
-/* The software stacks the rows name (the optional column 'stack'), each loaded once. */
+/* Optional columns that state what a run did beyond the required ones (docs/validation/
+ * README.md): the overlap switches (job keys), and the model's position embedding, norm and
+ * tied embeddings; absent or empty, today's documented assumptions stand (no overlap; from
+ * the activation: gelu → learned positions and LayerNorm, swiglu → rope and RMSNorm;
+ * untied embeddings). */
+enum { O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_POSITION, O_NORM, O_TIED, O_COUNT };
+static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
+                                              "overlap_tp_comm", "position", "norm",
+                                              "tied_embeddings"};
+
+/* The software stacks the rows name (the optional column 'stack'), each loaded once; and
+ * the optional columns above. */
 typedef struct vstacks {
   int col;                  /* the column's index, -1 when the file has none */
   size_t n;
   sc_stack *s;
+  int opt[O_COUNT];         /* the optional columns' indices, -1 where absent */
 } vstacks;
+
+/* The value of choices (NULL-terminated) that text names, or -1. */
+static int choice_of(const char *const *choices, const char *text) {
+  for (int i = 0; choices[i] != NULL; i++)
+    if (strcmp(choices[i], text) == 0) return i;
+  return -1;
+}
 
 typedef struct vtopo {
   char name[SC_PATH_MAX];
@@ -311,6 +335,37 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   r->model.norm = gelu ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
   r->model.position = gelu ? SC_POS_LEARNED : SC_POS_ROPE;
   r->model.linear_bias = gelu;
+  for (int o = 0; o < O_COUNT; o++) { /* the optional columns the file has */
+    static const char *const pos[] = {"learned", "rope", "alibi", "none", NULL};
+    static const char *const norms[] = {"layernorm", "rmsnorm", NULL};
+    static const char *const bools[] = {"false", "true", NULL};
+    int k;
+    if (stacks->opt[o] < 0) continue;
+    text_of(c, row, stacks->opt[o], buf, sizeof buf);
+    if (buf[0] == '\0') continue;
+    if (o == O_POSITION) {
+      if ((k = choice_of(pos, buf)) < 0)
+        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'position': '%s' is not learned, "
+                            "rope, alibi or none", path, line, buf);
+      r->model.position = (sc_pos_embedding)k;
+    } else if (o == O_NORM) {
+      if ((k = choice_of(norms, buf)) < 0)
+        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'norm': '%s' is not layernorm or "
+                            "rmsnorm", path, line, buf);
+      r->model.norm = (sc_norm_kind)k;
+    } else if (o == O_TIED) {
+      if ((k = choice_of(bools, buf)) < 0)
+        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'tied_embeddings': '%s' is not "
+                            "true or false", path, line, buf);
+      r->model.tied_embeddings = k;
+    } else {
+      sc_error e;
+      sc_error_clear(&e);
+      if (sc_cli_job_set(&r->job, optnames[o], buf, &e) != SC_OK)
+        return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': %s", path, line, optnames[o],
+                            e.msg);
+    }
+  }
 
   /* What a prediction cannot do without. */
   static const int needed[] = {C_TP, C_PP, C_LAYERS, C_HIDDEN, C_HEADS, C_VOCAB, C_SEQ, C_GB,
@@ -443,7 +498,7 @@ int sc_cli_validate(int argc, char **argv) {
   vtopo *topos = NULL;
   size_t ntopos = 0, nrows = 0;
   int idx[C_COUNT];
-  vstacks stacks = {-1, 0, NULL};
+  vstacks stacks = {-1, 0, NULL, {0}};
   group *groups = NULL;
   size_t ngroups = 0;
 
@@ -480,6 +535,7 @@ int sc_cli_validate(int argc, char **argv) {
   if (sc_csv_load(file, &csv, &err) != SC_OK) return sc_cli_fail(&err);
   if (sc_csv_require(csv, colnames, C_COUNT, idx, &err) != SC_OK) goto fail;
   stacks.col = sc_csv_column(csv, "stack"); /* optional */
+  for (int o = 0; o < O_COUNT; o++) stacks.opt[o] = sc_csv_column(csv, optnames[o]);
   if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   nrows = sc_csv_nrows(csv);
