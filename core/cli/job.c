@@ -30,6 +30,8 @@ static const job_key keys[] = {
     {"topology", K_STR, NULL, "topology name or file"},
     {"hardware", K_STR, NULL, "hardware name or file (default: the topology's)"},
     {"stack", K_STR, NULL, "software stack name or file (stacks/; default: none)"},
+    {"residuals", K_STR, NULL, "residual models folder for --estimator hybrid|learned "
+                               "(default: hardware/<device>/residuals)"},
     {"gpus", K_U32, NULL, "GPUs in the job"},
     {"tp", K_U32, NULL, "tensor parallel"},
     {"pp", K_U32, NULL, "pipeline parallel"},
@@ -158,8 +160,9 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; which = 1; }
     else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; which = 2; }
     else if (strcmp(k->name, "stack") == 0) { dst = j->stack; cap = sizeof j->stack; which = 3; }
+    else if (strcmp(k->name, "residuals") == 0) { dst = j->residuals; cap = sizeof j->residuals; }
     if (which >= 0) j->where[which][0] = '\0'; /* a flag's, until the job file says where */
-    else { dst = j->algo; cap = sizeof j->algo; }
+    else if (dst == NULL) { dst = j->algo; cap = sizeof j->algo; }
     if (*value == '\0' || strlen(value) >= cap)
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is empty or too long", k->name, value);
     memcpy(dst, value, strlen(value) + 1);

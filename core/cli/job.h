@@ -12,6 +12,7 @@ typedef struct sc_cli_job {
   char topology[SC_PATH_MAX];
   char hardware[SC_PATH_MAX];   /* "" = the topology's */
   char stack[SC_PATH_MAX];      /* "" = none (one kernel per operator, the host keeps up) */
+  char residuals[SC_PATH_MAX];  /* "" = the device's own (hardware/<device>/residuals/) */
   uint32_t gpus;                /* 0 = tp*pp*dp*cp */
   sc_parallel par;
   int given[4];                 /* tp, pp, dp, cp given explicitly */
