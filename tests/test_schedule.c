@@ -301,6 +301,38 @@ START_TEST(p2p_exposed) {
 }
 END_TEST
 
+/* Blocking sends (p2p_blocking: DeepSpeed's PipelineEngine): two stages, m = 2, f = b = 1,
+ * sends of 0.5 s that hold the sender's compute stream.
+ * R0 F0 [0,1] send [1,1.5], F1 [1.5,2.5] send [2.5,3]; R1 F0 [1.5,2.5], B0 [2.5,3.5] send
+ * [3.5,4], F1 [4,5], B1 [5,6] send [6,6.5]; R0 B0 [4,5], B1 [6.5,7.5]. Stage 0: 4 s of
+ * compute, 1 s held by its sends and 1 s waiting for gradients in flight (P2P), 1.5 s of
+ * bubble. Without blocking the same pipeline takes 7 s. */
+START_TEST(p2p_blocking) {
+  sc_sched_chunk c[2];
+  memset(c, 0, sizeof c);
+  for (int i = 0; i < 2; i++) {
+    c[i].fwd_s = 1;
+    c[i].bwd_s = 1;
+    c[i].p2p_fwd_s = 0.5;
+    c[i].p2p_bwd_s = 0.5;
+  }
+  sc_sched_input in = input(SC_SCHED_1F1B, 2, 1, 2, c);
+  in.record_timeline = 1; /* the per-stage breakdowns */
+  sc_sched_result r;
+  sc_error err;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 7.0, REL);
+  in.p2p_blocking = 1;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 7.5, REL);
+  ck_assert_uint_eq(r.critical_stage, 0);
+  ck_close(r.stages[0].p2p_exposed_s, 2.0, REL);
+  ck_close(r.stages[0].bubble_s, 1.5, REL);
+  ck_close(terms_sum(&r.stages[0]), 7.5, REL);
+  ck_close(terms_sum(&r.stages[1]), 7.5, REL);
+}
+END_TEST
+
 /* Everything at once: non-uniform interleaved stages, comm on every stream, recompute,
  * families, buckets, optimizer. Every stage's terms sum to T; families sum to compute;
  * no two passes of one stage overlap; the critical stage ends at T. */
@@ -526,6 +558,7 @@ static Suite *schedule_suite(void) {
   tcase_add_test(tc, dp_grad_overlap);
   tcase_add_test(tc, param_gather);
   tcase_add_test(tc, p2p_exposed);
+  tcase_add_test(tc, p2p_blocking);
   tcase_add_test(tc, breakdown_consistent);
   tcase_add_test(tc, workspace_reuse);
   tcase_add_test(tc, large);

@@ -66,6 +66,9 @@ START_TEST(test_load_by_name) {
   ck_assert_msg(sc_stack_load("pytorch-eager", &s, &err) == SC_OK, "%s", err.msg);
   ck_assert_str_eq(s.name, "pytorch-eager");
   ck_assert(s.host_per_kernel_s > 0);
+  ck_assert_int_eq(s.p2p_blocking, 0); /* not stated: sends run beside the compute */
+  ck_assert_msg(sc_stack_load("gpt-neox", &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(s.p2p_blocking, 1); /* DeepSpeed's PipelineEngine */
   ck_assert_int_eq(sc_stack_load("no-such-stack", &s, &err), SC_ENOTFOUND);
   ck_assert_msg(strstr(err.msg, "stack 'no-such-stack' not found") != NULL, "%s", err.msg);
   ck_assert(load("ok_empty_traffic.toml", &s, &err) == SC_OK);

@@ -100,6 +100,9 @@ typedef struct sc_sched_input {
   double cp_overlap_frac;
   int overlap_grad_reduce;    /* DP reduction of a chunk's buckets during the backward */
   int overlap_param_gather;   /* param all-gather overlapped with the first forwards */
+  int p2p_blocking;           /* a send holds the sender's compute stream until it completes
+                               * (blocking send/recv, DeepSpeed's PipelineEngine); 0: sends
+                               * run on their own streams beside the compute */
   uint32_t grad_buckets;      /* buckets per chunk for the gradient reduction (0 means 1) */
   uint32_t param_buckets;     /* buckets per chunk for the parameter all-gather (0 means 1) */
   uint32_t nfamilies;         /* <= SC_SCHED_MAX_FAMILIES; 0 = no family split */

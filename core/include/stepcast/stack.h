@@ -60,6 +60,9 @@ typedef struct sc_stack {
   double host_per_kernel_s;    /* host time to dispatch one kernel (0: the host keeps up) */
   uint32_t vocab_divisible_by; /* the vocabulary padded to a multiple of this (times tp);
                                   0 = not stated (Megatron's 128) */
+  int p2p_blocking;            /* pipeline sends block the sender's compute until they
+                                  complete (DeepSpeed's PipelineEngine: dist.send/recv);
+                                  0: they run beside it (sc_sched_input.p2p_blocking) */
   uint32_t nkernels, ntraffic;
   sc_stack_rule kernels[SC_STACK_RULES_MAX]; /* kernels launched per operator (default 1) */
   sc_stack_rule traffic[SC_STACK_RULES_MAX]; /* multiple of the operator's bytes (default 1) */

@@ -272,6 +272,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   in.cp_overlap_frac = 0.0; /* what attention hides is already taken off (see below) */
   in.overlap_grad_reduce = p->overlap_grad_reduce;
   in.overlap_param_gather = p->overlap_param_gather;
+  in.p2p_blocking = o->stack != NULL && o->stack->p2p_blocking;
   in.grad_buckets = 0;
   in.param_buckets = 0;
   in.nfamilies = (uint32_t)SC__NFAM;

@@ -491,6 +491,7 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
       double s = dmax(end, ws->pnext_free[r]);
       double e = s + ch->p2p_fwd_s;
       ws->pnext_free[r] = e;
+      if (in->p2p_blocking) ws->cfree[r] = e; /* the sender waits for its send */
       size_t nidx = idx + 1;
       ws->fwd_in[nidx].arr = e;
       ws->fwd_in[nidx].prod = end;
@@ -546,6 +547,7 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
       double s = dmax(end, ws->pprev_free[r]);
       double e = s + ch->p2p_bwd_s;
       ws->pprev_free[r] = e;
+      if (in->p2p_blocking) ws->cfree[r] = e; /* the sender waits for its send */
       size_t pidx = idx - 1;
       ws->bwd_in[pidx].arr = e;
       ws->bwd_in[pidx].prod = end;
@@ -615,6 +617,10 @@ static void account_rank(sim *S, uint32_t r) {
       bd->tp_exposed_s += etp;
       bd->cp_exposed_s += ecp;
       t0 = xend + etp + ecp;
+      if (in->p2p_blocking && g + 1 < S->G) { /* held by its send until it completes */
+        bd->p2p_exposed_s += ws->fwd_in[idx + 1].arr - t0;
+        t0 = ws->fwd_in[idx + 1].arr;
+      }
     } else {
       double a = ws->bwd_in[idx].arr, pe = ws->bwd_in[idx].prod;
       double start = dmax(t0, a);
@@ -628,6 +634,10 @@ static void account_rank(sim *S, uint32_t r) {
       bd->tp_exposed_s += etp;
       bd->cp_exposed_s += ecp;
       t0 = start + x + etp + ecp;
+      if (in->p2p_blocking && g > 0) {
+        bd->p2p_exposed_s += ws->bwd_in[idx - 1].arr - t0;
+        t0 = ws->bwd_in[idx - 1].arr;
+      }
     }
   }
 }

@@ -840,8 +840,8 @@ static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
 
 int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   static const char *const known[] = {"name", "description", "host_per_kernel_s",
-                                      "vocab_divisible_by", "kernels", "traffic", "attention",
-                                      NULL};
+                                      "vocab_divisible_by", "p2p_blocking", "kernels", "traffic",
+                                      "attention", NULL};
   char path[SC_PATH_MAX];
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
@@ -886,6 +886,10 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
     else if (rc == SC_OK && (v < 1 || v > 65536))
       rc = sc__bad(t, "vocab_divisible_by", err, "must be in [1, 65536] (is %lld)", (long long)v);
     else if (rc == SC_OK) st->vocab_divisible_by = (uint32_t)v;
+  }
+  if (rc == SC_OK) {
+    rc = sc__table_bool(t, "p2p_blocking", &st->p2p_blocking, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
   }
   uint32_t n = 0;
   if (rc == SC_OK)
