@@ -126,19 +126,15 @@ int sc_cli_predict(int argc, char **argv) {
                  "analytical estimator uses none)", job.residuals);
     goto fail;
   }
-  if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL && job.residuals[0] != '\0') {
-    /* a residual set named by --residuals (or the job file), checked against the device */
-    if (sc_residuals_load(job.residuals, &resid, &err) != SC_OK ||
-        sc_residuals_check(resid, dev.name, reg, &err) != SC_OK)
-      goto fail;
-    job.opts.residuals = resid;
-    if (sc_residuals_for_topology(topo.path, topo.name, NULL, 0, job.opts.estimator, &cresid,
-                                  &err) != SC_OK)
-      goto fail;
-    job.opts.coll_residuals = cresid;
-  } else if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hardware/<device>/residuals/ */
-    if (sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware, dev.name, reg,
-                                  job.opts.estimator, &resid, &err) != SC_OK)
+  if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
+    /* the operators' residuals: a set named by --residuals (or the job file), checked
+     * against the device, else hardware/<device>/residuals/ */
+    if (job.residuals[0] != '\0'
+            ? sc_residuals_load(job.residuals, &resid, &err) != SC_OK ||
+                  sc_residuals_check(resid, dev.name, reg, &err) != SC_OK
+            : sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware,
+                                        dev.name, reg, job.opts.estimator, &resid,
+                                        &err) != SC_OK)
       goto fail;
     job.opts.residuals = resid;
     /* topologies/<name>/residuals/, when fitted (stepcast fit --comm) */
