@@ -99,13 +99,13 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
     sc_estimate e;
     int rc = sc_registry_estimate_op(c->reg, c->dev, &o->desc, &e, err);
     if (rc != SC_OK) return rc;
-    if (c->estimator != SC_ESTIMATOR_ANALYTICAL) {
-      double t = e.time_s;
-      rc = sc_residuals_apply(c->resid, c->estimator, o->desc.family, &e, &t, err);
+    { /* the estimator's time under the stack, by the one rule predict prices by */
+      double t;
+      rc = sc_price_mode(c->estimator != SC_ESTIMATOR_ANALYTICAL ? c->resid : NULL, c->stack,
+                         c->dev, c->estimator, &o->desc, &e, &t, err);
       if (rc != SC_OK) return rc;
       e.time_s = t;
     }
-    e.time_s = sc_stack_gpu_s(c->stack, c->dev, &o->desc, &e, e.time_s);
     char shape[160];
     shape_string(&o->desc, shape, sizeof shape);
     double total = e.time_s * o->repeat;
