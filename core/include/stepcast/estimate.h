@@ -333,6 +333,10 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
  * (hybrid) or exp(prediction) (learned), the model evaluated on sc_resid_features(e).
  * SC_EINVAL when the model's feature count differs from sc_resid_features' (a model fitted
  * for another plugin version). r may be NULL (then analytical). */
+/* The same with the analytical time the model corrects given as base_s (e's own time, or the
+ * time a software stack prices e at: sc_price_mode); the model still reads e's features. */
+int sc_residuals_apply_at(const sc_residuals *r, sc_estimator mode, const char *family,
+                          const sc_estimate *e, double base_s, double *time_s, sc_error *err);
 int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
                        const sc_estimate *e, double *time_s, sc_error *err);
 

@@ -64,8 +64,6 @@ static int check_time(const char *what, double t, sc_error *err) {
 int sc_price_mode(const sc_residuals *r, const sc_stack *s, const sc_device *dev,
                   sc_estimator mode, const sc_op_desc *op, const sc_estimate *e,
                   double *time_s, sc_error *err) {
-  const sc_resid_model *m;
-  double x[SC_MAX_FEATURES];
   if (dev == NULL || op == NULL || e == NULL || time_s == NULL)
     return sc_error_set(err, SC_EINVAL, "price: NULL argument");
   *time_s = sc_stack_gpu_s(s, dev, op, e, e->time_s);
@@ -81,14 +79,7 @@ int sc_price_mode(const sc_residuals *r, const sc_stack *s, const sc_device *dev
                         "prices %s%s%s (give --stack %s, or residuals fitted without one)",
                         r->dir, r->stack, s ? "stack '" : "no stack", s ? s->name : "",
                         s ? "'" : "", r->stack);
-  m = sc_residuals_find(r, op->family,
-                        mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED);
-  if (m == NULL) return SC_OK; /* no model of this family: the stack's analytical time */
-  if (m->nfeatures != sc_resid_features(e, x))
-    return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
-                        "plugin's estimate gives %u (refit with stepcast fit)", m->family,
-                        r->device, m->nfeatures, sc_resid_features(e, x));
-  return sc_resid_time(m, x, *time_s, time_s, err);
+  return sc_residuals_apply_at(r, mode, op->family, e, *time_s, time_s, err);
 }
 
 int sc_price_op(sc_registry *reg, const sc_device *dev, const sc_residuals *r,

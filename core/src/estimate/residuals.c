@@ -478,31 +478,37 @@ const sc_resid_model *sc_residuals_find(const sc_residuals *r, const char *famil
 }
 
 /* The estimator's time for e through model m of r (found for e's family and mode's target). */
-static int apply_model(const sc_residuals *r, const sc_resid_model *m, sc_estimator mode,
-                       const sc_estimate *e, double *time_s, sc_error *err) {
-  double x[SC_MAX_FEATURES];
-  uint32_t nx = sc_resid_features(e, x);
-  (void)mode; /* m was found for mode's target */
-  if (m->nfeatures != nx)
-    return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
-                        "plugin's estimate gives %u (refit with stepcast fit)", m->family,
-                        r->device, m->nfeatures, nx);
-  return sc_resid_time(m, x, e->time_s, time_s, err);
-}
-
 static sc_resid_target target_of_mode(sc_estimator mode) {
   return mode == SC_ESTIMATOR_HYBRID ? SC_TARGET_HYBRID : SC_TARGET_LEARNED;
 }
 
-int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
-                       const sc_estimate *e, double *time_s, sc_error *err) {
+/* The estimator's time through model m of r for estimate e's features, correcting base_s. */
+static int apply_model(const sc_residuals *r, const sc_resid_model *m, const sc_estimate *e,
+                       double base_s, double *time_s, sc_error *err) {
+  double x[SC_MAX_FEATURES];
+  uint32_t nx = sc_resid_features(e, x);
+  if (m->nfeatures != nx)
+    return sc_error_set(err, SC_EINVAL, "residuals: %s model of '%s' has %u features, the "
+                        "plugin's estimate gives %u (refit with stepcast fit)", m->family,
+                        r->device, m->nfeatures, nx);
+  return sc_resid_time(m, x, base_s, time_s, err);
+}
+
+int sc_residuals_apply_at(const sc_residuals *r, sc_estimator mode, const char *family,
+                          const sc_estimate *e, double base_s, double *time_s, sc_error *err) {
   const sc_resid_model *m;
   if (e == NULL || time_s == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
-  *time_s = e->time_s;
+  *time_s = base_s;
   if (mode == SC_ESTIMATOR_ANALYTICAL || r == NULL) return SC_OK;
   m = sc_residuals_find(r, family, target_of_mode(mode));
   if (m == NULL) return SC_OK; /* no samples of this family: it stays analytical */
-  return apply_model(r, m, mode, e, time_s, err);
+  return apply_model(r, m, e, base_s, time_s, err);
+}
+
+int sc_residuals_apply(const sc_residuals *r, sc_estimator mode, const char *family,
+                       const sc_estimate *e, double *time_s, sc_error *err) {
+  if (e == NULL || time_s == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  return sc_residuals_apply_at(r, mode, family, e, e->time_s, time_s, err);
 }
 
 /* Model m of path must list want features named name(ctx, j): else SC_ESPEC at its
@@ -611,7 +617,7 @@ int sc_residuals_apply_coll(const sc_residuals *r, sc_estimator mode, const sc_c
   *time_s = an->time_s;
   if ((m = sc_residuals_find_coll(r, mode, c)) == NULL) return SC_OK;
   sc_coll_resid_input(c, an, &in);
-  return apply_model(r, m, mode, &in, time_s, err);
+  return apply_model(r, m, &in, in.time_s, time_s, err);
 }
 
 int sc_residuals_for_topology(const char *topology, const char *name, const char *dir,
