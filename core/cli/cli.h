@@ -36,20 +36,10 @@ int sc_cli_usage_error(const char *cmd, const char *fmt, ...)
  * sc_registry_free. Defined in plugins.c. */
 int sc_cli_registry_open(sc_registry **out, sc_error *err);
 
-/* "compute", "memory", "latency" or "bandwidth" ("?" out of range). Defined in main.c. */
-const char *sc_cli_bound_name(sc_bound b);
-
-/* 1 when name is one of the comma-separated items of list (always when list is NULL: a
- * --families left out means every family). Defined in main.c. */
-int sc_cli_list_has(const char *list, const char *name);
 /* The first item of the comma-separated list that is none of known[0..n), an empty one
  * included, with its length in *len; NULL when every item is known. Defined in main.c. */
 const char *sc_cli_list_unknown(const char *list, const char *const *known, size_t n,
                                 size_t *len);
-
-/* 1 when a and b are the same operator: family, variant, dtype, dims and flags (a plan's
- * operator listed again, a second samples file's row of it). Defined in main.c. */
-int sc_cli_same_op(const sc_op_desc *a, const sc_op_desc *b);
 
 /* "stepcast <subcommand> <args...>" into buf (cut to cap - 1 bytes), for the headers of the
  * files a subcommand writes; argv as the subcommand received it. */

@@ -591,10 +591,10 @@ int sc_cli_comm(int argc, char **argv) {
              "\"bound\":\"%s\",\"bound_tier\":\"%s\"}",
              first ? "" : ",", bytes, count, e.time_s, algbw, busbw,
              chosen ? chosen->algorithm : "", proto ? proto : "", chosen ? chosen->hdr.name : "",
-             sc_cli_bound_name(e.bound), tier);
+             sc_bound_name(e.bound), tier);
     } else if (csv) {
       printf("%.0f,%.0f,%s,%.3f,%.4f,%.4f,%s,%s,%s\n", bytes, count, dt->name, e.time_s * 1e6,
-             algbw / 1e9, busbw / 1e9, chosen ? chosen->algorithm : "", sc_cli_bound_name(e.bound),
+             algbw / 1e9, busbw / 1e9, chosen ? chosen->algorithm : "", sc_bound_name(e.bound),
              tier);
     } else {
       double us = e.time_s * 1e6;
@@ -606,7 +606,7 @@ int sc_cli_comm(int argc, char **argv) {
       else if (us >= 100.0) printf("%7.1f", us);
       else printf("%7.2f", us);
       printf("  %6.2f  %6.2f  %s/%-6s %s@%s\n", algbw / 1e9, busbw / 1e9,
-             chosen ? chosen->algorithm : "?", proto ? proto : "?", sc_cli_bound_name(e.bound),
+             chosen ? chosen->algorithm : "?", proto ? proto : "?", sc_bound_name(e.bound),
              tier);
     }
     first = 0;

@@ -351,7 +351,7 @@ static void print_table(const ctx *c, const meas *m, size_t nm, const sc_score *
       if (m[k].count > 1 && strcmp(r->group, c->rows[m[k].first].group) != 0) continue;
       left--;
       printf("%-6u %-14s %3u %-5s %-28s %-9s %12.4e %12.4e %12.4e", r->line, r->family,
-             r->variant, r->dtype, r->dims, sc_cli_bound_name(r->pr.an.bound),
+             r->variant, r->dtype, r->dims, sc_bound_name(r->pr.an.bound),
              r->pr.time_s[0], r->pr.time_s[1], r->pr.time_s[2]);
       if (m[k].count == 1) print_errors(&m[k]);
       printf("\n");
@@ -414,7 +414,7 @@ static void print_json(const ctx *c, const meas *m, size_t nm, const sc_score *s
       printf(", \"algorithm\": ");
       sc_json_string(stdout, r->algo);
     }
-    printf(", \"bound\": \"%s\", \"flops\": ", sc_cli_bound_name(r->pr.an.bound));
+    printf(", \"bound\": \"%s\", \"flops\": ", sc_bound_name(r->pr.an.bound));
     json_num(r->pr.an.flops);
     printf(", \"bytes\": ");
     json_num(r->pr.an.bytes);

@@ -41,30 +41,6 @@ static const sc_cli_cmd commands[] = {
 };
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
-const char *sc_cli_bound_name(sc_bound b) {
-  static const char *const names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
-                                                    "bandwidth"};
-  return (unsigned)b < SC_BOUND_COUNT ? names[b] : "?";
-}
-
-int sc_cli_list_has(const char *list, const char *name) {
-  const size_t n = strlen(name);
-  if (list == NULL) return 1;
-  for (const char *p = list;; p++) {
-    const size_t k = strcspn(p, ",");
-    if (k == n && strncmp(p, name, n) == 0) return 1;
-    p += k;
-    if (*p == '\0') return 0;
-  }
-}
-
-int sc_cli_same_op(const sc_op_desc *a, const sc_op_desc *b) {
-  if (strcmp(a->family, b->family) != 0 || a->variant != b->variant || a->dtype != b->dtype ||
-      a->ndims != b->ndims || a->flags != b->flags || a->ndims > SC_OP_MAX_DIMS)
-    return 0;
-  return memcmp(a->dims, b->dims, a->ndims * sizeof a->dims[0]) == 0;
-}
-
 int sc_cli_hardware_beside(const char *samples, char *buf, size_t n) {
   const char *s = strrchr(samples, '/');
   size_t dl = s ? (size_t)(s - samples) : 0;

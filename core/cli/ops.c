@@ -118,7 +118,7 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       snprintf(shown, sizeof shown, "%s%s%s%s", shape, fl[0] ? " (" : "", fl, fl[0] ? ")" : "");
       printf("    %-22s %-13s %-26s %5u %12.3f %10.2f  %-8s %11.2f %11.2f\n", o->label,
              o->desc.family, shown, o->repeat, e.flops / 1e9, e.bytes / 1e6,
-             sc_cli_bound_name(e.bound), e.time_s * 1e6, total * 1e6);
+             sc_bound_name(e.bound), e.time_s * 1e6, total * 1e6);
     } else if (c->fmt == FMT_JSON) {
       printf("%s{\"label\": \"%s\", \"family\": \"%s\", \"variant\": %u, \"dtype\": \"%s\", "
              "\"dims\": [",
@@ -130,11 +130,11 @@ static int print_list(ctx *c, const sc_stage_work *w, const sc_work_list *l, con
       printf("], \"flags\": [%s], \"repeat\": %u, \"where\": \"%s\", \"flops\": %.17g, "
              "\"bytes\": %.17g, \"bound\": \"%s\", \"time_s\": %.17g, \"total_time_s\": %.17g}",
              fl, o->repeat, o->where == SC_WHERE_LAYER ? "layer" : "stage", e.flops, e.bytes,
-             sc_cli_bound_name(e.bound), e.time_s, total);
+             sc_bound_name(e.bound), e.time_s, total);
     } else {
       printf("%u,%u,%s,op,%s,%s,%u,%s,%s,%u,%.17g,%.17g,%s,%.17g,%.17g,,\n", w->stage, w->chunk,
              phase, o->label, o->desc.family, o->desc.variant, sc_dtype_name(o->desc.dtype), shape,
-             o->repeat, e.flops, e.bytes, sc_cli_bound_name(e.bound), e.time_s, total);
+             o->repeat, e.flops, e.bytes, sc_bound_name(e.bound), e.time_s, total);
     }
   }
   if (c->fmt == FMT_JSON) printf("], \"colls\": [");

@@ -126,7 +126,7 @@ typedef struct plan {
   size_t n, cap;
 } plan;
 
-/* FNV-1a over what sc_cli_same_op compares: family name, variant, dtype, flags, dims. */
+/* FNV-1a over what sc_op_same compares: family name, variant, dtype, flags, dims. */
 static uint64_t op_hash(const sc_op_desc *o) {
   uint64_t h = 1469598103934665603ULL;
   const uint64_t v[4] = {o->variant, (uint64_t)o->dtype, o->flags, o->ndims};
@@ -248,7 +248,7 @@ static int measure_kernel_rates(sc_registry *reg, const sc_hw_plugin *hw, const 
     sc_estimate e;
     sc_error e2;
     rate[i] = 0.0;
-    if (!sc_cli_list_has(families, k->family)) continue;
+    if (!sc_name_in_list(families, k->family)) continue;
     op.family = k->family;
     op.variant = k->variant;
     op.dtype = SC_DTYPE_FP32;
@@ -334,7 +334,7 @@ static int measure_row_rates(sc_registry *reg, const sc_hw_plugin *hw, const sc_
       rr[k][i] = 0.0;
       memset(&mm[k][i], 0, sizeof mm[k][i]);
     }
-    if (!(km->row & ROW_RATE) || !sc_cli_list_has(families, km->family)) continue;
+    if (!(km->row & ROW_RATE) || !sc_name_in_list(families, km->family)) continue;
     for (int i = 0; i < SC_ROW_RATE_WIDTHS; i++) { /* the widths measured, narrowest first */
       sc_estimate e;
       sc_error e2;
@@ -414,7 +414,7 @@ static int measure_row_exposure(sc_registry *reg, const sc_hw_plugin *hw, const 
     expo[k] = 0.0;
     dims[k][0] = dims[k][1] = 0;
     roof[k][0] = roof[k][1] = 0.0;
-    if (!(km->row & ROW_EXPOSURE) || !sc_cli_list_has(families, km->family) || !(krate[k] > 0))
+    if (!(km->row & ROW_EXPOSURE) || !sc_name_in_list(families, km->family) || !(krate[k] > 0))
       continue;
     const int64_t cols = (km->row & ROW_RAMP) ? wide : EXPO_COLS;
     /* 4 x llc bytes of fp32 per array, at most 2^26 elements (256 MiB) */
@@ -1175,7 +1175,7 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
                         fi == 1 ? " (the last, causal, 0 or 1)" : "");
       goto out;
     }
-    if (fs == NULL || !sc_cli_list_has(families, fs)) {
+    if (fs == NULL || !sc_name_in_list(families, fs)) {
       (*other)++;
       continue;
     }
@@ -1183,7 +1183,7 @@ static int read_plan(const char *path, const char *families, plan *pl, size_t *o
      * over the plan (a plan of n rows was n^2 / 2 comparisons) */
     o.family = fs;
     size_t h = (size_t)op_hash(&o) & (cap - 1);
-    while (slot[h] != 0 && !sc_cli_same_op(&pl->ops[slot[h] - 1], &o)) h = (h + 1) & (cap - 1);
+    while (slot[h] != 0 && !sc_op_same(&pl->ops[slot[h] - 1], &o)) h = (h + 1) & (cap - 1);
     if (slot[h] != 0) {
       (*dups)++;
       continue;
@@ -1220,7 +1220,7 @@ static int build_plan(plan *pl, const char *families, int quick, int gpu, double
   size_t maxn = 0;
   int prc = SC_OK;
   for (size_t k = 0; k < 9 && prc == SC_OK; k++) {
-    if (!sc_cli_list_has(families, parts[k].fam)) continue;
+    if (!sc_name_in_list(families, parts[k].fam)) continue;
     prc = plan_family(&per[k], parts[k].name, quick ? (parts[k].count + 3) / 4 : parts[k].count,
                       gpu, mid);
     if (per[k].n > maxn) maxn = per[k].n;

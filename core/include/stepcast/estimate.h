@@ -103,6 +103,13 @@ typedef struct sc_sample_set {
 int sc_samples_read(const char *path, sc_sample_set *out, sc_error *err);
 void sc_samples_free(sc_sample_set *s);
 
+/* 1 when a and b are the same operator: family, variant, dtype, dims and flags (a plan's
+ * operator listed again, a second samples file's row of it). */
+int sc_op_same(const sc_op_desc *a, const sc_op_desc *b);
+
+/* "compute", "memory", "latency" or "bandwidth"; "?" out of range. */
+const char *sc_bound_name(sc_bound b);
+
 /* The value of metadata key in s, or NULL. */
 const char *sc_samples_meta(const sc_sample_set *s, const char *key);
 

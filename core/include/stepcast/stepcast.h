@@ -44,6 +44,10 @@ int sc_error_setv(sc_error *err, int code, const char *fmt, va_list ap);
 /* Clear err to SC_OK with an empty message. NULL is a no-op. */
 void sc_error_clear(sc_error *err);
 
+/* 1 when name is one of the comma-separated items of list, 0 otherwise; always 1 when list
+ * is NULL (an option such as --families left out means every name). */
+int sc_name_in_list(const char *list, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

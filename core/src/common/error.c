@@ -53,3 +53,14 @@ void sc_error_clear(sc_error *err) {
     err->msg[0] = '\0';
   }
 }
+
+int sc_name_in_list(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  if (list == NULL) return 1;
+  for (const char *p = list;; p++) {
+    const size_t k = strcspn(p, ",");
+    if (k == n && strncmp(p, name, n) == 0) return 1;
+    p += k;
+    if (*p == '\0') return 0;
+  }
+}

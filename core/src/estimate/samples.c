@@ -625,3 +625,16 @@ int sc_cache_miss_curve(const double *rate, int n, double cache_Bps, double dram
     for (int k = 0; k < len[b]; k++) share[j++] = val[b];
   return SC_OK;
 }
+
+int sc_op_same(const sc_op_desc *a, const sc_op_desc *b) {
+  if (strcmp(a->family, b->family) != 0 || a->variant != b->variant || a->dtype != b->dtype ||
+      a->ndims != b->ndims || a->flags != b->flags || a->ndims > SC_OP_MAX_DIMS)
+    return 0;
+  return memcmp(a->dims, b->dims, a->ndims * sizeof a->dims[0]) == 0;
+}
+
+const char *sc_bound_name(sc_bound b) {
+  static const char *const names[SC_BOUND_COUNT] = {"compute", "memory", "latency",
+                                                    "bandwidth"};
+  return (unsigned)b < SC_BOUND_COUNT ? names[b] : "?";
+}
