@@ -94,6 +94,7 @@ START_TEST(test_load_bad) {
                                      "[stack.attention.h100-sxm5-80gb]"},
       {"bad_attention_key.toml", ":6:1: key 'mid': unknown key in [stack.attention."},
       {"bad_vocab.toml", ":3:1: key 'vocab_divisible_by': must be in [1, 65536] (is 0)"},
+      {"bad_p2p_blocking.toml", ":3:"},
       {"not_a_stack.toml", ": key 'model': unknown key in a stack file"},
       {"bad_head_dims_order.toml", ":4:1: key 'head_dims': element 2: 64 is not a whole "
                                    "number in [1, 4096] above the one before"},

@@ -205,10 +205,15 @@ static int check_residuals(sc_registry *reg, const char *dir, const char *device
 }
 
 /* A job file: its keys, the model and topology it names loading, the degrees derived. */
-static int check_job(const char *path, sc_error *err) {
+/* A job file: what it names must load as predict loads it (model, topology, the hardware,
+ * the stack, the residual sets its estimator uses), and its parallel layout must hold. */
+static int check_job(const char *path, sc_registry **reg, sc_error *err) {
   sc_cli_job j;
   sc_model m;
   sc_topology t;
+  sc_device d;
+  sc_residuals *ops = NULL, *coll = NULL;
+  const char *hw;
   int rc;
   sc_cli_job_init(&j);
   if ((rc = sc_cli_job_load(&j, path, err)) != SC_OK) return rc;
@@ -228,7 +233,13 @@ static int check_job(const char *path, sc_error *err) {
     snprintf(msg, sizeof msg, "%s", err->msg);
     return sc_error_set(err, rc, "%s: %s", path, msg);
   }
+  if (*reg == NULL && (rc = sc_cli_registry_open(reg, err)) != SC_OK) return rc;
+  hw = j.hardware[0] ? j.hardware : t.hardware;
+  if ((rc = sc_hardware_load(*reg, hw, &d, err)) != SC_OK)
+    return j.hardware[0] ? sc_cli_job_blame(&j, SC_CLI_JOB_HARDWARE, err) : rc;
+  if ((rc = sc_cli_job_residuals(&j, hw, &t, &d, *reg, &ops, &coll, err)) != SC_OK) return rc;
   printf("job (%s)\n  model            %s\n  topology         %s\n", path, m.name, t.name);
+  printf("  hardware         %s\n", d.name);
   printf("  gpus             %u = tp %u x pp %u x dp %u x cp %u\n", j.gpus, j.par.tp, j.par.pp,
          j.par.dp, j.par.cp);
   printf("  batch            micro %u, global %u, seq %u, %s\n", j.par.micro_batch,
@@ -236,6 +247,12 @@ static int check_job(const char *path, sc_error *err) {
   printf("  schedule         %s, virtual stages %u, recompute %s\n",
          sc_cli_schedule_name(j.par.schedule), j.par.virtual_stages,
          sc_recompute_name(j.par.recompute));
+  printf("  estimator        %s", sc_estimator_name(j.opts.estimator));
+  if (ops != NULL) printf(", operator residuals %s", j.residuals[0] ? j.residuals : "of the device");
+  if (coll != NULL) printf(", collective residuals of the topology");
+  printf("\n");
+  sc_residuals_free(ops);
+  sc_residuals_free(coll);
   return SC_OK;
 }
 
@@ -322,7 +339,7 @@ int sc_cli_check(int argc, char **argv) {
       rc = sc_stack_load(path, &st, &err);
       if (rc == SC_OK) print_stack(&st);
     } else if (kind == CHECK_JOB) {
-      rc = check_job(path, &err);
+      rc = check_job(path, &reg, &err);
     } else if (kind == SC_SPEC_HARDWARE) {
       sc_device d;
       if (reg == NULL) {

@@ -160,7 +160,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "topology") == 0) { dst = j->topology; cap = sizeof j->topology; which = 1; }
     else if (strcmp(k->name, "hardware") == 0) { dst = j->hardware; cap = sizeof j->hardware; which = 2; }
     else if (strcmp(k->name, "stack") == 0) { dst = j->stack; cap = sizeof j->stack; which = 3; }
-    else if (strcmp(k->name, "residuals") == 0) { dst = j->residuals; cap = sizeof j->residuals; }
+    else if (strcmp(k->name, "residuals") == 0) { dst = j->residuals; cap = sizeof j->residuals; which = 4; }
     if (which >= 0) j->where[which][0] = '\0'; /* a flag's, until the job file says where */
     else if (dst == NULL) { dst = j->algo; cap = sizeof j->algo; }
     if (*value == '\0' || strlen(value) >= cap)
@@ -272,8 +272,9 @@ int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err) {
     }
     rc = sc_cli_job_set(j, kv->key, text, err);
     if (rc == SC_OK) {
-      static const char *const named[4] = {"model", "topology", "hardware", "stack"};
-      for (int w = 0; w < 4; w++)
+      static const char *const named[5] = {"model", "topology", "hardware", "stack",
+                                           "residuals"};
+      for (int w = 0; w < 5; w++)
         if (strcmp(kv->key, named[w]) == 0)
           snprintf(j->where[w], sizeof j->where[w], "%s:%u:%u: key 'job.%s'", path, v->line,
                    v->col, kv->key);
@@ -355,8 +356,42 @@ const char *sc_cli_schedule_name(sc_schedule_kind k) {
 
 int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err) {
   if (err == NULL) return SC_EINVAL;
-  if (j == NULL || which < 0 || which > 3 || j->where[which][0] == '\0') return err->code;
+  if (j == NULL || which < 0 || which > SC_CLI_JOB_RESIDUALS || j->where[which][0] == '\0')
+    return err->code;
   char msg[SC_ERROR_MSG_MAX];
   snprintf(msg, sizeof msg, "%s", err->msg);
   return sc_error_set(err, err->code, "%s: %s", j->where[which], msg);
+}
+
+int sc_cli_job_residuals(const sc_cli_job *j, const char *hw_path, const sc_topology *topo,
+                         const sc_device *dev, const sc_registry *reg, sc_residuals **ops,
+                         sc_residuals **coll, sc_error *err) {
+  *ops = *coll = NULL;
+  if (j->residuals[0] != '\0' && j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) {
+    sc_error_set(err, SC_EINVAL, "residuals: '%s' is for --estimator hybrid or learned (the "
+                 "analytical estimator uses none)", j->residuals);
+    return sc_cli_job_blame(j, SC_CLI_JOB_RESIDUALS, err);
+  }
+  if (j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) return SC_OK;
+  /* the operators' residuals: a set named by --residuals (or the job file), checked against
+   * the device, else hardware/<device>/residuals/ */
+  if (j->residuals[0] != '\0') {
+    if (sc_residuals_load(j->residuals, ops, err) != SC_OK ||
+        sc_residuals_check(*ops, dev->name, reg, err) != SC_OK) {
+      sc_residuals_free(*ops);
+      *ops = NULL;
+      return sc_cli_job_blame(j, SC_CLI_JOB_RESIDUALS, err);
+    }
+  } else if (sc_residuals_for_hardware(hw_path, dev->name, reg, j->opts.estimator, ops, err) !=
+             SC_OK) {
+    return err->code;
+  }
+  /* topologies/<name>/residuals/, when fitted (stepcast fit --comm) */
+  if (sc_residuals_for_topology(topo->path, topo->name, NULL, 0, j->opts.estimator, coll, err) !=
+      SC_OK) {
+    sc_residuals_free(*ops);
+    *ops = NULL;
+    return err->code;
+  }
+  return SC_OK;
 }

@@ -4,6 +4,7 @@
 #ifndef SC_CLI_JOB_H
 #define SC_CLI_JOB_H
 
+#include "stepcast/estimate.h"
 #include "stepcast/predict.h"
 #include "stepcast/stepcast.h"
 
@@ -19,16 +20,31 @@ typedef struct sc_cli_job {
   int seq_given;                /* seq_len given (else the model's max_seq) */
   sc_predict_opts opts;
   char algo[16];
-  /* Where a job file set the model, topology, hardware or stack ("file:line:col: key
-   * 'job.model'"); "" when a flag set it or nothing did (sc_cli_job_blame). */
-  char where[4][SC_PATH_MAX + 48];
+  /* Where a job file set the model, topology, hardware, stack or residuals ("file:line:col:
+   * key 'job.model'"); "" when a flag set it or nothing did (sc_cli_job_blame). */
+  char where[5][SC_PATH_MAX + 48];
 } sc_cli_job;
 
-enum { SC_CLI_JOB_MODEL = 0, SC_CLI_JOB_TOPOLOGY, SC_CLI_JOB_HARDWARE, SC_CLI_JOB_STACK };
+enum {
+  SC_CLI_JOB_MODEL = 0,
+  SC_CLI_JOB_TOPOLOGY,
+  SC_CLI_JOB_HARDWARE,
+  SC_CLI_JOB_STACK,
+  SC_CLI_JOB_RESIDUALS
+};
 
 /* err (from loading what j names as `which`, SC_CLI_JOB_*) prefixed with the job file's
  * file:line:col and key when the file set it; returns err->code. */
 int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err);
+
+/* The residual sets j's estimator prices with, for predict and check alike: none for the
+ * analytical estimator (a residuals folder named then is refused); else the operators' set
+ * j names (loaded and checked against dev) or the device's own beside its hardware file
+ * (hw_path), and the topology's collective set when fitted. *ops and *coll are NULL or
+ * owned by the caller (sc_residuals_free); errors name the job file's key when it set it. */
+int sc_cli_job_residuals(const sc_cli_job *j, const char *hw_path, const sc_topology *topo,
+                         const sc_device *dev, const sc_registry *reg, sc_residuals **ops,
+                         sc_residuals **coll, sc_error *err);
 
 /* Defaults: nothing named, sc_parallel_defaults, analytical, algo auto. */
 void sc_cli_job_init(sc_cli_job *j);

@@ -121,28 +121,11 @@ int sc_cli_predict(int argc, char **argv) {
     if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
     goto fail;
   }
-  if (job.residuals[0] != '\0' && job.opts.estimator == SC_ESTIMATOR_ANALYTICAL) {
-    sc_error_set(&err, SC_EINVAL, "residuals: '%s' is for --estimator hybrid or learned (the "
-                 "analytical estimator uses none)", job.residuals);
+  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
+                           reg, &resid, &cresid, &err) != SC_OK)
     goto fail;
-  }
-  if (job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
-    /* the operators' residuals: a set named by --residuals (or the job file), checked
-     * against the device, else hardware/<device>/residuals/ */
-    if (job.residuals[0] != '\0'
-            ? sc_residuals_load(job.residuals, &resid, &err) != SC_OK ||
-                  sc_residuals_check(resid, dev.name, reg, &err) != SC_OK
-            : sc_residuals_for_hardware(job.hardware[0] ? job.hardware : topo.hardware,
-                                        dev.name, reg, job.opts.estimator, &resid,
-                                        &err) != SC_OK)
-      goto fail;
-    job.opts.residuals = resid;
-    /* topologies/<name>/residuals/, when fitted (stepcast fit --comm) */
-    if (sc_residuals_for_topology(topo.path, topo.name, NULL, 0, job.opts.estimator, &cresid,
-                                  &err) != SC_OK)
-      goto fail;
-    job.opts.coll_residuals = cresid;
-  }
+  job.opts.residuals = resid;
+  job.opts.coll_residuals = cresid;
   if (job.stack[0] != '\0') {
     if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
       sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
