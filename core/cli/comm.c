@@ -12,6 +12,7 @@
 #include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
+#include "stepcast/report.h"
 
 static const char *const CMD = "comm";
 
@@ -521,10 +522,10 @@ int sc_cli_comm(int argc, char **argv) {
   }
 
   if (json) {
-    printf("{\"schema_version\":1,\"command\":\"comm\",\"topology\":\"%s\",\"gpus\":%u,"
+    printf("{\"schema_version\":%d,\"command\":\"comm\",\"topology\":\"%s\",\"gpus\":%u,"
            "\"gpus_per_node\":%u,\"op\":\"%s\",\"algo\":\"%s\",\"dtype\":\"%s\","
            "\"estimator\":\"%s\",\"rows\":[",
-           t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name,
+           SC_REPORT_SCHEMA_VERSION, t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name,
            sc_estimator_name(mode));
   } else if (csv) {
     printf("bytes,count,type,time_us,algbw_GBps,busbw_GBps,algo,bound,bound_tier\n");

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "job.h"
 #include "stepcast/estimate.h"
+#include "stepcast/report.h"
 #include "stepcast/workload.h"
 
 static void ops_usage(FILE *out) {
@@ -384,7 +385,7 @@ int sc_cli_ops(int argc, char **argv) {
       printf("stack %s: each time is its kernels' on the GPU; the host's is kernels x %.2f us\n",
              c.stack->name, c.stack->host_per_kernel_s * 1e6);
   } else if (fmt == FMT_JSON) {
-    printf("{\"schema_version\": 1, \"model\": ");
+    printf("{\"schema_version\": %d, \"model\": ", SC_REPORT_SCHEMA_VERSION);
     sc_json_string(stdout, m.name);
     printf(", \"hardware\": ");
     sc_json_string(stdout, dev.name);

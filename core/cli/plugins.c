@@ -95,7 +95,7 @@ static const char *status_word(sc_plugin_status s) {
 
 static void print_json(FILE *out, const sc_registry *reg) {
   size_t n = sc_registry_count(reg);
-  fprintf(out, "{\n  \"schema_version\": 1,\n  \"stepcast_version\": ");
+  fprintf(out, "{\n  \"schema_version\": %d,\n  \"stepcast_version\": ", SC_REPORT_SCHEMA_VERSION);
   sc_json_string(out, sc_version());
   fprintf(out, ",\n  \"abi\": {\"major\": %d, \"minor\": %d},\n  \"plugins\": [",
           SC_PLUGIN_ABI_MAJOR, SC_PLUGIN_ABI_MINOR);

@@ -588,7 +588,7 @@ int sc_cli_validate(int argc, char **argv) {
   }
 
   if (json) {
-    printf("{\n  \"schema_version\": 1,\n  \"file\": ");
+    printf("{\n  \"schema_version\": %d,\n  \"file\": ", SC_REPORT_SCHEMA_VERSION);
     sc_json_string(stdout, file);
     printf(",\n  \"estimator\": \"%s\",\n  \"algo\": ", sc_estimator_name(opts.opts.estimator));
     sc_json_string(stdout, opts.algo);
