@@ -24,6 +24,33 @@ cmake --install "$work/build" --prefix "$prefix" >/dev/null
 stepcast=$prefix/bin/stepcast
 [ -x "$stepcast" ] || fail "no $stepcast after install"
 
+# The library as a dependency (issue 36): docs/examples/library/predict.c built against the
+# install with stepcast.pc and with the CMake package (stepcast::stepcast), run from a folder
+# outside the prefix with no environment variable: the installed libstepcast finds the
+# installed models, topologies, hardware and plugins from its own location. Before the
+# example plugins below are installed, so that the built-in estimates are the ones used.
+step "libstepcast as a dependency: pkg-config and CMake package"
+cp -r "$src/docs/examples/library" "$work/library"
+libpc=$(find "$prefix" -name stepcast.pc | head -n 1)
+[ -n "$libpc" ] || fail "stepcast.pc not installed"
+# shellcheck disable=SC2046
+cc -std=c11 -O2 -Wall -Wextra -Werror "$work/library/predict.c" -o "$work/library/predict-pc" \
+   $(PKG_CONFIG_PATH=$(dirname "$libpc") pkg-config --cflags --libs stepcast) \
+  || fail "the library example does not build with pkg-config"
+cmake -S "$work/library" -B "$work/library/cm" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null || fail "find_package(stepcast) failed"
+cmake --build "$work/library/cm" >/dev/null || fail "the library example does not build with CMake"
+for exe in "$work/library/predict-pc" "$work/library/cm/predict"; do
+  out=$(cd / && env -u STEPCAST_DATA_PATH -u STEPCAST_PLUGIN_PATH "$exe") \
+    || fail "$exe failed: $out"
+  echo "$out"
+  echo "$out" | grep -E "^gpt3-1\.3b on a100-sxm4-80gb: [0-9.]+ ms per iteration, MFU [0-9.]+ %$" \
+    >/dev/null || fail "$exe printed '$out'"
+done
+# the dependencies of libstepcast are its own: the program links libstepcast only
+nm -D --undefined-only "$work/library/cm/predict" | grep -E " (cblas_|LAPACKE_|yajl_|XGB)" \
+  && fail "the example links libstepcast's dependencies itself"
+
 # The example, copied away from the source tree so that nothing but the SDK is reachable.
 cp -r "$src/docs/examples/plugin" "$work/example"
 
@@ -130,4 +157,4 @@ for pat in "allreduce\.rabenseifner .* loaded +.*/allreduce-rabenseifner\.so" \
 done
 check_used
 
-step "plugin SDK: OK"
+step "plugin SDK and library package: OK"

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/prefix.h"
 #include "plugin/registry_int.h"
 #include "sc_config.h"
 #include "stepcast/stepcast.h"
@@ -81,33 +82,15 @@ int sc__plugin_default_dir(char *out, size_t out_size, char *why, size_t why_siz
       return SC_OK;
     }
   }
-  /* A program elsewhere that links libstepcast: <prefix>/<libdir>/libstepcast.so, with
-   * SC_PLUGIN_INSTALL_SUBDIR = <libdir>/stepcast/plugins. */
+  /* A program elsewhere that links libstepcast: <prefix>/<libdir>/libstepcast.so
+   * (common/prefix.h) */
   {
-    Dl_info info;
-    static const char tail[] = "/stepcast/plugins";
-    const char *sub = SC_PLUGIN_INSTALL_SUBDIR;
-    size_t sl = strlen(sub), tl = sizeof tail - 1;
-    if (dladdr((void *)(uintptr_t)&sc__plugin_default_dir, &info) != 0 &&
-        info.dli_fname != NULL && info.dli_fname[0] == '/' && sl > tl &&
-        strcmp(sub + sl - tl, tail) == 0) {
-      char lib_dir[PATH_MAX];
-      size_t ldl = sl - tl, dl;
-      snprintf(lib_dir, sizeof lib_dir, "%s", info.dli_fname);
-      sc__dirname_inplace(lib_dir);
-      dl = strlen(lib_dir);
-      /* lib_dir must end with "/<libdir>". */
-      if (dl > ldl && lib_dir[dl - ldl - 1] == '/' &&
-          strncmp(lib_dir + dl - ldl, sub, ldl) == 0) {
-        lib_dir[dl - ldl - 1] = '\0';
-        if (sc__join(cand, sizeof cand, lib_dir[0] ? lib_dir : "/", sub) &&
-            sc__is_dir(cand)) {
-          snprintf(out, out_size, "%s", cand);
-          snprintf(why, why_size, "libstepcast loaded from %s (prefix %s)", info.dli_fname,
-                   lib_dir[0] ? lib_dir : "/");
-          return SC_OK;
-        }
-      }
+    char prefix[PATH_MAX];
+    if (sc__lib_prefix(prefix, sizeof prefix) &&
+        sc__join(cand, sizeof cand, prefix, SC_PLUGIN_INSTALL_SUBDIR) && sc__is_dir(cand)) {
+      snprintf(out, out_size, "%s", cand);
+      snprintf(why, why_size, "libstepcast installed under the prefix %s", prefix);
+      return SC_OK;
     }
   }
   /* The prefix configured at build time, if that folder exists. */

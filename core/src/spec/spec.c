@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/prefix.h"
 #include "sc_config.h"
 #include "spec/spec_int.h"
 #include "spec/table.h"
@@ -54,30 +55,55 @@ static int sc__try(const char *dir, const char *sub, const char *name, char *out
   return 1;
 }
 
-/* The folder holding data: the source tree when the program runs from the build tree,
- * else <prefix>/SC_DATA_INSTALL_SUBDIR with <prefix> = dirname(dirname(/proc/self/exe)).
- * Returns 0 when it cannot be determined. */
-static int sc__data_root(char *out, size_t cap) {
-  char exe[SC_PATH_MAX];
-  char build[SC_PATH_MAX];
+static int sc__is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The folders that may hold data, in order, into roots[0..return): the source tree when the
+ * program runs from the build tree; else <prefix>/SC_DATA_INSTALL_SUBDIR of the installed
+ * program (<prefix>/bin/<program>), of the installed libstepcast it links (a program
+ * anywhere, common/prefix.h) and of the prefix configured at build time, each that exists;
+ * when none does, the program's, so that the error names where it looked. */
+#define SC_DATA_ROOTS 3
+static int sc__data_roots(char (*roots)[SC_PATH_MAX]) {
+  char exe[SC_PATH_MAX], build[SC_PATH_MAX], prefix[SC_PATH_MAX], cand[SC_PATH_MAX];
+  char first[SC_PATH_MAX] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  size_t blen;
-  if (n <= 0) return 0;
-  exe[n] = '\0';
-  /* The build tree (CMAKE_BINARY_DIR). */
-  snprintf(build, sizeof build, "%s", SC_BUILD_DIR);
-  blen = strlen(build);
-  if (blen > 0 && strncmp(exe, build, blen) == 0 && exe[blen] == '/') {
-    snprintf(out, cap, "%s", SC_SOURCE_DIR);
-    return 1;
+  int k = 0;
+  if (n > 0) {
+    size_t blen;
+    exe[n] = '\0';
+    /* The build tree (CMAKE_BINARY_DIR). */
+    snprintf(build, sizeof build, "%s", SC_BUILD_DIR);
+    blen = strlen(build);
+    if (blen > 0 && strncmp(exe, build, blen) == 0 && exe[blen] == '/') {
+      snprintf(roots[0], SC_PATH_MAX, "%s", SC_SOURCE_DIR);
+      return 1;
+    }
+    /* <prefix>/bin/stepcast -> <prefix> */
+    for (int up = 0; up < 2; up++) {
+      char *sl = strrchr(exe, '/');
+      if (sl == NULL) break;
+      *sl = '\0';
+    }
+    if (snprintf(first, sizeof first, "%s/%s", exe, SC_DATA_INSTALL_SUBDIR) >= (int)sizeof first)
+      first[0] = '\0';
+    if (first[0] && sc__is_dir(first)) snprintf(roots[k++], SC_PATH_MAX, "%s", first);
   }
-  /* <prefix>/bin/stepcast -> <prefix> */
-  for (int up = 0; up < 2; up++) {
-    char *s = strrchr(exe, '/');
-    if (s == NULL) return 0;
-    *s = '\0';
+  if (sc__lib_prefix(prefix, sizeof prefix) &&
+      snprintf(cand, sizeof cand, "%s/%s", strcmp(prefix, "/") ? prefix : "",
+               SC_DATA_INSTALL_SUBDIR) < (int)sizeof cand &&
+      sc__is_dir(cand) && (k == 0 || strcmp(cand, roots[0]) != 0))
+    snprintf(roots[k++], SC_PATH_MAX, "%s", cand);
+  if (snprintf(cand, sizeof cand, "%s/%s", SC_INSTALL_PREFIX, SC_DATA_INSTALL_SUBDIR) <
+          (int)sizeof cand && sc__is_dir(cand)) {
+    int seen = 0;
+    for (int i = 0; i < k; i++) seen |= strcmp(cand, roots[i]) == 0;
+    if (!seen) snprintf(roots[k++], SC_PATH_MAX, "%s", cand);
   }
-  return snprintf(out, cap, "%s/%s", exe, SC_DATA_INSTALL_SUBDIR) < (int)cap;
+  if (k == 0 && first[0]) snprintf(roots[k++], SC_PATH_MAX, "%s", first);
+  return k;
 }
 
 int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size_t out_size,
@@ -118,11 +144,10 @@ int sc_spec_resolve(sc_spec_kind kind, const char *name_or_path, char *out, size
     }
   }
   {
-    char root[SC_PATH_MAX];
-    if (sc__data_root(root, sizeof root) &&
-        sc__try(root, sub, name_or_path, out, out_size, tried, sizeof tried)) {
-      return SC_OK;
-    }
+    char roots[SC_DATA_ROOTS][SC_PATH_MAX];
+    int nr = sc__data_roots(roots);
+    for (int i = 0; i < nr; i++)
+      if (sc__try(roots[i], sub, name_or_path, out, out_size, tried, sizeof tried)) return SC_OK;
   }
   return sc_error_set(err, SC_ENOTFOUND, "%s '%s' not found (tried %s)",
                       kind == SC_SPEC_MODEL ? "model"
