@@ -20,6 +20,9 @@ typedef struct job_key {
   const char *help;
 } job_key;
 
+/* a stage's layers in --stage-layers (a model has at most SC_MAX_LAYERS of them in all) */
+#define SC_MAX_LAYERS_PER_STAGE 100000u
+
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const dtype_names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", NULL};
@@ -50,6 +53,12 @@ static const job_key keys[] = {
     {"overlap-grad-reduce", K_BOOL, NULL, "overlap DP gradient reduction with backward"},
     {"overlap-param-gather", K_BOOL, NULL, "overlap parameter all-gather with forward"},
     {"overlap-tp-comm", K_BOOL, NULL, "overlap TP communication with GEMMs"},
+    {"stage-layers", K_STR, NULL, "layers of each pipeline stage, comma-separated, first "
+                                  "stage first (pp entries summing to the layers; default: "
+                                  "an even split)"},
+    {"vocab-divisible-by", K_U32, NULL, "the vocabulary is padded to a multiple of this times "
+                                        "tp (Megatron-LM's make_vocab_size_divisible_by; "
+                                        "default the stack's, else 128)"},
     {"estimator", K_ENUM, estimator_names, "operator estimator"},
     {"algo", K_STR, NULL, "collective algorithm: auto, ring, tree, nvls"},
     {"tokens", K_DOUBLE, NULL, "token budget for time to train"},
@@ -154,6 +163,30 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
   switch (k->type) {
   case K_STR: {
     char *dst = NULL;
+    if (strcmp(k->name, "stage-layers") == 0) { /* "5,6,6,5" */
+      uint32_t n = 0;
+      const char *q = value;
+      memset(j->par.stage_layers, 0, sizeof j->par.stage_layers);
+      for (;;) {
+        char item[16];
+        size_t len = strcspn(q, ",");
+        uint32_t v;
+        if (len == 0 || len >= sizeof item ||
+            n == sizeof j->par.stage_layers / sizeof j->par.stage_layers[0])
+          return sc_error_set(err, SC_EINVAL, "stage-layers: '%s' is not at most 256 positive "
+                              "integers joined by ','", value);
+        memcpy(item, q, len);
+        item[len] = '\0';
+        if (parse_u32(item, SC_MAX_LAYERS_PER_STAGE, &v) != 0)
+          return sc_error_set(err, SC_EINVAL, "stage-layers: '%s' in '%s' is not a whole "
+                              "number in [1, %u]", item, value, SC_MAX_LAYERS_PER_STAGE);
+        j->par.stage_layers[n++] = v;
+        if (q[len] == '\0') break;
+        q += len + 1;
+      }
+      j->nstage_layers = n;
+      return SC_OK;
+    }
     size_t cap = 0;
     int which = -1;
     if (strcmp(k->name, "model") == 0) { dst = j->model; cap = sizeof j->model; which = 0; }
@@ -174,7 +207,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
   case K_U32: {
     /* every size is bounded where it is parsed (common/checked.h), so that no later
      * combination of them (2*cp, the product of the degrees, ...) can wrap */
-    uint32_t max = sc__size_limit(k->name);
+    uint32_t max = strcmp(k->name, "vocab-divisible-by") == 0 ? 65536 : sc__size_limit(k->name);
     int st = parse_u32(value, max ? max : UINT32_MAX, &u);
     if (st == -2)
       return sc_error_set(err, SC_ERANGE, "%s: %s is out of range (at most %u)", k->name, value,
@@ -190,6 +223,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "global-batch") == 0) j->par.global_batch = u;
     else if (strcmp(k->name, "seq-len") == 0) { j->par.seq_len = u; j->seq_given = 1; }
     else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
+    else if (strcmp(k->name, "vocab-divisible-by") == 0) j->par.vocab_divisible_by = u;
     return SC_OK;
   }
   case K_DOUBLE: {
@@ -326,6 +360,10 @@ int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err) {
     return sc_error_set(err, SC_ECONFIG, "gpus: %u but tp*pp*dp*cp = %llu", j->gpus,
                         (unsigned long long)prod);
   j->gpus = (uint32_t)prod;
+  if (j->nstage_layers != 0 && j->nstage_layers != j->par.pp)
+    return sc_error_set(err, SC_ECONFIG, "stage-layers: %u entr%s for pp %u (one per pipeline "
+                        "stage)", j->nstage_layers, j->nstage_layers == 1 ? "y" : "ies",
+                        j->par.pp);
   if (!j->seq_given && m != NULL) j->par.seq_len = (uint32_t)m->max_seq;
   /* a learned position table has max_seq rows: a longer sequence has no positions to add */
   if (m != NULL && m->position == SC_POS_LEARNED && (int64_t)j->par.seq_len > m->max_seq)

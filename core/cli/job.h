@@ -18,6 +18,7 @@ typedef struct sc_cli_job {
   sc_parallel par;
   int given[4];                 /* tp, pp, dp, cp given explicitly */
   int seq_given;                /* seq_len given (else the model's max_seq) */
+  uint32_t nstage_layers;       /* entries of --stage-layers (0: an even split) */
   sc_predict_opts opts;
   char algo[16];
   /* Where a job file set the model, topology, hardware, stack or residuals ("file:line:col:

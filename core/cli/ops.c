@@ -330,7 +330,8 @@ int sc_cli_ops(int argc, char **argv) {
   sc_stack stack;
   if (job.stack[0] != '\0') {
     if (sc_stack_load(job.stack, &stack, &err) != SC_OK) return sc_cli_fail(&err);
-    if (stack.vocab_divisible_by) p.vocab_divisible_by = stack.vocab_divisible_by;
+    if (stack.vocab_divisible_by && p.vocab_divisible_by == 0)
+      p.vocab_divisible_by = stack.vocab_divisible_by; /* the job's own padding first */
   }
   p.seq_len = seq ? seq : (uint32_t)m.max_seq;
   if (gb) {

@@ -31,8 +31,9 @@ static void validate_usage(FILE *out) {
           "Optional columns overlap_grad_reduce, overlap_param_gather, overlap_tp_comm\n"
           "(true/false; default false), position (learned, rope, alibi, none), norm\n"
           "(layernorm, rmsnorm; both default from the activation: gelu → learned and\n"
-          "layernorm, swiglu → rope and rmsnorm) and tied_embeddings (default false) state\n"
-          "what a run did.\n\n"
+          "layernorm, swiglu → rope and rmsnorm), tied_embeddings (default false),\n"
+          "stage_layers (layers per pipeline stage, \"10,14\"; default an even split) and\n"
+          "vocab_divisible_by (default the stack's, else 128) state what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -74,9 +75,13 @@ typedef struct vrow {
  * tied embeddings; absent or empty, today's documented assumptions stand (no overlap; from
  * the activation: gelu → learned positions and LayerNorm, swiglu → rope and RMSNorm;
  * untied embeddings). */
-enum { O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_POSITION, O_NORM, O_TIED, O_COUNT };
+enum {
+  O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED,
+  O_COUNT
+};
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
-                                              "overlap_tp_comm", "position", "norm",
+                                              "overlap_tp_comm", "stage_layers",
+                                              "vocab_divisible_by", "position", "norm",
                                               "tied_embeddings"};
 
 /* The software stacks the rows name (the optional column 'stack'), each loaded once; and

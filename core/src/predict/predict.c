@@ -190,9 +190,10 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
     pr->memo_att[0] = dev->attention_fwd_efficiency;
     pr->memo_att[1] = dev->attention_bwd_efficiency;
   }
-  /* A stack that pads the vocabulary otherwise than Megatron (PyTorch eager: not at all) */
+  /* A stack that pads the vocabulary otherwise than Megatron (PyTorch eager: not at all),
+   * unless the job states its own padding */
   sc_parallel pstack;
-  if (o->stack != NULL && o->stack->vocab_divisible_by != 0) {
+  if (o->stack != NULL && o->stack->vocab_divisible_by != 0 && p->vocab_divisible_by == 0) {
     pstack = *p;
     pstack.vocab_divisible_by = o->stack->vocab_divisible_by;
     p = &pstack;
