@@ -223,10 +223,12 @@ static int check_job(const char *path, sc_registry **reg, sc_error *err) {
     return sc_cli_job_blame(&j, SC_CLI_JOB_MODEL, err);
   if ((rc = sc_topology_load(j.topology, &t, err)) != SC_OK)
     return sc_cli_job_blame(&j, SC_CLI_JOB_TOPOLOGY, err);
+  char st_name[64] = "";
   if (j.stack[0] != '\0') { /* a stack the job names must load too */
     sc_stack st;
     if ((rc = sc_stack_load(j.stack, &st, err)) != SC_OK)
       return sc_cli_job_blame(&j, SC_CLI_JOB_STACK, err);
+    snprintf(st_name, sizeof st_name, "%s", st.name);
   }
   if ((rc = sc_cli_job_finish(&j, &m, err)) != SC_OK) {
     char msg[SC_ERROR_MSG_MAX];
@@ -237,7 +239,9 @@ static int check_job(const char *path, sc_registry **reg, sc_error *err) {
   hw = j.hardware[0] ? j.hardware : t.hardware;
   if ((rc = sc_hardware_load(*reg, hw, &d, err)) != SC_OK)
     return j.hardware[0] ? sc_cli_job_blame(&j, SC_CLI_JOB_HARDWARE, err) : rc;
-  if ((rc = sc_cli_job_residuals(&j, hw, &t, &d, *reg, &ops, &coll, err)) != SC_OK) return rc;
+  if ((rc = sc_cli_job_residuals(&j, hw, &t, &d, *reg, j.stack[0] ? st_name : NULL, &ops, &coll,
+                                 err)) != SC_OK)
+    return rc;
   printf("job (%s)\n  model            %s\n  topology         %s\n", path, m.name, t.name);
   printf("  hardware         %s\n", d.name);
   printf("  gpus             %u = tp %u x pp %u x dp %u x cp %u\n", j.gpus, j.par.tp, j.par.pp,
@@ -250,6 +254,7 @@ static int check_job(const char *path, sc_registry **reg, sc_error *err) {
   printf("  estimator        %s", sc_estimator_name(j.opts.estimator));
   if (ops != NULL) printf(", operator residuals %s", j.residuals[0] ? j.residuals : "of the device");
   if (coll != NULL) printf(", collective residuals of the topology");
+  if (j.estimator_source[0] != '\0') printf(" (%s)", j.estimator_source);
   printf("\n");
   sc_residuals_free(ops);
   sc_residuals_free(coll);

@@ -247,7 +247,10 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     if (strcmp(k->name, "schedule") == 0) j->par.schedule = (sc_schedule_kind)i;
     else if (strcmp(k->name, "recompute") == 0) j->par.recompute = (sc_recompute)i;
     else if (strcmp(k->name, "dtype") == 0) j->par.dtype = (sc_dtype)i;
-    else j->opts.estimator = (sc_estimator)i;
+    else {
+      j->opts.estimator = (sc_estimator)i;
+      j->estimator_given = 1;
+    }
     return SC_OK;
   }
   default:
@@ -401,19 +404,50 @@ int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err) {
   return sc_error_set(err, err->code, "%s: %s", j->where[which], msg);
 }
 
-int sc_cli_job_residuals(const sc_cli_job *j, const char *hw_path, const sc_topology *topo,
-                         const sc_device *dev, const sc_registry *reg, sc_residuals **ops,
-                         sc_residuals **coll, sc_error *err) {
+int sc_cli_job_residuals(sc_cli_job *j, const char *hw_path, const sc_topology *topo,
+                         const sc_device *dev, const sc_registry *reg, const char *stack_name,
+                         sc_residuals **ops, sc_residuals **coll, sc_error *err) {
   *ops = *coll = NULL;
-  if (j->residuals[0] != '\0' && j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) {
+  j->estimator_source[0] = '\0';
+  if (j->residuals[0] != '\0' && j->estimator_given &&
+      j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) {
     sc_error_set(err, SC_EINVAL, "residuals: '%s' is for --estimator hybrid or learned (the "
                  "analytical estimator uses none)", j->residuals);
     return sc_cli_job_blame(j, SC_CLI_JOB_RESIDUALS, err);
   }
+  if (!j->estimator_given && j->residuals[0] != '\0') {
+    j->opts.estimator = SC_ESTIMATOR_HYBRID; /* the set the job names */
+    snprintf(j->estimator_source, sizeof j->estimator_source,
+             "the default with a residual set named: %.250s", j->residuals);
+  } else if (!j->estimator_given) {
+    /* the default: hybrid where the device has a fitted set that applies under this stack */
+    int rc = sc_residuals_for_hardware(hw_path, dev->name, reg, SC_ESTIMATOR_HYBRID, ops, err);
+    j->opts.estimator = SC_ESTIMATOR_ANALYTICAL;
+    if (rc == SC_ENOTFOUND) {
+      sc_error_clear(err);
+      snprintf(j->estimator_source, sizeof j->estimator_source,
+               "the default: device '%.64s' has no fitted residuals", dev->name);
+      return SC_OK;
+    }
+    if (rc != SC_OK) return rc;
+    if ((*ops)->stack[0] != '\0' && (stack_name == NULL || strcmp((*ops)->stack, stack_name))) {
+      snprintf(j->estimator_source, sizeof j->estimator_source,
+               "the default: the fitted residuals of device '%.64s' apply under stack '%.64s' "
+               "only", dev->name, (*ops)->stack);
+      sc_residuals_free(*ops);
+      *ops = NULL;
+      return SC_OK;
+    }
+    j->opts.estimator = SC_ESTIMATOR_HYBRID;
+    snprintf(j->estimator_source, sizeof j->estimator_source,
+             "the default where the device has fitted residuals: %.250s", (*ops)->dir);
+  }
   if (j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) return SC_OK;
   /* the operators' residuals: a set named by --residuals (or the job file), checked against
-   * the device, else hardware/<device>/residuals/ */
-  if (j->residuals[0] != '\0') {
+   * the device, else hardware/<device>/residuals/ (loaded above for the default) */
+  if (*ops != NULL) {
+    /* the device's own, loaded above */
+  } else if (j->residuals[0] != '\0') {
     if (sc_residuals_load(j->residuals, ops, err) != SC_OK ||
         sc_residuals_check(*ops, dev->name, reg, err) != SC_OK) {
       sc_residuals_free(*ops);

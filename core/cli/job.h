@@ -19,6 +19,10 @@ typedef struct sc_cli_job {
   int given[4];                 /* tp, pp, dp, cp given explicitly */
   int seq_given;                /* seq_len given (else the model's max_seq) */
   uint32_t nstage_layers;       /* entries of --stage-layers (0: an even split) */
+  int estimator_given;          /* --estimator (or the job file's) stated; else the default,
+                                 * settled by sc_cli_job_residuals */
+  char estimator_source[320];   /* why the estimator is the one used, for the output ("" when
+                                 * stated) */
   sc_predict_opts opts;
   char algo[16];
   /* Where a job file set the model, topology, hardware, stack or residuals ("file:line:col:
@@ -38,14 +42,18 @@ enum {
  * file:line:col and key when the file set it; returns err->code. */
 int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err);
 
-/* The residual sets j's estimator prices with, for predict and check alike: none for the
- * analytical estimator (a residuals folder named then is refused); else the operators' set
- * j names (loaded and checked against dev) or the device's own beside its hardware file
- * (hw_path), and the topology's collective set when fitted. *ops and *coll are NULL or
- * owned by the caller (sc_residuals_free); errors name the job file's key when it set it. */
-int sc_cli_job_residuals(const sc_cli_job *j, const char *hw_path, const sc_topology *topo,
-                         const sc_device *dev, const sc_registry *reg, sc_residuals **ops,
-                         sc_residuals **coll, sc_error *err);
+/* The residual sets j's estimator prices with, for predict and check alike. With an
+ * estimator stated: none for the analytical one (a residuals folder named then is refused);
+ * else the operators' set j names (loaded and checked against dev) or the device's own
+ * beside its hardware file (hw_path), and the topology's collective set when fitted. With
+ * none stated, the default is the best the shipped files support: hybrid with the set j
+ * names or the device's own where it has one that applies under the job's stack
+ * (stack_name: the loaded stack's name, NULL for none), else analytical; j->opts.estimator
+ * and j->estimator_source say which and why. *ops and *coll are NULL or owned by the caller
+ * (sc_residuals_free); errors name the job file's key when it set it. */
+int sc_cli_job_residuals(sc_cli_job *j, const char *hw_path, const sc_topology *topo,
+                         const sc_device *dev, const sc_registry *reg, const char *stack_name,
+                         sc_residuals **ops, sc_residuals **coll, sc_error *err);
 
 /* Defaults: nothing named, sc_parallel_defaults, analytical, algo auto. */
 void sc_cli_job_init(sc_cli_job *j);

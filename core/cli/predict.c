@@ -121,11 +121,6 @@ int sc_cli_predict(int argc, char **argv) {
     if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
     goto fail;
   }
-  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
-                           reg, &resid, &cresid, &err) != SC_OK)
-    goto fail;
-  job.opts.residuals = resid;
-  job.opts.coll_residuals = cresid;
   if (job.stack[0] != '\0') {
     if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
       sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
@@ -133,6 +128,12 @@ int sc_cli_predict(int argc, char **argv) {
     }
     job.opts.stack = &stack; /* sc_predict prices its attention kernel on this device */
   }
+  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
+                           reg, job.stack[0] ? stack.name : NULL, &resid, &cresid, &err) != SC_OK)
+    goto fail;
+  job.opts.residuals = resid;
+  job.opts.coll_residuals = cresid;
+  job.opts.estimator_source = job.estimator_source;
   if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);
   if (sc_predict(pr, &model, &topo, &dev, &job.par, &job.opts, &res, &sched, &err) != SC_OK)

@@ -963,9 +963,12 @@ int sc_cli_sweep(int argc, char **argv) {
       write_segments(out, &fl, 1);
       fprintf(out, "]\n}\n");
     } else {
-      fprintf(out, "%s on %s (%s): %u GPUs, global batch %u, seq %u, %s\n", model.name,
-              topo0.name, dev0.name, a->space.gpus, a->space.base.global_batch,
-              a->space.base.seq_len, sc_dtype_name(a->space.base.dtype));
+      fprintf(out, "%s on %s (%s): %u GPUs, global batch %u, seq %u, %s, %s estimator%s\n",
+              model.name, topo0.name, dev0.name, a->space.gpus, a->space.base.global_batch,
+              a->space.base.seq_len, sc_dtype_name(a->space.base.dtype),
+              sc_estimator_name(a->job.opts.estimator),
+              a->job.estimator_given ? "" : " (the sweep's default: its exact fast search; "
+                                            "--estimator hybrid adds fitted residuals)");
       print_counts(out, r);
       fprintf(out, "%.3f s with %u thread%s x %d rank%s: %.0f configurations/s, %.0f "
                    "predicted+pruned/s\n\n",

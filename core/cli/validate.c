@@ -13,7 +13,7 @@
 
 static void validate_usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast validate RUNS.csv [--json] [--estimator analytical] [--algo auto]\n\n"
+          "usage: stepcast validate RUNS.csv [--json] [--estimator NAME] [--algo auto]\n\n"
           "Predicts every row of a CSV of measured training runs (docs/validation/README.md)\n"
           "and prints, per row, its id, the GPU type, the measured and predicted iteration\n"
           "time, the signed error (predicted - measured) / measured, and what was assumed for\n"
@@ -23,7 +23,10 @@ static void validate_usage(FILE *out) {
           "fit, does not divide) are listed as errors. Neither counts in the MAPE.\n\n"
           "options:\n"
           "  --json                   one JSON object instead of a table\n"
-          "  --estimator NAME         operator estimator (analytical, hybrid, learned)\n"
+          "  --estimator NAME         operator estimator (analytical, hybrid, learned; default:\n"
+          "                           hybrid for a row whose device has fitted residuals that\n"
+          "                           apply under its stack, said as estimator=hybrid, else\n"
+          "                           analytical)\n"
           "  --algo NAME              collective algorithm (auto, ring, tree, nvls)\n"
           "  --allow-oom              predict rows even when memory exceeds the device\n\n"
           "An optional column 'stack' names a software stack per row (stacks/, a name or a\n"
@@ -418,6 +421,35 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
     r->status = ROW_ERROR;
     return;
   }
+  if (!opts->estimator_given) {
+    /* the default: hybrid where the row's device has fitted residuals that apply under the
+     * row's stack (as predict), else analytical */
+    if (!t->resid_tried) {
+      t->resid_tried = 1;
+      int rc = sc_residuals_for_hardware(t->topo.hardware, t->dev.name, reg,
+                                         SC_ESTIMATOR_HYBRID, &t->resid, &e);
+      if (rc == SC_OK) rc = sc_residuals_for_topology(t->topo.path, t->topo.name, NULL, 0,
+                                                      SC_ESTIMATOR_HYBRID, &t->cresid, &e);
+      if (rc != SC_OK && rc != SC_ENOTFOUND) snprintf(t->resid_err, sizeof t->resid_err, "%s",
+                                                      e.msg);
+      if (rc != SC_OK) {
+        sc_residuals_free(t->resid);
+        t->resid = NULL;
+      }
+      sc_error_clear(&e);
+    }
+    if (t->resid_err[0] != '\0') {
+      snprintf(r->reason, sizeof r->reason, "%s", t->resid_err);
+      r->status = ROW_ERROR;
+      return;
+    }
+    if (t->resid != NULL &&
+        (t->resid->stack[0] == '\0' ||
+         (r->stack >= 0 && strcmp(t->resid->stack, stacks->s[r->stack].name) == 0))) {
+      r->job.opts.estimator = SC_ESTIMATOR_HYBRID;
+      add_assumed(r, "estimator=hybrid");
+    }
+  }
   if (r->job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
     if (!t->resid_tried) {
       t->resid_tried = 1;
@@ -595,7 +627,8 @@ int sc_cli_validate(int argc, char **argv) {
   if (json) {
     printf("{\n  \"schema_version\": %d,\n  \"file\": ", SC_REPORT_SCHEMA_VERSION);
     sc_json_string(stdout, file);
-    printf(",\n  \"estimator\": \"%s\",\n  \"algo\": ", sc_estimator_name(opts.opts.estimator));
+    printf(",\n  \"estimator\": \"%s\",\n  \"algo\": ",
+           opts.estimator_given ? sc_estimator_name(opts.opts.estimator) : "default");
     sc_json_string(stdout, opts.algo);
     printf(",\n  \"rows\": [");
     for (size_t k = 0; k < nrows; k++) {
@@ -666,7 +699,12 @@ int sc_cli_validate(int argc, char **argv) {
                r->status == ROW_SKIPPED ? "skipped" : "error", r->line, r->reason);
       }
     }
-    printf("\nMAPE (%s estimator, algo %s): ", sc_estimator_name(opts.opts.estimator), opts.algo);
+    if (opts.estimator_given)
+      printf("\nMAPE (%s estimator, algo %s): ", sc_estimator_name(opts.opts.estimator),
+             opts.algo);
+    else
+      printf("\nMAPE (default estimator: hybrid where the device has fitted residuals, else "
+             "analytical; algo %s): ", opts.algo);
     if (n_ok) printf("%.1f%% over %zu rows", sum_abs / (double)n_ok, n_ok);
     else printf("no rows predicted");
     printf(" (%zu skipped, %zu errors)\n", n_skip, n_err);

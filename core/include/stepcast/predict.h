@@ -57,6 +57,9 @@ typedef struct sc_predict_opts {
   /* The software stack (stepcast/stack.h, borrowed): kernels and traffic per operator and
    * the host's dispatch time; NULL = one kernel per operator and a host that keeps up. */
   const struct sc_stack *stack;
+  /* Why the estimator is the one used, copied into the result for the output (e.g. "the
+   * default where the device has fitted residuals: DIR"); NULL or "" when it was stated. */
+  const char *estimator_source;
 } sc_predict_opts;
 
 void sc_predict_opts_defaults(sc_predict_opts *o);

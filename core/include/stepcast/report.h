@@ -44,6 +44,7 @@ typedef struct sc_result {
   char topology[SC_NAME_MAX];
   char hardware[SC_NAME_MAX];
   char estimator[32];           /* "analytical", "hybrid", "learned" */
+  char estimator_source[320];   /* why that one (sc_predict_opts.estimator_source); "" */
   int coll_residuals;           /* 1: the collectives went through the topology's fitted
                                    residuals too (estimate.h, stepcast fit --comm) */
   char stack[64];               /* the software stack (stepcast/stack.h); "" = none */

@@ -286,6 +286,8 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   snprintf(res->topology, sizeof res->topology, "%s", t->name);
   snprintf(res->hardware, sizeof res->hardware, "%s", dev->name);
   snprintf(res->estimator, sizeof res->estimator, "%s", sc_estimator_name(o->estimator));
+  snprintf(res->estimator_source, sizeof res->estimator_source, "%s",
+           o->estimator_source ? o->estimator_source : "");
   snprintf(res->stack, sizeof res->stack, "%s", o->stack != NULL ? o->stack->name : "");
   res->coll_residuals = o->estimator != SC_ESTIMATOR_ANALYTICAL && o->coll_residuals != NULL;
   res->gpus = gpus;

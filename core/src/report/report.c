@@ -186,9 +186,10 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   fprintf(out, "stepcast %s prediction\n", sc_version());
   fprintf(out, "  %-26s %s\n", "model", r->model);
   fprintf(out, "  %-26s %s (%s)\n", "hardware / topology", r->hardware, r->topology);
-  fprintf(out, "  %-26s %s%s\n", "estimator", r->estimator,
+  fprintf(out, "  %-26s %s%s%s%s\n", "estimator", r->estimator,
           r->coll_residuals ? " (and the topology's collective residuals, for the group "
-                              "shapes they were fitted on)" : "");
+                              "shapes they were fitted on)" : "",
+          r->estimator_source[0] ? "; " : "", r->estimator_source);
   fprintf(out, "  %-26s %s\n", "software stack",
           r->stack[0] ? r->stack : "none (one kernel per operator, the host keeps up)");
   fprintf(out, "  %-26s %u GPUs = TP %u x PP %u x DP %u x CP %u\n", "parallelism", r->gpus, p->tp,
@@ -307,6 +308,7 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jstr(out, "topology", r->topology, &f);
   jstr(out, "hardware", r->hardware, &f);
   jstr(out, "estimator", r->estimator, &f);
+  jstr(out, "estimator_source", r->estimator_source, &f);
   jbool(out, "collective_residuals", r->coll_residuals, &f);
   if (r->stack[0] != '\0') jstr(out, "stack", r->stack, &f);
   else { jkey(out, "stack", &f); fputs("null", out); }
