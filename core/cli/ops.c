@@ -36,8 +36,9 @@ static void ops_usage(FILE *out) {
           "  --dtype D                 fp32 | bf16 | fp16 | fp8 (default bf16)\n"
           "  --stack S                 software stack (stacks/S.toml or a file): each time is its\n"
           "                            kernels' GPU time; the host's is kernels x its time a kernel\n"
-          "  --estimator E             analytical | hybrid | learned (default analytical;\n"
-          "                            the others need hardware/<device>/residuals/)\n"
+          "  --estimator E             analytical | hybrid | learned (default: hybrid where\n"
+          "                            the device has fitted residuals, as predict; the\n"
+          "                            others need hardware/<device>/residuals/)\n"
           "  --stage N                 only pipeline stage N\n"
           "  --json | --csv            machine-readable output (default: a table)\n\n"
           "Exit status: 0 ok, 1 impossible configuration or unreadable spec (one line naming\n"
@@ -356,8 +357,24 @@ int sc_cli_ops(int argc, char **argv) {
   if (rc == SC_OK) rc = sc_hardware_load(reg, hardware, &dev, &err);
   if (rc == SC_OK && job.stack[0] != '\0') sc_stack_device(&stack, &dev);
   sc_residuals *resid = NULL;
-  if (rc == SC_OK && job.opts.estimator != SC_ESTIMATOR_ANALYTICAL)
+  int by_default = 0; /* hybrid as predict's default: the device's residuals apply here */
+  if (rc == SC_OK && !job.estimator_given) {
+    rc = sc_residuals_for_hardware(hardware, dev.name, reg, SC_ESTIMATOR_HYBRID, &resid, &err);
+    if (rc == SC_ENOTFOUND) {
+      rc = SC_OK;
+      sc_error_clear(&err);
+    } else if (rc == SC_OK && resid->stack[0] != '\0' &&
+               (job.stack[0] == '\0' || strcmp(resid->stack, stack.name) != 0)) {
+      sc_residuals_free(resid); /* fitted under another stack: not for these operators */
+      resid = NULL;
+    }
+    if (resid != NULL) {
+      job.opts.estimator = SC_ESTIMATOR_HYBRID;
+      by_default = 1;
+    }
+  } else if (rc == SC_OK && job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) {
     rc = sc_residuals_for_hardware(hardware, dev.name, reg, job.opts.estimator, &resid, &err);
+  }
   if (rc != SC_OK) {
     sc_residuals_free(resid);
     sc_registry_free(reg);
@@ -376,12 +393,13 @@ int sc_cli_ops(int argc, char **argv) {
   if (fmt == FMT_TABLE) {
     printf("%s on %s: tp %u pp %u dp %u cp %u (%u GPUs), micro-batch %u, global batch %u "
            "(%u micro-batches), seq %u, %s, %s schedule%s, recompute %s, %s attention, "
-           "sequence parallel %s, distributed optimizer %s, %s estimator\n",
+           "sequence parallel %s, distributed optimizer %s, %s estimator%s\n",
            m.name, dev.name, p.tp, p.pp, p.dp, p.cp, p.tp * p.pp * p.dp * p.cp, p.micro_batch,
            p.global_batch, mb, p.seq_len, sc_dtype_name(p.dtype), sc_cli_schedule_name(p.schedule),
            p.virtual_stages > 1 ? " (virtual stages)" : "", sc_recompute_name(p.recompute),
            p.flash_attention ? "flash" : "unfused", p.sequence_parallel ? "on" : "off",
-           p.distributed_optimizer ? "on" : "off", sc_estimator_name(c.estimator));
+           p.distributed_optimizer ? "on" : "off", sc_estimator_name(c.estimator),
+           by_default ? " (the default where the device has fitted residuals)" : "");
     if (c.stack != NULL)
       printf("stack %s: each time is its kernels' on the GPU; the host's is kernels x %.2f us\n",
              c.stack->name, c.stack->host_per_kernel_s * 1e6);
