@@ -957,6 +957,20 @@ START_TEST(test_vector_families) {
   e = run(&dev, DESC("elementwise", SC_EW_SWIGLU_BWD, SC_DTYPE_FP32, 1000000));
   REL(e.bytes, 20e6);
   REL(e.flops, 10e6);
+  /* The activations past the sampled ones: ReLU fwd 2e and 2 flops, squared ReLU bwd 3e
+   * and 3, GeGLU bwd 5e and 25 (backward flags set) */
+  e = run(&dev, DESC("elementwise", SC_EW_RELU_FWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 4e6);
+  REL(e.flops, 2e6);
+  ck_assert(e.features[5] == 0.0);
+  e = run(&dev, DESC("elementwise", SC_EW_SQRELU_BWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 6e6);
+  REL(e.flops, 3e6);
+  ck_assert(e.features[5] == 1.0);
+  e = run(&dev, DESC("elementwise", SC_EW_GEGLU_BWD, SC_DTYPE_BF16, 1000000));
+  REL(e.bytes, 10e6);
+  REL(e.flops, 25e6);
+  ck_assert(e.features[4] == 0.0 && e.features[5] == 1.0);
   /* Softmax fwd 1024 x 2048 bf16: 2*2*N bytes; the causal mask leaves rows 0..1023 with
    * 1..1024 keys: V = 1024*1025/2 = 524800 unmasked elements, 7 flops each. Whole heads
    * (4096 x 2048 = 2 heads of 2048 queries): V = 2 * 2048*2049/2. Bwd 3*2*N bytes. */

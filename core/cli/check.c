@@ -21,7 +21,7 @@ static void check_usage(FILE *out) {
           "Schemas: docs/formats.md.\n");
 }
 
-static const char *const act_names[] = {"gelu", "swiglu"};
+static const char *const act_names[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu"};
 static const char *const norm_names[] = {"layernorm", "rmsnorm"};
 static const char *const pos_names[] = {"learned", "rope", "alibi", "none"};
 

@@ -33,8 +33,9 @@ static void validate_usage(FILE *out) {
           "file); empty or absent: none (one kernel per operator, a host that keeps up).\n"
           "Optional columns overlap_grad_reduce, overlap_param_gather, overlap_tp_comm\n"
           "(true/false; default false), position (learned, rope, alibi, none), norm\n"
-          "(layernorm, rmsnorm; both default from the activation: gelu → learned and\n"
-          "layernorm, swiglu → rope and rmsnorm), tied_embeddings (default false),\n"
+          "(layernorm, rmsnorm; both default from the activation: gelu, relu, squared_relu\n"
+          "→ learned and layernorm, swiglu, geglu → rope and rmsnorm), tied_embeddings\n"
+          "(default false),\n"
           "stage_layers (layers per pipeline stage, \"10,14\"; default an even split) and\n"
           "vocab_divisible_by (default the stack's, else 128) state what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
@@ -252,13 +253,13 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   if (buf[0] == '\0') {
     add_assumed(r, "activation=gelu");
     r->model.activation = SC_ACT_GELU;
-  } else if (strcmp(buf, "gelu") == 0) {
-    r->model.activation = SC_ACT_GELU;
-  } else if (strcmp(buf, "swiglu") == 0) {
-    r->model.activation = SC_ACT_SWIGLU;
   } else {
-    return sc_error_set(err, SC_EPARSE, "%s:%u: column 'activation': '%s' is not gelu or "
-                        "swiglu", path, line, buf);
+    static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu", NULL};
+    int k = choice_of(acts, buf);
+    if (k < 0)
+      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'activation': '%s' is not gelu, "
+                          "swiglu, relu, squared_relu or geglu", path, line, buf);
+    r->model.activation = (sc_activation)k;
   }
   text_of(c, row, idx[C_SCHED], buf, sizeof buf);
   if (strcmp(buf, "interleaved-1f1b") == 0) snprintf(buf, sizeof buf, "interleaved");
@@ -339,10 +340,11 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
     add_assumed(r, "kv_heads=heads");
     r->model.kv_heads = v[C_HEADS];
   }
-  int gelu = r->model.activation == SC_ACT_GELU;
-  r->model.norm = gelu ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
-  r->model.position = gelu ? SC_POS_LEARNED : SC_POS_ROPE;
-  r->model.linear_bias = gelu;
+  /* GPT-style (gelu, relu, squared_relu) or Llama-style (the gated swiglu, geglu) */
+  int gpt = !sc_activation_gated(r->model.activation);
+  r->model.norm = gpt ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
+  r->model.position = gpt ? SC_POS_LEARNED : SC_POS_ROPE;
+  r->model.linear_bias = gpt;
   for (int o = 0; o < O_COUNT; o++) { /* the optional columns the file has */
     static const char *const pos[] = {"learned", "rope", "alibi", "none", NULL};
     static const char *const norms[] = {"layernorm", "rmsnorm", NULL};

@@ -344,7 +344,7 @@ static int cpu_measure(void *state, const sc_device *dev, const sc_op_desc *op, 
                                      SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_OPTIMIZER,
                                      SC_OP_EMBEDDING, SC_OP_CROSS_ENTROPY, SC_OP_MEMCPY};
   static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT,    SC_ATTN_VARIANT_COUNT,
-                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
+                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_SAMPLED,
                                        SC_SOFTMAX_SAMPLED, SC_OPTIM_VARIANT_COUNT,
                                        SC_EMBED_VARIANT_COUNT,   SC_CE_VARIANT_COUNT,
                                        SC_MEMCPY_VARIANT_COUNT};

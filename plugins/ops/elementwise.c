@@ -24,6 +24,15 @@
  *   ADD                     3e         1      a, b | c
  *   ROPE_FWD, ROPE_BWD      2e         3      x | y   (x cos + rotate(x) sin; the cos/sin
  *                                                      tables are small and cache-resident)
+ *   RELU_FWD (bias+ReLU)    2e         2      x | y   (+ bias 1, max 1)
+ *   RELU_BWD                3e         1      x, dy | dx  (select dy where x > 0)
+ *   SQRELU_FWD              2e         3      x | y   (+ bias 1, max 1, square 1)
+ *   SQRELU_BWD              3e         3      x, dy | dx  (2 relu(x) dy: max, * 2, * dy)
+ *   GEGLU_FWD               3e         10     a, b | y   (tanh-form GeLU of a 9, * b 1)
+ *   GEGLU_BWD               5e         25     a, b, dy | da, db  (GeLU's derivative as
+ *                                                      GELU_BWD 19, GeLU itself from its
+ *                                                      tanh 3, da = dy b gelu'(a) 2,
+ *                                                      db = dy gelu(a) 1)
  * Every write is to a new output (the after-bar columns: fresh for a write-allocate device).
  * Arithmetic at the device's fp32 rate. Features add two flags the FLOP and byte counts do
  * not separate: `rng` (the variant draws a random number per element) and `backward`.
@@ -51,6 +60,12 @@ static const struct { double a, c, flops, rng, bwd, wa, wc; } cost[SC_EW_VARIANT
     [SC_EW_ADD] = {3, 0, 1, 0, 0, 1, 0},
     [SC_EW_ROPE_FWD] = {2, 0, 3, 0, 0, 1, 0},
     [SC_EW_ROPE_BWD] = {2, 0, 3, 0, 1, 1, 0},
+    [SC_EW_RELU_FWD] = {2, 0, 2, 0, 0, 1, 0},
+    [SC_EW_RELU_BWD] = {3, 0, 1, 0, 1, 1, 0},
+    [SC_EW_SQRELU_FWD] = {2, 0, 3, 0, 0, 1, 0},
+    [SC_EW_SQRELU_BWD] = {3, 0, 3, 0, 1, 1, 0},
+    [SC_EW_GEGLU_FWD] = {3, 0, 10, 0, 0, 1, 0},
+    [SC_EW_GEGLU_BWD] = {5, 0, 25, 0, 1, 2, 0},
 };
 
 static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_estimate *out,

@@ -74,8 +74,17 @@ enum {
   SC_EW_ADD,                   /* residual add / gradient accumulation: c = a + b */
   SC_EW_ROPE_FWD,              /* rotary embedding on q and k */
   SC_EW_ROPE_BWD,
+  SC_EW_RELU_FWD,              /* bias + ReLU (OPT) */
+  SC_EW_RELU_BWD,
+  SC_EW_SQRELU_FWD,            /* bias + squared ReLU, relu(x)^2 (Nemotron-4, Primer) */
+  SC_EW_SQRELU_BWD,
+  SC_EW_GEGLU_FWD,             /* gelu(a) * b (Gemma, T5 v1.1) */
+  SC_EW_GEGLU_BWD,
   SC_EW_VARIANT_COUNT
 };
+/* The variants the samplers measure (the cpu and cuda plugins have kernels for): the first
+ * eleven; the activations after them are priced by their counts alone. */
+#define SC_EW_SAMPLED 11
 
 /* softmax (unfused attention path): Megatron's fused scale + causal mask + softmax, and its
  * backward; PLAIN: a framework's plain softmax over the whole row (torch.softmax: no scale,

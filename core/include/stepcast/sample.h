@@ -40,8 +40,8 @@ int sc_sample_plan_build(sc_sample_plan *pl, const char *families, int quick, in
 
 /* A plan file: a CSV with columns family, variant, dtype and dims ("AxBx..."; a kind column,
  * where there is one, keeps the rows of kind "op"). Rows of a family not in families (NULL:
- * all), or that no sampler measures (memcpy), are counted in *other; an operator listed
- * again is measured once and counted in *dups. Errors: the CSV reader's, SC_EPARSE
+ * all), or that no sampler measures (memcpy, the activations past SC_EW_SAMPLED), are
+ * counted in *other; an operator listed again is measured once and counted in *dups. Errors: the CSV reader's, SC_EPARSE
  * "path:line: column 'name': ..." for a malformed row, and for a file with no operator to
  * measure; SC_ENOMEM. */
 int sc_sample_plan_read(const char *path, const char *families, sc_sample_plan *pl,

@@ -16,7 +16,22 @@ extern "C" {
 #define SC_NAME_MAX 64
 #define SC_PATH_MAX 1024
 
-typedef enum { SC_ACT_GELU = 0, SC_ACT_SWIGLU } sc_activation;
+/* The MLP's activation: gelu (GPT-2/3, BLOOM), swiglu (Llama), relu (OPT), squared_relu
+ * (Nemotron-4, Primer), geglu (Gemma, T5 v1.1); the gated ones (swiglu, geglu) have a third
+ * weight matrix. */
+typedef enum {
+  SC_ACT_GELU = 0,
+  SC_ACT_SWIGLU,
+  SC_ACT_RELU,
+  SC_ACT_SQUARED_RELU,
+  SC_ACT_GEGLU,
+  SC_ACT_COUNT
+} sc_activation;
+
+/* 1 when the activation gates one projection by another (fc1 twice as wide). */
+static inline int sc_activation_gated(sc_activation a) {
+  return a == SC_ACT_SWIGLU || a == SC_ACT_GEGLU;
+}
 typedef enum { SC_NORM_LAYERNORM = 0, SC_NORM_RMSNORM } sc_norm_kind;
 typedef enum {
   SC_POS_LEARNED = 0, /* learned absolute position embedding (GPT-2/3) */

@@ -156,7 +156,7 @@ static int plan_family(sc_sample_plan *p, const char *fam, uint32_t count, int g
       rc = sc_sample_plan_add(p, SC_OP_SOFTMAX, vpick(i, SC_SOFTMAX_SAMPLED), 2, d);
     } else if (strcmp(fam, "elementwise") == 0) {
       d[0] = gpu ? logpick(u[0], 1 << 10, big, 64) : twopick(u[0], 1 << 10, mid, big, 64);
-      rc = sc_sample_plan_add(p, SC_OP_ELEMENTWISE, vpick(i, SC_EW_VARIANT_COUNT), 1, d);
+      rc = sc_sample_plan_add(p, SC_OP_ELEMENTWISE, vpick(i, SC_EW_SAMPLED), 1, d);
     } else if (strcmp(fam, "embedding") == 0) {
       d[0] = logpick(u[0], 64, 4096, 16);
       d[1] = logpick(u[1], 64, 2048, 64);
@@ -197,12 +197,17 @@ static int plan_family(sc_sample_plan *p, const char *fam, uint32_t count, int g
 int sc_sample_plan_read(const char *path, const char *families, sc_sample_plan *pl,
                         size_t *other, size_t *dups, sc_error *err) {
   /* each family's dims and variants (stepcast/ops.h); memcpy last, listed but not sampled */
-  static const struct { const char *name; uint32_t ndims, nvariants; } fams[] = {
-      {SC_OP_GEMM, 4, SC_GEMM_VARIANT_COUNT},         {SC_OP_ATTENTION, 7, SC_ATTN_VARIANT_COUNT},
-      {SC_OP_NORM, 2, SC_NORM_OP_VARIANT_COUNT},      {SC_OP_SOFTMAX, 2, SC_SOFTMAX_SAMPLED},
-      {SC_OP_ELEMENTWISE, 1, SC_EW_VARIANT_COUNT},    {SC_OP_OPTIMIZER, 1, SC_OPTIM_VARIANT_COUNT},
-      {SC_OP_EMBEDDING, 3, SC_EMBED_VARIANT_COUNT},   {SC_OP_CROSS_ENTROPY, 2, SC_CE_VARIANT_COUNT},
-      {SC_OP_MEMCPY, 1, SC_MEMCPY_VARIANT_COUNT}};
+  /* nsampled: the variants a sampler has kernels for (the others are listed, not sampled) */
+  static const struct { const char *name; uint32_t ndims, nvariants, nsampled; } fams[] = {
+      {SC_OP_GEMM, 4, SC_GEMM_VARIANT_COUNT, SC_GEMM_VARIANT_COUNT},
+      {SC_OP_ATTENTION, 7, SC_ATTN_VARIANT_COUNT, SC_ATTN_VARIANT_COUNT},
+      {SC_OP_NORM, 2, SC_NORM_OP_VARIANT_COUNT, SC_NORM_OP_VARIANT_COUNT},
+      {SC_OP_SOFTMAX, 2, SC_SOFTMAX_SAMPLED, SC_SOFTMAX_SAMPLED},
+      {SC_OP_ELEMENTWISE, 1, SC_EW_VARIANT_COUNT, SC_EW_SAMPLED},
+      {SC_OP_OPTIMIZER, 1, SC_OPTIM_VARIANT_COUNT, SC_OPTIM_VARIANT_COUNT},
+      {SC_OP_EMBEDDING, 3, SC_EMBED_VARIANT_COUNT, SC_EMBED_VARIANT_COUNT},
+      {SC_OP_CROSS_ENTROPY, 2, SC_CE_VARIANT_COUNT, SC_CE_VARIANT_COUNT},
+      {SC_OP_MEMCPY, 1, SC_MEMCPY_VARIANT_COUNT, SC_MEMCPY_VARIANT_COUNT}};
   const size_t nfams = sizeof fams / sizeof fams[0];
   static const char *const cols[] = {"family", "variant", "dtype", "dims"};
   int idx[4], kind;
@@ -274,7 +279,7 @@ int sc_sample_plan_read(const char *path, const char *families, sc_sample_plan *
                         fi == 1 ? " (the last, causal, 0 or 1)" : "");
       goto out;
     }
-    if (fs == NULL || !sc_name_in_list(families, fs)) {
+    if (fs == NULL || !sc_name_in_list(families, fs) || o.variant >= fams[fi].nsampled) {
       (*other)++;
       continue;
     }

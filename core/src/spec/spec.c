@@ -277,11 +277,11 @@ static int64_t sc__model_params(const sc_model *m) {
   int64_t f = m->ffn_hidden;
   int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * h : h;
   int64_t attn = h * q + 2 * h * kv + q * h;
-  int64_t mlp = (m->activation == SC_ACT_SWIGLU ? 3 : 2) * h * f;
+  int64_t mlp = (sc_activation_gated(m->activation) ? 3 : 2) * h * f;
   int64_t layer, total;
   if (m->linear_bias) {
     attn += q + 2 * kv + h;
-    mlp += (m->activation == SC_ACT_SWIGLU ? 2 * f : f) + h;
+    mlp += (sc_activation_gated(m->activation) ? 2 * f : f) + h;
   }
   layer = attn + mlp + 2 * norm;
   total = m->layers * layer + norm; /* final norm */
@@ -315,7 +315,7 @@ int sc_model_finish(sc_model *m, sc_error *err) {
   } else if (m->head_dim < 0) {
     return sc_error_set(err, SC_ESPEC, "%s: key 'head_dim': must be > 0", where);
   }
-  if ((int)m->activation < 0 || m->activation > SC_ACT_SWIGLU || (int)m->norm < 0 ||
+  if ((int)m->activation < 0 || m->activation >= SC_ACT_COUNT || (int)m->norm < 0 ||
       m->norm > SC_NORM_RMSNORM || (int)m->position < 0 || m->position > SC_POS_NONE) {
     return sc_error_set(err, SC_ESPEC, "%s: activation, norm or position out of range", where);
   }
@@ -358,7 +358,7 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
                                       "kv_heads", "head_dim", "vocab", "max_seq", "activation",
                                       "norm", "position", "tied_embeddings", "linear_bias",
                                       NULL};
-  static const char *const acts[] = {"gelu", "swiglu"};
+  static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu"};
   static const char *const norms[] = {"layernorm", "rmsnorm"};
   static const char *const poss[] = {"learned", "rope", "alibi", "none"};
   char path[SC_PATH_MAX];
@@ -392,7 +392,7 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
   SC__INT(layers, 1) SC__INT(hidden, 1) SC__INT(ffn_hidden, 1) SC__INT(heads, 1)
   SC__INT(kv_heads, 0) SC__INT(head_dim, 0) SC__INT(vocab, 1) SC__INT(max_seq, 1)
 #undef SC__INT
-  if (rc == SC_OK) { rc = sc__enum(t, "activation", acts, 2, 1, &e, err); if (rc == SC_OK) m.activation = (sc_activation)e; }
+  if (rc == SC_OK) { rc = sc__enum(t, "activation", acts, 5, 1, &e, err); if (rc == SC_OK) m.activation = (sc_activation)e; }
   if (rc == SC_OK) { rc = sc__enum(t, "norm", norms, 2, 1, &e, err); if (rc == SC_OK) m.norm = (sc_norm_kind)e; }
   if (rc == SC_OK) { rc = sc__enum(t, "position", poss, 4, 1, &e, err); if (rc == SC_OK) m.position = (sc_pos_embedding)e; }
   if (rc == SC_OK) {

@@ -75,7 +75,7 @@ void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d) {
   d->q_t = d->a_t * d->d;
   d->qkv_t = (d->a_t + 2 * d->g_t) * d->d;
   d->f_t = m->ffn_hidden / tp;
-  d->f1_t = m->activation == SC_ACT_SWIGLU ? 2 * d->f_t : d->f_t;
+  d->f1_t = sc_activation_gated(m->activation) ? 2 * d->f_t : d->f_t;
   d->vocab_padded = sc_workload_padded_vocab(m, p);
   d->V_t = d->vocab_padded / tp;
   d->act = (p->dtype == SC_DTYPE_FP8) ? SC_DTYPE_BF16 : p->dtype;
@@ -138,7 +138,7 @@ static int check_products(const sc_model *m, const sc_parallel *p, sc_error *err
   const int64_t b = p->micro_batch, s = p->seq_len, s_c = (int64_t)p->seq_len / p->cp;
   const int64_t tp = p->tp, h = m->hidden, hd = m->head_dim;
   const int64_t a_t = m->heads / tp, g_t = m->kv_heads / tp, f_t = m->ffn_hidden / tp;
-  const int64_t f1_t = m->activation == SC_ACT_SWIGLU ? 2 * f_t : f_t;
+  const int64_t f1_t = sc_activation_gated(m->activation) ? 2 * f_t : f_t;
   int64_t T = 0, x = 0, qkv_w = 0, q_w = 0, V_t = 0, layer = 0, total = 0;
   const char *const nm_T[] = {"micro_batch", "seq_len/cp"};
   int rc = prod(&T, err, 2, nm_T, (const int64_t[]){b, s_c});
@@ -506,11 +506,24 @@ static void attn_core_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   }
 }
 
+/* The MLP activation's elementwise kernel (forward, or backward with bwd) and its name. */
+static const struct {
+  uint32_t fwd, bwd;
+  const char *name, *name_bwd;
+} act_kernel[SC_ACT_COUNT] = {
+    [SC_ACT_GELU] = {SC_EW_GELU_FWD, SC_EW_GELU_BWD, "mlp_gelu", "mlp_gelu.bwd"},
+    [SC_ACT_SWIGLU] = {SC_EW_SWIGLU_FWD, SC_EW_SWIGLU_BWD, "mlp_swiglu", "mlp_swiglu.bwd"},
+    [SC_ACT_RELU] = {SC_EW_RELU_FWD, SC_EW_RELU_BWD, "mlp_relu", "mlp_relu.bwd"},
+    [SC_ACT_SQUARED_RELU] = {SC_EW_SQRELU_FWD, SC_EW_SQRELU_BWD, "mlp_squared_relu",
+                             "mlp_squared_relu.bwd"},
+    [SC_ACT_GEGLU] = {SC_EW_GEGLU_FWD, SC_EW_GEGLU_BWD, "mlp_geglu", "mlp_geglu.bwd"},
+};
+
 /* One transformer layer forward, repeated L times (FWD, or RECOMPUTE for full). */
 static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   const sc__dims *d = &B->d;
   const sc_model *m = B->m;
-  int swiglu = m->activation == SC_ACT_SWIGLU;
+  const int act = (int)m->activation;
   sc_work_where W = SC_WHERE_LAYER;
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "qkv.ag");
@@ -527,8 +540,8 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "mlp_fc1.ag");
   linear(B, l, ph, L, W, "mlp_fc1", 0, DIMS(1, d->T, d->f1_t, d->h));
-  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_FWD : SC_EW_GELU_FWD,
-     swiglu ? "mlp_swiglu" : "mlp_gelu", DIMS(d->T * d->f_t));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd, act_kernel[act].name,
+     DIMS(d->T * d->f_t));
   linear(B, l, ph, L, W, "mlp_fc2", 1, DIMS(1, d->T, d->h, d->f_t));
   tp_reduce(B, l, ph, L, W, "mlp_fc2.ar", "mlp_fc2.rs");
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
@@ -539,7 +552,7 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   const sc__dims *d = &B->d;
   const sc_model *m = B->m;
   const sc_parallel *p = B->p;
-  int swiglu = m->activation == SC_ACT_SWIGLU;
+  const int act = (int)m->activation;
   sc_phase ph = SC_PHASE_BWD;
   sc_work_where W = SC_WHERE_LAYER;
   int64_t ba = d->b * d->a_t;
@@ -550,8 +563,8 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   sp_gather(B, l, ph, L, W, "mlp_fc2.ag");
   linear(B, l, ph, L, W, "mlp_fc2.dgrad", 1, DIMS(1, d->T, d->f_t, d->h));
   linear(B, l, ph, L, W, "mlp_fc2.wgrad", 0, DIMS(1, d->h, d->f_t, d->T));
-  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, swiglu ? SC_EW_SWIGLU_BWD : SC_EW_GELU_BWD,
-     swiglu ? "mlp_swiglu.bwd" : "mlp_gelu.bwd", DIMS(d->T * d->f_t));
+  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd, act_kernel[act].name_bwd,
+     DIMS(d->T * d->f_t));
   linear(B, l, ph, L, W, "mlp_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->f1_t));
   sp_gather(B, l, ph, L, W, "mlp_fc1.wgrad_ag");
   tp_reduce(B, l, ph, L, W, "mlp_fc1.ar", "mlp_fc1.rs");

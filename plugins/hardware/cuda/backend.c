@@ -49,7 +49,7 @@
 
 _Static_assert(SC_EW_GELU_FWD == 0 && SC_EW_SWIGLU_FWD == 2 && SC_EW_DROPOUT_FWD == 4 &&
                    SC_EW_BIAS_DROPOUT_ADD_FWD == 6 && SC_EW_ADD == 8 && SC_EW_ROPE_FWD == 9 &&
-                   SC_EW_VARIANT_COUNT == 11,
+                   SC_EW_SAMPLED == 11,
                "kernels.cu repeats the SC_EW_* codes");
 
 /* ---- measure -------------------------------------------------------------------------- */
@@ -506,7 +506,7 @@ static int cu_measure(void *state, const sc_device *dev, const sc_op_desc *op, u
                                      SC_OP_ELEMENTWISE, SC_OP_SOFTMAX, SC_OP_OPTIMIZER};
   static const uint32_t ndims_of[] = {4, 7, 2, 1, 2, 1};
   static const uint32_t nvariants[] = {SC_GEMM_VARIANT_COUNT, SC_ATTN_VARIANT_COUNT,
-                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_VARIANT_COUNT,
+                                       SC_NORM_OP_VARIANT_COUNT, SC_EW_SAMPLED,
                                        SC_SOFTMAX_SAMPLED, SC_OPTIM_VARIANT_COUNT};
   double samples[CU_MAX_SAMPLES];
   uint32_t n = 0;
