@@ -56,6 +56,12 @@ static const job_key keys[] = {
     {"stage-layers", K_STR, NULL, "layers of each pipeline stage, comma-separated, first "
                                   "stage first (pp entries summing to the layers; default: "
                                   "an even split)"},
+    {"first-stage-layers", K_U32, NULL, "layers of the first pipeline stage, the others "
+                                        "split evenly (Megatron-Core's "
+                                        "--decoder-first-pipeline-num-layers)"},
+    {"last-stage-layers", K_U32, NULL, "layers of the last pipeline stage, the others split "
+                                       "evenly (Megatron-Core's "
+                                       "--decoder-last-pipeline-num-layers)"},
     {"vocab-divisible-by", K_U32, NULL, "the vocabulary is padded to a multiple of this times "
                                         "tp (Megatron-LM's make_vocab_size_divisible_by; "
                                         "default the stack's, else 128)"},
@@ -224,6 +230,8 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "seq-len") == 0) { j->par.seq_len = u; j->seq_given = 1; }
     else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
     else if (strcmp(k->name, "vocab-divisible-by") == 0) j->par.vocab_divisible_by = u;
+    else if (strcmp(k->name, "first-stage-layers") == 0) j->first_layers = u;
+    else if (strcmp(k->name, "last-stage-layers") == 0) j->last_layers = u;
     return SC_OK;
   }
   case K_DOUBLE: {
@@ -363,6 +371,25 @@ int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err) {
     return sc_error_set(err, SC_ECONFIG, "gpus: %u but tp*pp*dp*cp = %llu", j->gpus,
                         (unsigned long long)prod);
   j->gpus = (uint32_t)prod;
+  if ((j->first_layers || j->last_layers) && m != NULL) { /* Megatron-Core's split */
+    uint32_t pp = j->par.pp, ends = (j->first_layers != 0) + (j->last_layers != 0), mid;
+    int64_t rest = m->layers - (int64_t)j->first_layers - (int64_t)j->last_layers;
+    if (j->nstage_layers != 0)
+      return sc_error_set(err, SC_ECONFIG, "stage-layers: give the split or the first and last "
+                          "stages' layers, not both");
+    if (pp < ends + 1)
+      return sc_error_set(err, SC_ECONFIG, "first-stage-layers, last-stage-layers: pp %u "
+                          "leaves no stage for the other layers", pp);
+    mid = pp - ends;
+    if (rest < (int64_t)mid || rest % mid != 0)
+      return sc_error_set(err, SC_ECONFIG, "first-stage-layers, last-stage-layers: the other "
+                          "%lld layers of model '%s' do not split evenly over its other %u "
+                          "stages", (long long)rest, m->name, mid);
+    for (uint32_t i = 0; i < pp; i++) j->par.stage_layers[i] = (uint32_t)(rest / mid);
+    if (j->first_layers) j->par.stage_layers[0] = j->first_layers;
+    if (j->last_layers) j->par.stage_layers[pp - 1] = j->last_layers;
+    j->nstage_layers = pp;
+  }
   if (j->nstage_layers != 0 && j->nstage_layers != j->par.pp)
     return sc_error_set(err, SC_ECONFIG, "stage-layers: %u entr%s for pp %u (one per pipeline "
                         "stage)", j->nstage_layers, j->nstage_layers == 1 ? "y" : "ies",

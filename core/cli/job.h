@@ -19,6 +19,8 @@ typedef struct sc_cli_job {
   int given[4];                 /* tp, pp, dp, cp given explicitly */
   int seq_given;                /* seq_len given (else the model's max_seq) */
   uint32_t nstage_layers;       /* entries of --stage-layers (0: an even split) */
+  uint32_t first_layers, last_layers; /* --first-stage-layers, --last-stage-layers (0: not
+                                       * given); sc_cli_job_finish turns them into the split */
   int estimator_given;          /* --estimator (or the job file's) stated; else the default,
                                  * settled by sc_cli_job_residuals */
   char estimator_source[320];   /* why the estimator is the one used, for the output ("" when

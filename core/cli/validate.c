@@ -36,7 +36,8 @@ static void validate_usage(FILE *out) {
           "(layernorm, rmsnorm; both default from the activation: gelu, relu, squared_relu\n"
           "→ learned and layernorm, swiglu, geglu → rope and rmsnorm), tied_embeddings\n"
           "(default false),\n"
-          "stage_layers (layers per pipeline stage, \"10,14\"; default an even split) and\n"
+          "stage_layers (layers per pipeline stage, \"10,14\"; default an even split) or\n"
+          "first_stage_layers and last_stage_layers (the others split evenly), and\n"
           "vocab_divisible_by (default the stack's, else 128) state what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
@@ -80,11 +81,12 @@ typedef struct vrow {
  * the activation: gelu → learned positions and LayerNorm, swiglu → rope and RMSNorm;
  * untied embeddings). */
 enum {
-  O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED,
-  O_COUNT
+  O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_FIRST_LAYERS, O_LAST_LAYERS,
+  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_COUNT
 };
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
                                               "overlap_tp_comm", "stage_layers",
+                                              "first_stage_layers", "last_stage_layers",
                                               "vocab_divisible_by", "position", "norm",
                                               "tied_embeddings"};
 
