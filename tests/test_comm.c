@@ -1009,10 +1009,10 @@ static const char *HEADER = "id,source,system,topology,gpus,op,algo,bytes,busbw_
 
 static int read_text(const char *body, sc_error *err, size_t *n) {
   char buf[4096];
-  sc__vrow *rows = NULL;
+  sc_comm_vrow *rows = NULL;
   int rc;
   snprintf(buf, sizeof buf, "%s", body);
-  rc = sc__comm_read_validation(write_tmp(buf), &rows, n, err);
+  rc = sc_comm_read_validation(write_tmp(buf), &rows, n, err);
   free(rows);
   return rc;
 }
@@ -1021,13 +1021,13 @@ START_TEST(validation_reader) {
   char buf[4096];
   sc_error err = {0};
   size_t n = 0;
-  sc__vrow *rows = NULL;
+  sc_comm_vrow *rows = NULL;
   snprintf(buf, sizeof buf,
            "%s# comment\n"
            "a1,\"https://x/y, log 2\",DGX A100,dgx-a100-superpod,16,allreduce,,1073741824,"
            "190.5,\"say \"\"hi\"\"\"\n",
            HEADER);
-  ck_assert_msg(sc__comm_read_validation(write_tmp(buf), &rows, &n, &err) == SC_OK, "%s",
+  ck_assert_msg(sc_comm_read_validation(write_tmp(buf), &rows, &n, &err) == SC_OK, "%s",
                 err.msg);
   ck_assert_uint_eq(n, 1);
   ck_assert_str_eq(rows[0].source, "https://x/y, log 2");
@@ -1069,11 +1069,11 @@ START_TEST(validation_reader) {
     static const char row[] = "a1,s,DGX,t,16,allreduce,ring,10\0" "24,3,\n";
     const char *path = write_tmp(HEADER);
     FILE *f = fopen(path, "a");
-    sc__vrow *rows = NULL;
+    sc_comm_vrow *rows = NULL;
     ck_assert_ptr_nonnull(f);
     ck_assert(fwrite(row, 1, sizeof row - 1, f) == sizeof row - 1);
     fclose(f);
-    ck_assert_int_eq(sc__comm_read_validation(path, &rows, &n, &err), SC_EPARSE);
+    ck_assert_int_eq(sc_comm_read_validation(path, &rows, &n, &err), SC_EPARSE);
     ck_assert_msg(strstr(err.msg, ":2: a NUL byte in the line") != NULL, "%s", err.msg);
     free(rows);
   }
@@ -1085,20 +1085,20 @@ START_TEST(validation_reader) {
                    SC_EPARSE);
   ck_assert_msg(strstr(err.msg, "'source'") != NULL, "%s", err.msg);
   ck_assert_int_eq(read_text(HEADER, &err, &n), SC_EPARSE); /* no rows */
-  ck_assert_int_eq(sc__comm_read_validation("/nonexistent/x.csv", &rows, &n, &err), SC_EIO);
+  ck_assert_int_eq(sc_comm_read_validation("/nonexistent/x.csv", &rows, &n, &err), SC_EIO);
 }
 END_TEST
 
 /* The published data set itself parses, and every row has a source. */
 START_TEST(validation_file_parses) {
   char path[1024];
-  sc__vrow *rows = NULL;
+  sc_comm_vrow *rows = NULL;
   size_t n = 0;
   sc_error err = {0};
   const char *data = getenv("SC_TEST_DATA");
   ck_assert_ptr_nonnull(data);
   snprintf(path, sizeof path, "%s/../../docs/validation/nccl-tests.csv", data);
-  ck_assert_msg(sc__comm_read_validation(path, &rows, &n, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_comm_read_validation(path, &rows, &n, &err) == SC_OK, "%s", err.msg);
   ck_assert(n >= 1);
   for (size_t i = 0; i < n; i++) ck_assert(strncmp(rows[i].source, "http", 4) == 0);
   free(rows);

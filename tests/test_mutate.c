@@ -70,9 +70,9 @@ static int load_coll_residuals(const char *path, sc_error *err) {
 }
 
 static int load_nccl_log(const char *path, sc_error *err) {
-  sc__nccl_log lg;
-  int rc = sc__comm_read_nccl_log(path, &lg, err);
-  if (rc == SC_OK) sc__comm_nccl_log_free(&lg);
+  sc_nccl_log lg;
+  int rc = sc_comm_read_nccl_log(path, &lg, err);
+  if (rc == SC_OK) sc_comm_nccl_log_free(&lg);
   return rc;
 }
 
@@ -84,9 +84,9 @@ static int load_samples(const char *path, sc_error *err) {
 }
 
 static int load_comm_validation(const char *path, sc_error *err) {
-  sc__vrow *rows = NULL;
+  sc_comm_vrow *rows = NULL;
   size_t n = 0;
-  int rc = sc__comm_read_validation(path, &rows, &n, err);
+  int rc = sc_comm_read_validation(path, &rows, &n, err);
   free(rows);
   return rc;
 }

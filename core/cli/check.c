@@ -6,7 +6,6 @@
 #include "cli.h"
 #include "stepcast/estimate.h"
 #include "job.h"
-#include "toml/toml.h"
 
 static void check_usage(FILE *out) {
   fprintf(out,
@@ -292,23 +291,16 @@ static void print_stack(const sc_stack *s) {
   }
 }
 
-/* Which spec a file is, from its top-level table; -1 with err set when none. */
+/* Which spec a file is (sc_spec_file_kind); -1 with err set when none. */
 static int detect_kind(const char *path, sc_error *err) {
-  sc_toml_doc *doc = NULL;
-  int kind = -1;
-  if (sc__toml_parse_file(path, &doc, err) != SC_OK) return -1;
-  const sc_toml_value *mv = sc__toml_get(doc->root, "model");
-  if (sc__toml_get(doc->root, "device") != NULL && (mv == NULL || mv->type == SC_TOML_ARRAY))
-    kind = CHECK_RESIDUALS; /* residuals.toml: device, models and [[model]] tables */
-  else if (mv != NULL) kind = SC_SPEC_MODEL;
-  else if (sc__toml_get(doc->root, "hardware") != NULL) kind = SC_SPEC_HARDWARE;
-  else if (sc__toml_get(doc->root, "topology") != NULL) kind = SC_SPEC_TOPOLOGY;
-  else if (sc__toml_get(doc->root, "job") != NULL) kind = CHECK_JOB;
-  else if (sc__toml_get(doc->root, "stack") != NULL) kind = SC_SPEC_STACK;
-  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology], [stack] or "
-                    "[job] table, nor a residual set's device", path);
-  sc__toml_free(doc);
-  return kind;
+  const char *k = sc_spec_file_kind(path, err);
+  if (k == NULL) return -1;
+  if (strcmp(k, "residuals") == 0) return CHECK_RESIDUALS;
+  if (strcmp(k, "model") == 0) return SC_SPEC_MODEL;
+  if (strcmp(k, "hardware") == 0) return SC_SPEC_HARDWARE;
+  if (strcmp(k, "topology") == 0) return SC_SPEC_TOPOLOGY;
+  if (strcmp(k, "job") == 0) return CHECK_JOB;
+  return SC_SPEC_STACK;
 }
 
 int sc_cli_check(int argc, char **argv) {

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 #include "stepcast/report.h"
@@ -139,12 +138,12 @@ typedef struct vsys {
 
 static int run_validate(const char *file) {
   sc_error err = {0};
-  sc__vrow *rows = NULL;
+  sc_comm_vrow *rows = NULL;
   size_t n = 0, nbig = 0, nsys = 0;
   double sum = 0.0, sumbig = 0.0;
   vsys *sys = NULL;
   sc_registry *reg = NULL;
-  int rc = sc__comm_read_validation(file, &rows, &n, &err);
+  int rc = sc_comm_read_validation(file, &rows, &n, &err);
   if (rc != SC_OK) return sc_cli_fail(&err);
   rc = open_registry(&reg, &err);
   if (rc != SC_OK) {
@@ -164,7 +163,7 @@ static int run_validate(const char *file) {
   printf("# %-10s %-24s %-20s %5s %-13s %-5s %12s %9s %9s %8s\n", "", "", "", "", "", "", "",
          "(GB/s)", "(GB/s)", "");
   for (size_t i = 0; i < n; i++) {
-    const sc__vrow *r = &rows[i];
+    const sc_comm_vrow *r = &rows[i];
     sc_topology t;
     sc_coll_desc c;
     sc_estimate e;
@@ -238,7 +237,7 @@ static void put_quoted(const char *s) {
 }
 
 /* nccl-tests' busbw of a row, GB/s: size / time x the bus factor. */
-static double row_busbw(const sc__nccl_log_row *r, sc_coll_kind kind, uint32_t gpus) {
+static double row_busbw(const sc_nccl_log_row *r, sc_coll_kind kind, uint32_t gpus) {
   return r->bytes / r->time_s * sc_comm_bus_factor(kind, gpus) / 1e9;
 }
 
@@ -246,20 +245,20 @@ static int run_import(const char *log, const char *system, const char *topo_name
                       uint32_t gpus, int op_flag, const char *algo, const char *id_prefix,
                       const char *source) {
   sc_error err = {0};
-  sc__nccl_log lg;
+  sc_nccl_log lg;
   sc_topology t;
   sc_coll_kind kind;
   char prefix[40], src[600];
-  int rc = sc__comm_read_nccl_log(log, &lg, &err);
+  int rc = sc_comm_read_nccl_log(log, &lg, &err);
   if (rc != SC_OK) return sc_cli_fail(&err);
   if (lg.have_kind && op_flag >= 0 && (sc_coll_kind)op_flag != lg.kind) {
     sc_cli_eprintf("stepcast: %s: the log ran %s, not --op %s", log,
             sc_comm_kind_name(lg.kind), sc_comm_kind_name((sc_coll_kind)op_flag));
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return 1;
   }
   if (!lg.have_kind && op_flag < 0) {
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return sc_cli_usage_error(CMD, "%s does not say which collective it ran (no '# Collective "
                                    "test starting' line): pass --op", log);
   }
@@ -267,11 +266,11 @@ static int run_import(const char *log, const char *system, const char *topo_name
   if (lg.ranks > 0 && gpus > 0 && lg.ranks != gpus) {
     sc_cli_eprintf("stepcast: %s: the log lists %u ranks, not --gpus %u", log,
             (unsigned)lg.ranks, (unsigned)gpus);
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return 1;
   }
   if (lg.ranks == 0 && gpus == 0) {
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return sc_cli_usage_error(CMD, "%s lists no ranks ('#  Rank  N Group ...' lines): pass "
                                    "--gpus", log);
   }
@@ -279,7 +278,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
   if ((rc = sc_topology_load(topo_name, &t, &err)) != SC_OK ||
       (rc = sc_comm_check_topology(&t, &err)) != SC_OK ||
       (rc = sc_comm_check_gpus(&t, gpus, &err)) != SC_OK) {
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return sc_cli_fail(&err);
   }
   if (id_prefix == NULL) { /* the log's file name without its extension */
@@ -293,25 +292,25 @@ static int run_import(const char *log, const char *system, const char *topo_name
     snprintf(prefix, sizeof prefix, "%s", id_prefix);
   }
   if (strchr(prefix, ',') != NULL || strchr(prefix, '"') != NULL || prefix[0] == '\0') {
-    sc__comm_nccl_log_free(&lg);
+    sc_comm_nccl_log_free(&lg);
     return sc_cli_usage_error(CMD, "--id: '%s' must be a non-empty name without commas or "
                                    "quotes", prefix);
   }
   snprintf(src, sizeof src, "%s", source ? source : log);
   for (size_t i = 0; i < lg.n; i++) { /* the bounds comm --validate reads rows with */
-    const sc__nccl_log_row *r = &lg.rows[i];
+    const sc_nccl_log_row *r = &lg.rows[i];
     double busbw = row_busbw(r, kind, gpus);
     if (!(busbw > 0.0) || busbw > 1e6) {
       sc_cli_eprintf("stepcast: %s:%u: column 'time': %.0f bytes in %g us is a bus bandwidth "
               "of %g GB/s, outside (0, 1e6]: not a measurement", log, (unsigned)r->line,
               r->bytes, r->time_s * 1e6, busbw);
-      sc__comm_nccl_log_free(&lg);
+      sc_comm_nccl_log_free(&lg);
       return 1;
     }
   }
   printf("id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes\n");
   for (size_t i = 0; i < lg.n; i++) {
-    const sc__nccl_log_row *r = &lg.rows[i];
+    const sc_nccl_log_row *r = &lg.rows[i];
     char note[160];
     printf("%s-%.0f,", prefix, r->bytes);
     put_quoted(src);
@@ -326,7 +325,7 @@ static int run_import(const char *log, const char *system, const char *topo_name
     put_quoted(note);
     putchar('\n');
   }
-  sc__comm_nccl_log_free(&lg);
+  sc_comm_nccl_log_free(&lg);
   return 0;
 }
 

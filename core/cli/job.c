@@ -8,8 +8,6 @@
 #include "cli.h"
 #include "common/checked.h"
 #include "job.h"
-#include "spec/table.h"
-#include "toml/toml.h"
 
 typedef enum { K_STR, K_U32, K_BOOL, K_DOUBLE, K_ENUM } key_type;
 
@@ -267,75 +265,49 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
   return SC_ENOTFOUND;
 }
 
-int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err) {
-  sc_toml_doc *doc = NULL;
-  const sc_toml_value *job;
-  int rc = sc__toml_parse_file(path, &doc, err);
-  if (rc != SC_OK) return rc;
-  for (size_t i = 0; i < doc->root->u.tab.len; i++) {
-    const sc_toml_kv *kv = &doc->root->u.tab.items[i];
-    if (strcmp(kv->key, "job") != 0) {
-      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': a job file holds one [job] table",
-                        path, kv->line, kv->col, kv->key);
-      goto done;
-    }
-  }
-  job = sc__toml_get(doc->root, "job");
-  if (job == NULL || job->type != SC_TOML_TABLE) {
-    rc = sc_error_set(err, SC_ESPEC, "%s:1:1: missing [job] table", path);
-    goto done;
-  }
-  for (size_t i = 0; i < job->u.tab.len; i++) {
-    const sc_toml_kv *kv = &job->u.tab.items[i];
-    const sc_toml_value *v = kv->value;
-    char buf[64];
-    const char *text = buf;
-    int neg;
-    const job_key *k = find_key(kv->key, &neg);
-    if (k == NULL || neg || strchr(kv->key, '-') != NULL) {
-      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': unknown key", path, kv->line,
-                        kv->col, kv->key);
-      goto done;
-    }
-    switch (v->type) {
-    case SC_TOML_STRING: text = v->u.str.ptr; break;
-    case SC_TOML_INTEGER: snprintf(buf, sizeof buf, "%lld", (long long)v->u.integer); break;
-    case SC_TOML_FLOAT: snprintf(buf, sizeof buf, "%.17g", v->u.flt); break;
-    case SC_TOML_BOOL: text = v->u.boolean ? "true" : "false"; break;
-    default: text = NULL; break;
-    }
-    int want_str = (k->type == K_STR || k->type == K_ENUM);
-    int is_str = (v->type == SC_TOML_STRING);
-    if (text == NULL || want_str != is_str || (k->type == K_BOOL) != (v->type == SC_TOML_BOOL) ||
-        (k->type == K_U32 && v->type != SC_TOML_INTEGER)) {
-      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': expected %s, found %s", path,
-                        v->line, v->col, kv->key,
+/* One key of a job file's [job] table (sc_spec_read_table). */
+typedef struct job_load {
+  sc_cli_job *j;
+  const char *path;
+} job_load;
+
+static int job_key_of_file(void *ud, const char *key, unsigned key_line, unsigned key_col,
+                           const char *text, const char *type_name, unsigned line,
+                           unsigned col, sc_error *err) {
+  job_load *jl = ud;
+  const char *path = jl->path;
+  int neg, rc;
+  const job_key *k = find_key(key, &neg);
+  if (k == NULL || neg || strchr(key, '-') != NULL)
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': unknown key", path, key_line,
+                        key_col, key);
+  int want_str = (k->type == K_STR || k->type == K_ENUM);
+  int is_str = strcmp(type_name, "string") == 0, is_bool = strcmp(type_name, "bool") == 0;
+  if (text == NULL || want_str != is_str || (k->type == K_BOOL) != is_bool ||
+      (k->type == K_U32 && strcmp(type_name, "integer") != 0))
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': expected %s, found %s", path,
+                        line, col, key,
                         k->type == K_BOOL ? "a boolean" : want_str ? "a string" :
                         k->type == K_U32 ? "an integer" : "a number",
-                        sc__toml_type_name(v->type));
-      goto done;
-    }
-    rc = sc_cli_job_set(j, kv->key, text, err);
-    if (rc == SC_OK) {
-      static const char *const named[5] = {"model", "topology", "hardware", "stack",
-                                           "residuals"};
-      for (int w = 0; w < 5; w++)
-        if (strcmp(kv->key, named[w]) == 0)
-          snprintf(j->where[w], sizeof j->where[w], "%s:%u:%u: key 'job.%s'", path, v->line,
-                   v->col, kv->key);
-    }
-    if (rc != SC_OK) {
-      char msg[SC_ERROR_MSG_MAX];
-      snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
-      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': %s", path, v->line, v->col,
-                        kv->key, msg);
-      goto done;
-    }
+                        type_name);
+  rc = sc_cli_job_set(jl->j, key, text, err);
+  if (rc != SC_OK) {
+    char msg[SC_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': %s", path, line, col, key,
+                        msg);
   }
-  rc = SC_OK;
-done:
-  sc__toml_free(doc);
-  return rc;
+  static const char *const named[5] = {"model", "topology", "hardware", "stack", "residuals"};
+  for (int w = 0; w < 5; w++)
+    if (strcmp(key, named[w]) == 0)
+      snprintf(jl->j->where[w], sizeof jl->j->where[w], "%s:%u:%u: key 'job.%s'", path, line,
+               col, key);
+  return SC_OK;
+}
+
+int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err) {
+  job_load jl = {j, path};
+  return sc_spec_read_table(path, "job", job_key_of_file, &jl, err);
 }
 
 int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err) {

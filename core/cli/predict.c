@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "job.h"
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
@@ -32,14 +32,14 @@ static void predict_usage(FILE *out) {
 
 static int write_file(const char *path, int (*fn)(FILE *, const void *, const void *, sc_error *),
                       const void *a, const void *b, sc_error *err) {
-  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
+  sc_afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
   int rc;
-  if ((rc = sc__afile_open(&af, path, err)) != SC_OK) return rc;
+  if ((rc = sc_afile_open(&af, path, err)) != SC_OK) return rc;
   if ((rc = fn(af.f, a, b, err)) != SC_OK) {
-    sc__afile_abort(&af);
+    sc_afile_abort(&af);
     return rc;
   }
-  return sc__afile_commit(&af, err);
+  return sc_afile_commit(&af, err);
 }
 
 static int do_trace(FILE *f, const void *s, const void *r, sc_error *err) {

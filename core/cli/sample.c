@@ -12,11 +12,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "cpu_attn_block.h" /* the cpu plugin's attention tile */
 #include "common/median.h"
 #include "plugin/registry_int.h"
-#include "spec/spec_int.h"
 #include "stepcast/csv.h"
 #include "stepcast/estimate.h"
 #include "stepcast/ops.h"
@@ -1522,9 +1521,9 @@ static void sample_on_signal(int sig) {
   raise(sig);
 }
 
-static void sample_guard(int i, const sc__afile *af) {
+static void sample_guard(int i, const sc_afile *af) {
   static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-  const char *t = sc__afile_tmp(af);
+  const char *t = sc_afile_tmp(af);
   struct sigaction sa;
   sigset_t block, old;
   sigemptyset(&block);
@@ -1572,7 +1571,7 @@ static int render_cpu_hardware(sc_registry *reg, const char *name, const char *m
     *text = NULL;
     return rc;
   }
-  if (sc__hardware_load_text(reg, *text, *len, file, &chk, err) != SC_OK) {
+  if (sc_hardware_load_text(reg, *text, *len, file, &chk, err) != SC_OK) {
     err->code = SC_ERANGE;
     return SC_ERANGE;
   }
@@ -1666,7 +1665,7 @@ int sc_cli_sample(int argc, char **argv) {
   double plan_mid = 4194304.0;
   host_caps caps = {0, 0, 0, 0};
   FILE *hwf = NULL; /* --hardware-out (hw_af.f), opened with --out */
-  sc__afile out_af = {0}, hw_af = {0}; /* both renamed over the old files at the very end */
+  sc_afile out_af = {0}, hw_af = {0}; /* both renamed over the old files at the very end */
   char *hwtext = NULL, *plantext = NULL, *trailtext = NULL;
   FILE *pf = NULL, *tf = NULL; /* the plan's rows, the trailer: written once accepted */
   micro_run *mr = NULL;
@@ -1805,11 +1804,11 @@ int sc_cli_sample(int argc, char **argv) {
     goto fail;
   }
 
-  if (sc__afile_open(&out_af, out, &err) != SC_OK) goto fail;
+  if (sc_afile_open(&out_af, out, &err) != SC_OK) goto fail;
   f = out_af.f;
   sample_guard(0, &out_af);
   if (hw_out != NULL) { /* before the measurements */
-    if (sc__afile_open(&hw_af, hw_out, &err) != SC_OK) goto fail;
+    if (sc_afile_open(&hw_af, hw_out, &err) != SC_OK) goto fail;
     hwf = hw_af.f;
     sample_guard(1, &hw_af);
   }
@@ -1964,17 +1963,17 @@ int sc_cli_sample(int argc, char **argv) {
   }
   /* both written whole: now they replace the old files (the samples last) */
   f = hwf = NULL;
-  if (sc__afile_close(&out_af, &err) != SC_OK ||
-      (hw_out != NULL && sc__afile_commit(&hw_af, &err) != SC_OK) ||
-      sc__afile_commit(&out_af, &err) != SC_OK)
+  if (sc_afile_close(&out_af, &err) != SC_OK ||
+      (hw_out != NULL && sc_afile_commit(&hw_af, &err) != SC_OK) ||
+      sc_afile_commit(&out_af, &err) != SC_OK)
     goto fail;
   rc = 0;
   goto done;
 fail:
   rc = sc_cli_fail(&err);
 done:
-  sc__afile_abort(&out_af);
-  sc__afile_abort(&hw_af);
+  sc_afile_abort(&out_af);
+  sc_afile_abort(&hw_af);
   sample_tmp[0][0] = sample_tmp[1][0] = '\0';
   if (pf != NULL) fclose(pf);
   if (tf != NULL) fclose(tf);

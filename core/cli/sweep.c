@@ -10,7 +10,7 @@
 
 #include "cli.h"
 #include "common/checked.h"
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "job.h"
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
@@ -487,8 +487,8 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
                       uint32_t nvar, const char *title, sc_error *err) {
   static const char *const colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
                                         "#E69F00", "#56B4E9", "#000000", "#F0E442"};
-  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
-  int rc = sc__afile_open(&af, path, err);
+  sc_afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
+  int rc = sc_afile_open(&af, path, err);
   if (rc != SC_OK) return rc;
   FILE *f = af.f;
   const double W = 720, H = 440, L = 80, R = 200, T = 50, B = 70;
@@ -575,7 +575,7 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
     fprintf(f, "</text>\n");
   }
   fprintf(f, "</svg>\n");
-  return sc__afile_commit(&af, err);
+  return sc_afile_commit(&af, err);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
 #include "stepcast/trace.h"
@@ -94,14 +94,14 @@ static void print_graph(const sc_trace_result *r) {
 
 static int write_timeline(const char *path, const sc_trace_result *r) {
   sc_error err = {0};
-  sc__afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
-  if (sc__afile_open(&af, path, &err) != SC_OK) return sc_cli_fail(&err);
+  sc_afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
+  if (sc_afile_open(&af, path, &err) != SC_OK) return sc_cli_fail(&err);
   int rc = sc_trace_timeline(af.f, r, &err);
   if (rc != SC_OK) {
-    sc__afile_abort(&af);
+    sc_afile_abort(&af);
     return sc_cli_fail(&err);
   }
-  if (sc__afile_commit(&af, &err) != SC_OK) return sc_cli_fail(&err);
+  if (sc_afile_commit(&af, &err) != SC_OK) return sc_cli_fail(&err);
   return 0;
 }
 

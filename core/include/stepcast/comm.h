@@ -123,6 +123,56 @@ int sc_comm_estimate_proto(sc_registry *reg, const sc_topology *t, const sc_coll
 const char *sc_comm_kind_name(sc_coll_kind kind);
 int sc_comm_kind_parse(const char *name, sc_coll_kind *out);
 
+/* Published nccl-tests results (stepcast comm --validate, docs/validation/nccl-tests.csv,
+ * fit --comm). One row of a validation file. Columns, in this order, with a header line naming them:
+ *   id,source,system,topology,gpus,op,algo,bytes,busbw_GBps,notes
+ * Fields may be double-quoted ("" inside is a quote). Lines starting with '#' and empty
+ * lines are skipped. id: non-empty; source: non-empty (URL and which table or log);
+ * topology: a topology name or path; gpus: integer >= 1; op: a kind name
+ * (sc_comm_kind_parse); algo: "auto", "ring", "tree", ... (empty = auto); bytes: integer
+ * >= 1 (nccl-tests' size column); busbw_GBps: number > 0 (GB = 1e9 bytes). */
+typedef struct sc_comm_vrow {
+  uint32_t line;                 /* line in the file */
+  char id[64];
+  char source[512];
+  char system[128];
+  char topology[256];
+  uint32_t gpus;
+  sc_coll_kind op;
+  char algo[32];
+  double bytes;
+  double busbw_Bps;
+  char notes[512];
+} sc_comm_vrow;
+
+/* Read path into a new array (*rows, *n; free with free()). Errors name "path:line: column
+ * 'x': reason": SC_EIO (cannot open), SC_EPARSE (bad header, wrong number of fields,
+ * unterminated quote, a value of the wrong form), SC_ENOMEM. An empty table (header only)
+ * is SC_EPARSE too. */
+int sc_comm_read_validation(const char *path, sc_comm_vrow **rows, size_t *n, sc_error *err);
+
+/* An nccl-tests run's standard output (ncclog.c): the out-of-place time of each size of
+ * its results table (the '#' header line naming size, time and busbw gives the columns),
+ * the collective (from "# Collective test starting: <name>_perf", when printed) and the
+ * ranks ("#  Rank  N Group ..." lines, 0 when none). Other lines (NCCL INFO, warnings) are
+ * skipped. Errors name path:line: a NUL byte, a row short of the time column, a size or
+ * time that is not a positive number, a size twice or a second table (one run per log),
+ * no table, no rows, an unknown collective. */
+typedef struct sc_nccl_log_row {
+  uint32_t line;
+  double bytes;    /* the size column */
+  double time_s;   /* out-of-place time */
+} sc_nccl_log_row;
+typedef struct sc_nccl_log {
+  sc_nccl_log_row *rows;
+  size_t n;
+  int have_kind;
+  sc_coll_kind kind;
+  uint32_t ranks;
+} sc_nccl_log;
+int sc_comm_read_nccl_log(const char *path, sc_nccl_log *out, sc_error *err);
+void sc_comm_nccl_log_free(sc_nccl_log *log);
+
 #ifdef __cplusplus
 }
 #endif

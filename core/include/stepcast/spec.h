@@ -131,6 +131,31 @@ int sc_topology_load(const char *name_or_path, sc_topology *out, sc_error *err);
 int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_device *out,
                      sc_error *err);
 
+/* Which spec a TOML file is, from its top-level table: "model", "hardware", "topology",
+ * "stack", "job", or "residuals" (a residual set's residuals.toml: a device and [[model]]
+ * tables). NULL with err set (the parser's error, or SC_ESPEC "path:1:1: no [model], ...")
+ * when none. */
+const char *sc_spec_file_kind(const char *path, sc_error *err);
+
+/* The scalars of a file that holds one table (a job file's [job]): fn is called for each
+ * key of [table], in file order, with its value as text (an integer in decimal, a float as
+ * %.17g, a boolean as true/false; NULL for an array or a table), the TOML type's name
+ * ("string", "integer", "float", "bool", ...), the key's and the value's line and column. A
+ * non-zero return from fn stops the walk and is returned. Errors: the parser's; SC_ESPEC
+ * "path:line:col: key 'k': a <table> file holds one [<table>] table" for any other
+ * top-level key, "path:1:1: missing [<table>] table". */
+typedef int (*sc_spec_scalar_fn)(void *ud, const char *key, unsigned key_line,
+                                 unsigned key_col, const char *text, const char *type_name,
+                                 unsigned line, unsigned col, sc_error *err);
+int sc_spec_read_table(const char *path, const char *table, sc_spec_scalar_fn fn, void *ud,
+                       sc_error *err);
+
+/* sc_hardware_load on len bytes of TOML text instead of a file (filename names it in the
+ * messages): the same parse and the same checks of the hardware plugin, so that a writer
+ * (stepcast sample) can refuse a file its loader would refuse before writing it. */
+int sc_hardware_load_text(struct sc_registry *reg, const char *text, size_t len,
+                          const char *filename, sc_device *out, sc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

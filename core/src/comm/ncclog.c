@@ -58,13 +58,13 @@ static int sc__not_a_row(char *const *tok, int nt) {
   return !(isdigit((unsigned char)tok[0][0]) || strchr("+-.", tok[0][0]) != NULL || typed);
 }
 
-void sc__comm_nccl_log_free(sc__nccl_log *log) {
+void sc_comm_nccl_log_free(sc_nccl_log *log) {
   if (log == NULL) return;
   free(log->rows);
   memset(log, 0, sizeof *log);
 }
 
-int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
+int sc_comm_read_nccl_log(const char *path, sc_nccl_log *out, sc_error *err) {
   FILE *fp;
   char *buf = NULL;
   size_t bufcap = 0, cap = 0;
@@ -73,7 +73,7 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
   int isize = -1, itime = -1, rc = SC_OK;
   char *text = NULL;
   if (path == NULL || out == NULL)
-    return sc_error_set(err, SC_EINVAL, "sc__comm_read_nccl_log: an argument is NULL");
+    return sc_error_set(err, SC_EINVAL, "sc_comm_read_nccl_log: an argument is NULL");
   memset(out, 0, sizeof *out);
   fp = sc__fopen_text(path, &text, err); /* capped (common/slurp.h) */
   if (fp == NULL) return err != NULL ? err->code : SC_EIO;
@@ -176,7 +176,7 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
       if (rc != SC_OK) break;
       if (out->n == cap) {
         size_t nc = cap ? 2 * cap : 32;
-        sc__nccl_log_row *nr = realloc(out->rows, nc * sizeof *nr);
+        sc_nccl_log_row *nr = realloc(out->rows, nc * sizeof *nr);
         if (nr == NULL) {
           rc = sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
           break;
@@ -200,6 +200,6 @@ int sc__comm_read_nccl_log(const char *path, sc__nccl_log *out, sc_error *err) {
   if (rc == SC_OK && out->n == 0)
     rc = sc_error_set(err, SC_EPARSE, "%s: the results table (line %u) has no rows", path,
                       (unsigned)header_line);
-  if (rc != SC_OK) sc__comm_nccl_log_free(out);
+  if (rc != SC_OK) sc_comm_nccl_log_free(out);
   return rc;
 }

@@ -74,7 +74,7 @@ static int sc__copyf(char *dst, size_t cap, const char *src) {
 #define SC__MAX_BYTES 1125899906842624.0
 #define SC__MAX_GBPS 1e6
 
-static int sc__row(const char *path, uint32_t line, char **f, sc__vrow *r, sc_error *err) {
+static int sc__row(const char *path, uint32_t line, char **f, sc_comm_vrow *r, sc_error *err) {
   char *end;
   double v;
   memset(r, 0, sizeof *r);
@@ -131,7 +131,7 @@ static int sc__row(const char *path, uint32_t line, char **f, sc__vrow *r, sc_er
   return SC_OK;
 }
 
-int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_error *err) {
+int sc_comm_read_validation(const char *path, sc_comm_vrow **rows, size_t *n, sc_error *err) {
   FILE *fp;
   char *buf = NULL; /* getline's: it counts the bytes, so a NUL byte inside shows */
   size_t bufcap = 0;
@@ -139,10 +139,10 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
   uint32_t line = 0;
   int header = 0, rc = SC_OK;
   char *text = NULL;
-  sc__vrow *v = NULL;
+  sc_comm_vrow *v = NULL;
   size_t cnt = 0, cap = 0;
   if (path == NULL || rows == NULL || n == NULL) {
-    return sc_error_set(err, SC_EINVAL, "sc__comm_read_validation: an argument is NULL");
+    return sc_error_set(err, SC_EINVAL, "sc_comm_read_validation: an argument is NULL");
   }
   *rows = NULL;
   *n = 0;
@@ -196,7 +196,7 @@ int sc__comm_read_validation(const char *path, sc__vrow **rows, size_t *n, sc_er
     }
     if (cnt == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      sc__vrow *nv = realloc(v, nc * sizeof *nv);
+      sc_comm_vrow *nv = realloc(v, nc * sizeof *nv);
       if (nv == NULL) {
         rc = sc_error_set(err, SC_ENOMEM, "%s: out of memory", path);
         break;

@@ -1,6 +1,6 @@
 /* Atomic output files: a temporary beside the target, renamed over it on success (afile.h). */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "common/afile.h"
+#include "stepcast/afile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #define SC__AFILE_TRIES 64
 #define SC__AFILE_NAME_MAX 255 /* of one path component, NAME_MAX on Linux */
 
-static void afile_free(sc__afile *af) {
+static void afile_free(sc_afile *af) {
   free(af->path);
   free(af->real);
   free(af->tmp);
@@ -38,7 +38,7 @@ static void tmp_suffix(char out[7], unsigned try_no, const void *salt) {
   out[6] = '\0';
 }
 
-int sc__afile_open(sc__afile *af, const char *path, sc_error *err) {
+int sc_afile_open(sc_afile *af, const char *path, sc_error *err) {
   struct stat st;
   int exists, fd = -1;
   mode_t mode = 0666;
@@ -107,7 +107,7 @@ int sc__afile_open(sc__afile *af, const char *path, sc_error *err) {
   return SC_OK;
 }
 
-int sc__afile_close(sc__afile *af, sc_error *err) {
+int sc_afile_close(sc_afile *af, sc_error *err) {
   int bad = 0, e = 0;
   if (af == NULL || af->path == NULL) return sc_error_set(err, SC_EINVAL, "afile: not open");
   if (af->f == NULL) return SC_OK;
@@ -141,10 +141,10 @@ int sc__afile_close(sc__afile *af, sc_error *err) {
   }
 }
 
-int sc__afile_commit(sc__afile *af, sc_error *err) {
+int sc_afile_commit(sc_afile *af, sc_error *err) {
   int rc;
   if (af == NULL || af->path == NULL) return sc_error_set(err, SC_EINVAL, "afile: not open");
-  if ((rc = sc__afile_close(af, err)) != SC_OK) return rc;
+  if ((rc = sc_afile_close(af, err)) != SC_OK) return rc;
   if (af->tmp != NULL && rename(af->tmp, af->real) != 0) {
     int e = errno;
     rc = sc_error_set(err, SC_EIO, "%s: cannot replace it: %s", af->path, strerror(e));
@@ -154,7 +154,7 @@ int sc__afile_commit(sc__afile *af, sc_error *err) {
   return rc;
 }
 
-void sc__afile_abort(sc__afile *af) {
+void sc_afile_abort(sc_afile *af) {
   if (af == NULL) return;
   if (af->f != NULL) fclose(af->f);
   af->f = NULL;
@@ -162,4 +162,4 @@ void sc__afile_abort(sc__afile *af) {
   afile_free(af);
 }
 
-const char *sc__afile_tmp(const sc__afile *af) { return af != NULL ? af->tmp : NULL; }
+const char *sc_afile_tmp(const sc_afile *af) { return af != NULL ? af->tmp : NULL; }

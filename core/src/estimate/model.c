@@ -9,7 +9,7 @@
 #include <xgboost/c_api.h>
 #include <yajl/yajl_tree.h>
 
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "estimate/estimate_int.h"
 #include "common/slurp.h"
 #include "stepcast/estimate.h"
@@ -393,16 +393,16 @@ int sc__resid_write_gbdt(const sc_resid_model *m, FILE *f, const char *path, sc_
 /* Through a temporary file renamed over path (common/afile.h): a failed save leaves the old
  * model as it was. */
 int sc_resid_save_gbdt(const sc_resid_model *m, const char *path, sc_error *err) {
-  sc__afile af;
+  sc_afile af;
   int rc;
   if (m == NULL || path == NULL || m->kind != SC_RESID_GBDT || m->booster == NULL)
     return sc_error_set(err, SC_EINVAL, "gbdt: save: not a fitted gbdt model");
-  if ((rc = sc__afile_open(&af, path, err)) != SC_OK) return rc;
+  if ((rc = sc_afile_open(&af, path, err)) != SC_OK) return rc;
   if ((rc = sc__resid_write_gbdt(m, af.f, path, err)) != SC_OK) {
-    sc__afile_abort(&af);
+    sc_afile_abort(&af);
     return rc;
   }
-  return sc__afile_commit(&af, err);
+  return sc_afile_commit(&af, err);
 }
 
 /* ------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "estimate/estimate_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
@@ -378,7 +378,7 @@ int sc_residuals_save(const char *dir, const char *device, const char *stack,
                       sc_error *err) {
   char path[4200];
   FILE *f;
-  sc__afile man, *trees = NULL;
+  sc_afile man, *trees = NULL;
   size_t ntrees = 0;
   int rc = SC_OK;
   if (dir == NULL || device == NULL || models == NULL)
@@ -386,7 +386,7 @@ int sc_residuals_save(const char *dir, const char *device, const char *stack,
   snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
   trees = calloc(n ? n : 1, sizeof *trees);
   if (trees == NULL) return sc_error_set(err, SC_ENOMEM, "residuals: out of memory");
-  if ((rc = sc__afile_open(&man, path, err)) != SC_OK) {
+  if ((rc = sc_afile_open(&man, path, err)) != SC_OK) {
     free(trees);
     return rc;
   }
@@ -452,17 +452,17 @@ int sc_residuals_save(const char *dir, const char *device, const char *stack,
       snprintf(file, sizeof file, "%s.%s.gbdt.json", m->family, sc_resid_target_name(m->target));
       snprintf(gpath, sizeof gpath, "%s/%s", dir, file);
       fprintf(f, "file = \"%s\"\n", file);
-      if ((rc = sc__afile_open(&trees[ntrees], gpath, err)) != SC_OK) break;
+      if ((rc = sc_afile_open(&trees[ntrees], gpath, err)) != SC_OK) break;
       ntrees++;
       if ((rc = sc__resid_write_gbdt(m, trees[ntrees - 1].f, gpath, err)) == SC_OK)
-        rc = sc__afile_close(&trees[ntrees - 1], err);
+        rc = sc_afile_close(&trees[ntrees - 1], err);
     }
   }
-  if (rc == SC_OK) rc = sc__afile_close(&man, err);
-  for (size_t i = 0; i < ntrees && rc == SC_OK; i++) rc = sc__afile_commit(&trees[i], err);
-  if (rc == SC_OK) rc = sc__afile_commit(&man, err);
-  for (size_t i = 0; i < ntrees; i++) sc__afile_abort(&trees[i]);
-  sc__afile_abort(&man);
+  if (rc == SC_OK) rc = sc_afile_close(&man, err);
+  for (size_t i = 0; i < ntrees && rc == SC_OK; i++) rc = sc_afile_commit(&trees[i], err);
+  if (rc == SC_OK) rc = sc_afile_commit(&man, err);
+  for (size_t i = 0; i < ntrees; i++) sc_afile_abort(&trees[i]);
+  sc_afile_abort(&man);
   free(trees);
   return rc;
 }

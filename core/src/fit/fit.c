@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/afile.h"
+#include "stepcast/afile.h"
 #include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
@@ -918,10 +918,10 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
                          uint32_t folds, fam_data *fds, size_t *nf, size_t *used,
                          sc_topology *topo, FILE *rows, char *skipped, size_t skcap,
                          sc_error *err) {
-  sc__vrow *vr = NULL;
+  sc_comm_vrow *vr = NULL;
   size_t n = 0, first = (size_t)-1, count[SC_COLL_COUNT] = {0};
   size_t need = (size_t)folds + 2 > 8 ? (size_t)folds + 2 : 8, sl = 0;
-  int rc = sc__comm_read_validation(file, &vr, &n, err);
+  int rc = sc_comm_read_validation(file, &vr, &n, err);
   if (rc != SC_OK) return rc;
   *nf = *used = 0;
   skipped[0] = '\0';
@@ -960,7 +960,7 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
     for (uint32_t j = 0; j < fd->p; j++) add_name(fd, j, sc_coll_resid_feature_name(j));
     if ((rc = fam_alloc(fd, count[k], err)) != SC_OK) goto done;
     for (size_t i = 0; i < n; i++) {
-      const sc__vrow *r = &vr[i];
+      const sc_comm_vrow *r = &vr[i];
       sc_coll_desc c;
       sc_estimate e, ce;
       sc_error e2;
@@ -1119,7 +1119,7 @@ struct sc_fit_result {
   train_score tscore[FIT_MAX_FAMILIES];
   sc_resid_model *models; /* nf * NEST, family by family in est_kind order */
   const char **names;
-  sc__afile rows_af;      /* q.rows, committed by sc_fit_write */
+  sc_afile rows_af;      /* q.rows, committed by sc_fit_write */
   int written;
 };
 
@@ -1231,7 +1231,7 @@ int sc_fit_run(sc_registry *reg, const sc_fit_request *q, sc_fit_result **out, s
   }
   if ((rc = prepare_out(q->out, err)) != SC_OK) goto fail;
   if (q->rows != NULL) {
-    if ((rc = sc__afile_open(&r->rows_af, q->rows, err)) != SC_OK) goto fail;
+    if ((rc = sc_afile_open(&r->rows_af, q->rows, err)) != SC_OK) goto fail;
     if (q->comm != NULL)
       fprintf(r->rows_af.f, "family,line,id,gpus,bytes,algorithm,bound,analytical_s,"
               "measured_s,measured_over_analytical\n");
@@ -1345,7 +1345,7 @@ static void fit_report(const sc_fit_result *r, FILE *rep) {
 
 int sc_fit_write(sc_fit_result *r, sc_error *err) {
   const sc_fit_request *q;
-  sc__afile rep_af = {0};
+  sc_afile rep_af = {0};
   char path[SC_PATH_MAX + 16];
   size_t n, nk = 0;
   int rc;
@@ -1354,10 +1354,10 @@ int sc_fit_write(sc_fit_result *r, sc_error *err) {
   q = &r->q;
   n = r->nf * NEST;
   snprintf(path, sizeof path, "%s/report.md", q->out);
-  if ((rc = sc__afile_open(&rep_af, path, err)) != SC_OK) return rc;
+  if ((rc = sc_afile_open(&rep_af, path, err)) != SC_OK) return rc;
   fit_report(r, rep_af.f);
-  if ((q->rows != NULL && (rc = sc__afile_close(&r->rows_af, err)) != SC_OK) ||
-      (rc = sc__afile_close(&rep_af, err)) != SC_OK)
+  if ((q->rows != NULL && (rc = sc_afile_close(&r->rows_af, err)) != SC_OK) ||
+      (rc = sc_afile_close(&rep_af, err)) != SC_OK)
     goto done;
   /* the manifest keeps every linear model (a few numbers) and the active gbdt ones */
   for (size_t i = 0; i < n; i++) {
@@ -1376,8 +1376,8 @@ int sc_fit_write(sc_fit_result *r, sc_error *err) {
   /* the models (manifest last), then the rows and the report: all written, now renamed */
   if ((rc = sc_residuals_save(q->out, r->target_name, q->stack ? r->stack.name : NULL,
                               r->models, nk, r->names, r->header, err)) != SC_OK ||
-      (q->rows != NULL && (rc = sc__afile_commit(&r->rows_af, err)) != SC_OK) ||
-      (rc = sc__afile_commit(&rep_af, err)) != SC_OK)
+      (q->rows != NULL && (rc = sc_afile_commit(&r->rows_af, err)) != SC_OK) ||
+      (rc = sc_afile_commit(&rep_af, err)) != SC_OK)
     goto done;
   for (size_t i = nk; i < n; i++) {
     /* a tree file an earlier fit left for this family and target would outlive the
@@ -1394,7 +1394,7 @@ int sc_fit_write(sc_fit_result *r, sc_error *err) {
   }
   rc = SC_OK;
 done:
-  sc__afile_abort(&rep_af);
+  sc_afile_abort(&rep_af);
   return rc;
 }
 
@@ -1414,7 +1414,7 @@ void sc_fit_print(const sc_fit_result *r, FILE *out) {
 
 void sc_fit_free(sc_fit_result *r) {
   if (r == NULL) return;
-  sc__afile_abort(&r->rows_af);
+  sc_afile_abort(&r->rows_af);
   for (size_t i = 0; r->models != NULL && i < r->nf * NEST; i++)
     sc_resid_model_free(&r->models[i]);
   free(r->models);

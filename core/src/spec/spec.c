@@ -13,7 +13,6 @@
 
 #include "common/prefix.h"
 #include "sc_config.h"
-#include "spec/spec_int.h"
 #include "spec/table.h"
 #include "stepcast/stack.h"
 #include "stepcast/stepcast.h"
@@ -652,13 +651,13 @@ int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_devic
   return sc__hardware_of_doc(reg, doc, t, out, err);
 }
 
-int sc__hardware_load_text(struct sc_registry *reg, const char *text, size_t len,
+int sc_hardware_load_text(struct sc_registry *reg, const char *text, size_t len,
                            const char *filename, sc_device *out, sc_error *err) {
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
   int rc;
   if (reg == NULL || text == NULL || filename == NULL || out == NULL)
-    return sc_error_set(err, SC_EINVAL, "sc__hardware_load_text: NULL argument");
+    return sc_error_set(err, SC_EINVAL, "sc_hardware_load_text: NULL argument");
   rc = sc__toml_parse(text, len, filename, &doc, err);
   if (rc != SC_OK) return rc;
   rc = sc__doc_section(doc, filename, "hardware", &doc, &t, err);
@@ -1013,4 +1012,72 @@ void sc_stack_stream(double *host, double *gpu, double h, double g, uint64_t cou
   double r = a > b ? a : b;
   *gpu = r > c ? r : c;
   *host = h0 + n * h;
+}
+
+/* ------------------------------------------------------------------------- */
+/* A file's kind, and the scalars of a one-table file (job files)            */
+
+const char *sc_spec_file_kind(const char *path, sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  const char *kind = NULL;
+  if (path == NULL) {
+    sc_error_set(err, SC_EINVAL, "sc_spec_file_kind: NULL path");
+    return NULL;
+  }
+  if (sc__toml_parse_file(path, &doc, err) != SC_OK) return NULL;
+  const sc_toml_value *mv = sc__toml_get(doc->root, "model");
+  if (sc__toml_get(doc->root, "device") != NULL && (mv == NULL || mv->type == SC_TOML_ARRAY))
+    kind = "residuals"; /* residuals.toml: device, models and [[model]] tables */
+  else if (mv != NULL) kind = "model";
+  else if (sc__toml_get(doc->root, "hardware") != NULL) kind = "hardware";
+  else if (sc__toml_get(doc->root, "topology") != NULL) kind = "topology";
+  else if (sc__toml_get(doc->root, "job") != NULL) kind = "job";
+  else if (sc__toml_get(doc->root, "stack") != NULL) kind = "stack";
+  else sc_error_set(err, SC_ESPEC, "%s:1:1: no [model], [hardware], [topology], [stack] or "
+                    "[job] table, nor a residual set's device", path);
+  sc__toml_free(doc);
+  return kind;
+}
+
+int sc_spec_read_table(const char *path, const char *table, sc_spec_scalar_fn fn, void *ud,
+                       sc_error *err) {
+  sc_toml_doc *doc = NULL;
+  const sc_toml_value *tab;
+  int rc;
+  if (path == NULL || table == NULL || fn == NULL)
+    return sc_error_set(err, SC_EINVAL, "sc_spec_read_table: NULL argument");
+  if ((rc = sc__toml_parse_file(path, &doc, err)) != SC_OK) return rc;
+  for (size_t i = 0; i < doc->root->u.tab.len; i++) {
+    const sc_toml_kv *kv = &doc->root->u.tab.items[i];
+    if (strcmp(kv->key, table) != 0) {
+      rc = sc_error_set(err, SC_ESPEC, "%s:%u:%u: key '%s': a %s file holds one [%s] table",
+                        path, kv->line, kv->col, kv->key, table, table);
+      goto done;
+    }
+  }
+  tab = sc__toml_get(doc->root, table);
+  if (tab == NULL || tab->type != SC_TOML_TABLE) {
+    rc = sc_error_set(err, SC_ESPEC, "%s:1:1: missing [%s] table", path, table);
+    goto done;
+  }
+  for (size_t i = 0; i < tab->u.tab.len; i++) {
+    const sc_toml_kv *kv = &tab->u.tab.items[i];
+    const sc_toml_value *v = kv->value;
+    char buf[64];
+    const char *text = buf;
+    switch (v->type) {
+    case SC_TOML_STRING: text = v->u.str.ptr; break;
+    case SC_TOML_INTEGER: snprintf(buf, sizeof buf, "%lld", (long long)v->u.integer); break;
+    case SC_TOML_FLOAT: snprintf(buf, sizeof buf, "%.17g", v->u.flt); break;
+    case SC_TOML_BOOL: text = v->u.boolean ? "true" : "false"; break;
+    default: text = NULL; break;
+    }
+    if ((rc = fn(ud, kv->key, kv->line, kv->col, text, sc__toml_type_name(v->type), v->line,
+                 v->col, err)) != 0)
+      goto done;
+  }
+  rc = SC_OK;
+done:
+  sc__toml_free(doc);
+  return rc;
 }
