@@ -196,6 +196,12 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
           p->pp, p->dp, p->cp);
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",
           sc_schedule_kind_name(p->schedule), p->virtual_stages, r->microbatches, p->micro_batch);
+  if (p->stage_layers[0] != 0) { /* an uneven pipeline split */
+    fprintf(out, "  %-26s", "layers per stage");
+    for (uint32_t i = 0; i < p->pp && i < 256; i++)
+      fprintf(out, "%s%u", i ? ", " : " ", p->stage_layers[i]);
+    fputc('\n', out);
+  }
   fprintf(out, "  %-26s global batch %u x seq %u, %s, recompute %s%s%s\n", "batch", p->global_batch,
           p->seq_len, sc_dtype_name(p->dtype), sc_recompute_name(p->recompute),
           p->sequence_parallel ? ", sequence parallel" : "",
@@ -331,6 +337,16 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jbool(out, "overlap_grad_reduce", p->overlap_grad_reduce, &f);
   jbool(out, "overlap_param_gather", p->overlap_param_gather, &f);
   jbool(out, "overlap_tp_comm", p->overlap_tp_comm, &f);
+  jkey(out, "stage_layers", &f); /* null: an even split */
+  if (p->stage_layers[0] == 0) {
+    fputs("null", out);
+  } else {
+    fputc('[', out);
+    for (uint32_t i = 0; i < p->pp && i < 256; i++)
+      fprintf(out, "%s%u", i ? ", " : "", p->stage_layers[i]);
+    fputc(']', out);
+  }
+  jint(out, "vocab_divisible_by", p->vocab_divisible_by ? p->vocab_divisible_by : 128, &f);
   fputs("\n  },\n  \"iteration_s\": ", out);
   sc__json_number(out, r->iteration_s);
   fputs(",\n  \"breakdown\": {", out);
