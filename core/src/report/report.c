@@ -236,8 +236,9 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
     fprintf(out, "  %-26s %9.2f GiB\n", mm[i].n, mm[i].v / GiB);
   if (m->capacity_bytes > 0)
-    fprintf(out, "  %-26s %9.2f GiB (%s)\n", "device capacity", m->capacity_bytes / GiB,
-            m->total_bytes <= m->capacity_bytes ? "fits" : "DOES NOT FIT");
+    fprintf(out, "  %-26s %9.2f GiB (%s %.2f GiB)\n", "device capacity", m->capacity_bytes / GiB,
+            m->total_bytes <= m->capacity_bytes ? "fits, headroom" : "DOES NOT FIT, over by",
+            fabs(m->capacity_bytes - m->total_bytes) / GiB);
   return sc__io_status(out, "table", err);
 }
 
@@ -390,6 +391,9 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jnum(out, "other_bytes", r->memory.other_bytes, &f);
   jnum(out, "total_bytes", r->memory.total_bytes, &f);
   jnum(out, "capacity_bytes", r->memory.capacity_bytes, &f);
+  /* what is left (negative: missing); 0 with no capacity stated */
+  jnum(out, "headroom_bytes",
+       r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes - r->memory.total_bytes : 0.0, &f);
   jkey(out, "fits", &f);
   if (r->memory.capacity_bytes > 0)
     fputs(r->memory.total_bytes <= r->memory.capacity_bytes ? "true" : "false", out);
