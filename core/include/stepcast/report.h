@@ -95,7 +95,7 @@ void sc_json_string(FILE *out, const char *s);
 /* Human-readable aligned table with units (ms, TFLOP/s, GiB, days). */
 int sc_report_table(FILE *out, const sc_result *r, sc_error *err);
 
-/* JSON object with "schema_version": 1 (see docs/formats.md#report); strings escaped,
+/* JSON object with "schema_version": 1 (docs/formats.md#report; every field in docs/schemas/predict.json); strings escaped,
  * non-finite numbers written as null. */
 int sc_report_json(FILE *out, const sc_result *r, sc_error *err);
 
