@@ -95,8 +95,8 @@ void sc_json_string(FILE *out, const char *s);
 /* Human-readable aligned table with units (ms, TFLOP/s, GiB, days). */
 int sc_report_table(FILE *out, const sc_result *r, sc_error *err);
 
-/* JSON object with "schema_version": 1 (docs/formats.md#report; every field in docs/schemas/predict.json); strings escaped,
- * non-finite numbers written as null. */
+/* JSON object with "schema_version": 1 (docs/formats.md#report; every field in
+ * docs/schemas/predict.json); strings escaped, non-finite numbers written as null. */
 int sc_report_json(FILE *out, const sc_result *r, sc_error *err);
 
 /* CSV: a header line and one row per result, fixed columns (sc_report_csv_columns()),
