@@ -18,9 +18,6 @@ typedef struct job_key {
   const char *help;
 } job_key;
 
-/* a stage's layers in --stage-layers (a model has at most SC_MAX_LAYERS of them in all) */
-#define SC_MAX_LAYERS_PER_STAGE 100000u
-
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const dtype_names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", NULL};
@@ -181,9 +178,9 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
                               "integers joined by ','", value);
         memcpy(item, q, len);
         item[len] = '\0';
-        if (parse_u32(item, SC_MAX_LAYERS_PER_STAGE, &v) != 0)
+        if (parse_u32(item, SC_MAX_STAGE_LAYERS, &v) != 0)
           return sc_error_set(err, SC_EINVAL, "stage-layers: '%s' in '%s' is not a whole "
-                              "number in [1, %u]", item, value, SC_MAX_LAYERS_PER_STAGE);
+                              "number in [1, %u]", item, value, SC_MAX_STAGE_LAYERS);
         j->par.stage_layers[n++] = v;
         if (q[len] == '\0') break;
         q += len + 1;
@@ -211,7 +208,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
   case K_U32: {
     /* every size is bounded where it is parsed (common/checked.h), so that no later
      * combination of them (2*cp, the product of the degrees, ...) can wrap */
-    uint32_t max = strcmp(k->name, "vocab-divisible-by") == 0 ? 65536 : sc__size_limit(k->name);
+    uint32_t max = sc__size_limit(k->name);
     int st = parse_u32(value, max ? max : UINT32_MAX, &u);
     if (st == -2)
       return sc_error_set(err, SC_ERANGE, "%s: %s is out of range (at most %u)", k->name, value,
@@ -271,37 +268,35 @@ typedef struct job_load {
   const char *path;
 } job_load;
 
-static int job_key_of_file(void *ud, const char *key, unsigned key_line, unsigned key_col,
-                           const char *text, const char *type_name, unsigned line,
-                           unsigned col, sc_error *err) {
+static int job_key_of_file(void *ud, const sc_spec_scalar *v, sc_error *err) {
   job_load *jl = ud;
   const char *path = jl->path;
   int neg, rc;
-  const job_key *k = find_key(key, &neg);
-  if (k == NULL || neg || strchr(key, '-') != NULL)
-    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': unknown key", path, key_line,
-                        key_col, key);
+  const job_key *k = find_key(v->key, &neg);
+  if (k == NULL || neg || strchr(v->key, '-') != NULL)
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': unknown key", path, v->key_line,
+                        v->key_col, v->key);
   int want_str = (k->type == K_STR || k->type == K_ENUM);
-  int is_str = strcmp(type_name, "string") == 0, is_bool = strcmp(type_name, "bool") == 0;
-  if (text == NULL || want_str != is_str || (k->type == K_BOOL) != is_bool ||
-      (k->type == K_U32 && strcmp(type_name, "integer") != 0))
+  if (v->text == NULL || want_str != (v->kind == SC_SPEC_STRING) ||
+      (k->type == K_BOOL) != (v->kind == SC_SPEC_BOOL) ||
+      (k->type == K_U32 && v->kind != SC_SPEC_INTEGER))
     return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': expected %s, found %s", path,
-                        line, col, key,
+                        v->line, v->col, v->key,
                         k->type == K_BOOL ? "a boolean" : want_str ? "a string" :
                         k->type == K_U32 ? "an integer" : "a number",
-                        type_name);
-  rc = sc_cli_job_set(jl->j, key, text, err);
+                        v->type_name);
+  rc = sc_cli_job_set(jl->j, v->key, v->text, err);
   if (rc != SC_OK) {
     char msg[SC_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
-    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': %s", path, line, col, key,
-                        msg);
+    return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'job.%s': %s", path, v->line, v->col,
+                        v->key, msg);
   }
   static const char *const named[5] = {"model", "topology", "hardware", "stack", "residuals"};
   for (int w = 0; w < 5; w++)
-    if (strcmp(key, named[w]) == 0)
-      snprintf(jl->j->where[w], sizeof jl->j->where[w], "%s:%u:%u: key 'job.%s'", path, line,
-               col, key);
+    if (strcmp(v->key, named[w]) == 0)
+      snprintf(jl->j->where[w], sizeof jl->j->where[w], "%s:%u:%u: key 'job.%s'", path, v->line,
+               v->col, v->key);
   return SC_OK;
 }
 
@@ -403,6 +398,32 @@ int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err) {
   return sc_error_set(err, err->code, "%s: %s", j->where[which], msg);
 }
 
+int sc_cli_residuals_apply(const sc_residuals *r, const char *stack_name) {
+  return r->stack[0] == '\0' || (stack_name != NULL && strcmp(r->stack, stack_name) == 0);
+}
+
+int sc_cli_default_residuals(const char *hw_path, const sc_device *dev, const sc_registry *reg,
+                             const char *stack_name, sc_residuals **ops, char *source,
+                             size_t cap, sc_error *err) {
+  int rc = sc_residuals_for_hardware(hw_path, dev->name, reg, SC_ESTIMATOR_HYBRID, ops, err);
+  if (rc == SC_ENOTFOUND) {
+    sc_error_clear(err);
+    snprintf(source, cap, "the default: device '%.64s' has no fitted residuals", dev->name);
+    return SC_OK;
+  }
+  if (rc != SC_OK) return rc;
+  if (!sc_cli_residuals_apply(*ops, stack_name)) {
+    snprintf(source, cap, "the default: the fitted residuals of device '%.64s' apply under "
+             "stack '%.64s' only", dev->name, (*ops)->stack);
+    sc_residuals_free(*ops);
+    *ops = NULL;
+    return SC_OK;
+  }
+  snprintf(source, cap, "the default where the device has fitted residuals: %.250s",
+           (*ops)->dir);
+  return SC_OK;
+}
+
 int sc_cli_job_residuals(sc_cli_job *j, const char *hw_path, const sc_topology *topo,
                          const sc_device *dev, const sc_registry *reg, const char *stack_name,
                          sc_residuals **ops, sc_residuals **coll, sc_error *err) {
@@ -419,42 +440,24 @@ int sc_cli_job_residuals(sc_cli_job *j, const char *hw_path, const sc_topology *
     snprintf(j->estimator_source, sizeof j->estimator_source,
              "the default with a residual set named: %.250s", j->residuals);
   } else if (!j->estimator_given) {
-    /* the default: hybrid where the device has a fitted set that applies under this stack */
-    int rc = sc_residuals_for_hardware(hw_path, dev->name, reg, SC_ESTIMATOR_HYBRID, ops, err);
-    j->opts.estimator = SC_ESTIMATOR_ANALYTICAL;
-    if (rc == SC_ENOTFOUND) {
-      sc_error_clear(err);
-      snprintf(j->estimator_source, sizeof j->estimator_source,
-               "the default: device '%.64s' has no fitted residuals", dev->name);
-      return SC_OK;
-    }
+    int rc = sc_cli_default_residuals(hw_path, dev, reg, stack_name, ops, j->estimator_source,
+                                      sizeof j->estimator_source, err);
     if (rc != SC_OK) return rc;
-    if ((*ops)->stack[0] != '\0' && (stack_name == NULL || strcmp((*ops)->stack, stack_name))) {
-      snprintf(j->estimator_source, sizeof j->estimator_source,
-               "the default: the fitted residuals of device '%.64s' apply under stack '%.64s' "
-               "only", dev->name, (*ops)->stack);
-      sc_residuals_free(*ops);
-      *ops = NULL;
-      return SC_OK;
-    }
-    j->opts.estimator = SC_ESTIMATOR_HYBRID;
-    snprintf(j->estimator_source, sizeof j->estimator_source,
-             "the default where the device has fitted residuals: %.250s", (*ops)->dir);
+    j->opts.estimator = *ops != NULL ? SC_ESTIMATOR_HYBRID : SC_ESTIMATOR_ANALYTICAL;
   }
   if (j->opts.estimator == SC_ESTIMATOR_ANALYTICAL) return SC_OK;
   /* the operators' residuals: a set named by --residuals (or the job file), checked against
    * the device, else hardware/<device>/residuals/ (loaded above for the default) */
-  if (*ops != NULL) {
-    /* the device's own, loaded above */
-  } else if (j->residuals[0] != '\0') {
+  if (*ops == NULL && j->residuals[0] != '\0') {
     if (sc_residuals_load(j->residuals, ops, err) != SC_OK ||
         sc_residuals_check(*ops, dev->name, reg, err) != SC_OK) {
       sc_residuals_free(*ops);
       *ops = NULL;
       return sc_cli_job_blame(j, SC_CLI_JOB_RESIDUALS, err);
     }
-  } else if (sc_residuals_for_hardware(hw_path, dev->name, reg, j->opts.estimator, ops, err) !=
-             SC_OK) {
+  } else if (*ops == NULL &&
+             sc_residuals_for_hardware(hw_path, dev->name, reg, j->opts.estimator, ops, err) !=
+                 SC_OK) {
     return err->code;
   }
   /* topologies/<name>/residuals/, when fitted (stepcast fit --comm) */

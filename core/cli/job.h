@@ -57,6 +57,17 @@ int sc_cli_job_residuals(sc_cli_job *j, const char *hw_path, const sc_topology *
                          const sc_device *dev, const sc_registry *reg, const char *stack_name,
                          sc_residuals **ops, sc_residuals **coll, sc_error *err);
 
+/* 1 when residual set r applies under the stack named stack_name (NULL: none): r was fitted
+ * without a stack, or under that one. */
+int sc_cli_residuals_apply(const sc_residuals *r, const char *stack_name);
+
+/* The default estimator's operator residuals: the device's own set beside its hardware file
+ * (hw_path) when it has one that applies under stack_name, else *ops NULL (analytical); why,
+ * in source (cap bytes). SC_OK unless the set is there and cannot be loaded or checked. */
+int sc_cli_default_residuals(const char *hw_path, const sc_device *dev, const sc_registry *reg,
+                             const char *stack_name, sc_residuals **ops, char *source,
+                             size_t cap, sc_error *err);
+
 /* Defaults: nothing named, sc_parallel_defaults, analytical, algo auto. */
 void sc_cli_job_init(sc_cli_job *j);
 

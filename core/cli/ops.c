@@ -359,16 +359,9 @@ int sc_cli_ops(int argc, char **argv) {
   sc_residuals *resid = NULL;
   int by_default = 0; /* hybrid as predict's default: the device's residuals apply here */
   if (rc == SC_OK && !job.estimator_given) {
-    rc = sc_residuals_for_hardware(hardware, dev.name, reg, SC_ESTIMATOR_HYBRID, &resid, &err);
-    if (rc == SC_ENOTFOUND) {
-      rc = SC_OK;
-      sc_error_clear(&err);
-    } else if (rc == SC_OK && resid->stack[0] != '\0' &&
-               (job.stack[0] == '\0' || strcmp(resid->stack, stack.name) != 0)) {
-      sc_residuals_free(resid); /* fitted under another stack: not for these operators */
-      resid = NULL;
-    }
-    if (resid != NULL) {
+    rc = sc_cli_default_residuals(hardware, &dev, reg, job.stack[0] ? stack.name : NULL, &resid,
+                                  job.estimator_source, sizeof job.estimator_source, &err);
+    if (rc == SC_OK && resid != NULL) {
       job.opts.estimator = SC_ESTIMATOR_HYBRID;
       by_default = 1;
     }

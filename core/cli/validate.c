@@ -448,8 +448,7 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
       return;
     }
     if (t->resid != NULL &&
-        (t->resid->stack[0] == '\0' ||
-         (r->stack >= 0 && strcmp(t->resid->stack, stacks->s[r->stack].name) == 0))) {
+        sc_cli_residuals_apply(t->resid, r->stack >= 0 ? stacks->s[r->stack].name : NULL)) {
       r->job.opts.estimator = SC_ESTIMATOR_HYBRID;
       add_assumed(r, "estimator=hybrid");
     }

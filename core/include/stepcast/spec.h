@@ -137,16 +137,31 @@ int sc_hardware_load(struct sc_registry *reg, const char *name_or_path, sc_devic
  * when none. */
 const char *sc_spec_file_kind(const char *path, sc_error *err);
 
+/* One key of a one-table file (sc_spec_read_table): its value as text (an integer in
+ * decimal, a float as %.17g, a boolean as true/false; NULL for an array, a table or a date),
+ * its kind, the TOML type's name for messages ("string", "integer", "float", "bool", ...),
+ * and where the key and the value stand. */
+typedef enum {
+  SC_SPEC_STRING,
+  SC_SPEC_INTEGER,
+  SC_SPEC_FLOAT,
+  SC_SPEC_BOOL,
+  SC_SPEC_OTHER
+} sc_spec_value_kind;
+typedef struct sc_spec_scalar {
+  const char *key;
+  unsigned key_line, key_col;
+  const char *text;
+  sc_spec_value_kind kind;
+  const char *type_name;
+  unsigned line, col; /* the value's */
+} sc_spec_scalar;
+
 /* The scalars of a file that holds one table (a job file's [job]): fn is called for each
- * key of [table], in file order, with its value as text (an integer in decimal, a float as
- * %.17g, a boolean as true/false; NULL for an array or a table), the TOML type's name
- * ("string", "integer", "float", "bool", ...), the key's and the value's line and column. A
- * non-zero return from fn stops the walk and is returned. Errors: the parser's; SC_ESPEC
- * "path:line:col: key 'k': a <table> file holds one [<table>] table" for any other
- * top-level key, "path:1:1: missing [<table>] table". */
-typedef int (*sc_spec_scalar_fn)(void *ud, const char *key, unsigned key_line,
-                                 unsigned key_col, const char *text, const char *type_name,
-                                 unsigned line, unsigned col, sc_error *err);
+ * key of [table], in file order. A non-zero return from fn stops the walk and is returned.
+ * Errors: the parser's; SC_ESPEC "path:line:col: key 'k': a <table> file holds one
+ * [<table>] table" for any other top-level key, "path:1:1: missing [<table>] table". */
+typedef int (*sc_spec_scalar_fn)(void *ud, const sc_spec_scalar *v, sc_error *err);
 int sc_spec_read_table(const char *path, const char *table, sc_spec_scalar_fn fn, void *ud,
                        sc_error *err);
 

@@ -16,6 +16,8 @@
 #define SC_MAX_GLOBAL_BATCH 1073741824u /* 2^30 sequences per iteration */
 #define SC_MAX_SEQ_LEN 1073741824u     /* 2^30 tokens per sequence */
 #define SC_MAX_VIRTUAL_STAGES 64u      /* = SC_SCHED_MAX_VP */
+#define SC_MAX_STAGE_LAYERS 100000u    /* layers of one pipeline stage (--stage-layers, ...) */
+#define SC_MAX_VOCAB_DIVISIBLE_BY 65536u /* the vocabulary's padding multiple (times tp) */
 
 /* The upper bound of a user-given parallel size by its name as the CLI spells it ("tp",
  * "micro-batch", "global_batch": '-' and '_' alike); 0 when name is not one of them. */
@@ -25,7 +27,9 @@ static inline uint32_t sc__size_limit(const char *name) {
       {"pp", SC_MAX_GPUS},            {"dp", SC_MAX_GPUS},
       {"cp", SC_MAX_GPUS},            {"micro-batch", SC_MAX_MICRO_BATCH},
       {"global-batch", SC_MAX_GLOBAL_BATCH}, {"seq-len", SC_MAX_SEQ_LEN},
-      {"virtual-stages", SC_MAX_VIRTUAL_STAGES}};
+      {"virtual-stages", SC_MAX_VIRTUAL_STAGES},
+      {"first-stage-layers", SC_MAX_STAGE_LAYERS}, {"last-stage-layers", SC_MAX_STAGE_LAYERS},
+      {"vocab-divisible-by", SC_MAX_VOCAB_DIVISIBLE_BY}};
   char c[32];
   size_t i = 0;
   for (; name[i] != '\0' && i + 1 < sizeof c; i++) c[i] = name[i] == '_' ? '-' : name[i];

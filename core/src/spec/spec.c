@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/checked.h"
 #include "common/prefix.h"
 #include "sc_config.h"
 #include "spec/table.h"
@@ -907,8 +908,9 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
     int64_t v = 0;
     rc = sc__get_int(t, "", "vocab_divisible_by", 0, "[stack]", &v, err);
     if (rc == SC_ENOTFOUND) rc = SC_OK;
-    else if (rc == SC_OK && (v < 1 || v > 65536))
-      rc = sc__bad(t, "vocab_divisible_by", err, "must be in [1, 65536] (is %lld)", (long long)v);
+    else if (rc == SC_OK && (v < 1 || v > SC_MAX_VOCAB_DIVISIBLE_BY))
+      rc = sc__bad(t, "vocab_divisible_by", err, "must be in [1, %u] (is %lld)",
+                   SC_MAX_VOCAB_DIVISIBLE_BY, (long long)v);
     else if (rc == SC_OK) st->vocab_divisible_by = (uint32_t)v;
   }
   if (rc == SC_OK) {
@@ -1064,17 +1066,22 @@ int sc_spec_read_table(const char *path, const char *table, sc_spec_scalar_fn fn
     const sc_toml_kv *kv = &tab->u.tab.items[i];
     const sc_toml_value *v = kv->value;
     char buf[64];
-    const char *text = buf;
+    sc_spec_scalar sv = {kv->key, kv->line, kv->col, buf, SC_SPEC_OTHER,
+                         sc__toml_type_name(v->type), v->line, v->col};
     switch (v->type) {
-    case SC_TOML_STRING: text = v->u.str.ptr; break;
-    case SC_TOML_INTEGER: snprintf(buf, sizeof buf, "%lld", (long long)v->u.integer); break;
-    case SC_TOML_FLOAT: snprintf(buf, sizeof buf, "%.17g", v->u.flt); break;
-    case SC_TOML_BOOL: text = v->u.boolean ? "true" : "false"; break;
-    default: text = NULL; break;
+    case SC_TOML_STRING: sv.text = v->u.str.ptr, sv.kind = SC_SPEC_STRING; break;
+    case SC_TOML_INTEGER:
+      snprintf(buf, sizeof buf, "%lld", (long long)v->u.integer);
+      sv.kind = SC_SPEC_INTEGER;
+      break;
+    case SC_TOML_FLOAT:
+      snprintf(buf, sizeof buf, "%.17g", v->u.flt);
+      sv.kind = SC_SPEC_FLOAT;
+      break;
+    case SC_TOML_BOOL: sv.text = v->u.boolean ? "true" : "false", sv.kind = SC_SPEC_BOOL; break;
+    default: sv.text = NULL; break;
     }
-    if ((rc = fn(ud, kv->key, kv->line, kv->col, text, sc__toml_type_name(v->type), v->line,
-                 v->col, err)) != 0)
-      goto done;
+    if ((rc = fn(ud, &sv, err)) != 0) goto done;
   }
   rc = SC_OK;
 done:
