@@ -208,6 +208,22 @@ START_TEST(test_model_states) {
   ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
   ck_assert_double_eq_tol(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
                           7.5 * 104910848, 1e-3);
+  /* ZeRO-2 over dp = 8: the gradients sharded too, plus one layer's unsharded (12h^2 + 13h
+   * = 12596224 parameters); ZeRO-3: the weights too, plus two gathered layers. */
+  p.distributed_optimizer = 0;
+  p.zero_stage = 2;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.grads_bytes, 4.0 * (104910848 / 8.0 + 12596224), 1e-3);
+  ck_assert_double_eq_tol(mem.weights_bytes, 2.0 * 104910848, 1e-3);
+  ck_assert_double_eq_tol(mem.optimizer_bytes, 12.0 * 104910848 / 8.0, 1e-3);
+  p.zero_stage = 3;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.weights_bytes, 2.0 * (104910848 / 8.0 + 2.0 * 12596224), 1e-3);
+  /* HSDP: shards of 2 ranks: every state divided by 2, not 8 */
+  p.shard_size = 2;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.optimizer_bytes, 12.0 * 104910848 / 2.0, 1e-3);
+  ck_assert_double_eq_tol(mem.grads_bytes, 4.0 * (104910848 / 2.0 + 12596224), 1e-3);
   /* fp32 training: 4 + 4 + 8 = 16 bytes per parameter. */
   p = base(1);
   p.dtype = SC_DTYPE_FP32;

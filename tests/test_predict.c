@@ -109,6 +109,48 @@ START_TEST(double_batch) {
 }
 END_TEST
 
+/* Sharded data parallelism end to end on two DGX A100 nodes (16 GPUs, dp 16): ZeRO-3's
+ * per-pass gathers and reduce-scatters are exposed without overlap and mostly hidden with
+ * it; HSDP with shards of one node's 8 GPUs gathers over NVLink and so exposes less than
+ * shards spanning both nodes (over InfiniBand); the breakdown still sums to the iteration;
+ * memory per GPU falls with each stage. */
+static double sum_terms(const sc_result *r) {
+  const sc_sched_breakdown *b = &r->breakdown;
+  return b->compute_fwd_s + b->compute_recompute_s + b->compute_bwd_s + b->tp_exposed_s +
+         b->cp_exposed_s + b->dp_exposed_s + b->p2p_exposed_s + b->bubble_s + b->optimizer_s;
+}
+
+START_TEST(zero_stages) {
+  sc_model m;
+  sc_parallel p;
+  sc_result r0, r1, r3, r3o, rh;
+  small_model(&m, 8);
+  par(&p, 1, 1, 16, 64);
+  predict_ok(&m, &p, &r0);
+  p.distributed_optimizer = 1;
+  predict_ok(&m, &p, &r1);
+  p.zero_stage = 3;
+  double t3 = predict_ok(&m, &p, &r3);
+  p.overlap_param_gather = p.overlap_grad_reduce = 1;
+  double t3o = predict_ok(&m, &p, &r3o);
+  p.shard_size = 8;
+  predict_ok(&m, &p, &rh);
+  p.overlap_param_gather = p.overlap_grad_reduce = 0;
+  double th = predict_ok(&m, &p, &rh);
+  ck_assert_double_gt(r3.breakdown.dp_exposed_s, r1.breakdown.dp_exposed_s);
+  ck_assert_double_lt(t3o, t3);
+  ck_assert_double_lt(r3o.breakdown.dp_exposed_s, 0.5 * r3.breakdown.dp_exposed_s);
+  ck_assert_double_lt(th, t3);
+  const sc_result *all[] = {&r0, &r1, &r3, &r3o, &rh};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    ck_assert_double_eq_tol(sum_terms(all[i]), all[i]->iteration_s,
+                            1e-9 * all[i]->iteration_s);
+  ck_assert_double_lt(r1.memory.total_bytes, r0.memory.total_bytes);
+  ck_assert_double_lt(r3.memory.total_bytes, r1.memory.total_bytes);
+  ck_assert_double_gt(rh.memory.total_bytes, r3.memory.total_bytes);
+}
+END_TEST
+
 static void predict_fails(const sc_model *m, const sc_parallel *p, int code, const char *name) {
   sc_predict_opts o;
   sc_error err;
@@ -213,6 +255,7 @@ static Suite *predict_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, breakdown_sums);
   tcase_add_test(tc, double_batch);
+  tcase_add_test(tc, zero_stages);
   tcase_add_test(tc, impossible);
   tcase_add_test(tc, hand_checked);
   suite_add_tcase(s, tc);

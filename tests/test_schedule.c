@@ -211,6 +211,45 @@ START_TEST(tp_overlap) {
 }
 END_TEST
 
+/* Sharded data parallelism's per-pass communication (ZeRO-2/3): the part prefetching may
+ * hide runs under the pass's compute, the rest after it; one stage, m = 2, f = 1, b = 2. */
+START_TEST(shard_overlap) {
+  sc_sched_chunk c;
+  memset(&c, 0, sizeof c);
+  c.fwd_s = 1;
+  c.bwd_s = 2;
+  c.shard_fwd_s = 0.5;
+  c.shard_bwd_s = 1.0;
+  sc_sched_input in = input(SC_SCHED_1F1B, 1, 1, 2, &c);
+  in.record_timeline = 1;
+  sc_sched_result r;
+  sc_error err;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 9.0, REL); /* 2 * (1 + 2) + 2 * (0.5 + 1), none hidden */
+  ck_close(r.breakdown.dp_exposed_s, 3.0, REL);
+  /* all but 0.1 of the forward's and 0.25 of the backward's hidden: 2 * (0.1 + 0.25) */
+  c.shard_fwd_hide_s = 0.4;
+  c.shard_bwd_hide_s = 0.75;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 6.7, REL);
+  ck_close(r.breakdown.dp_exposed_s, 0.7, REL);
+  /* more to hide than compute: forward 3 of which 2.5 may hide under 1 s exposes
+   * 0.5 + 1.5 = 2; backward 1 of which 0.75 hides: 0.25; T = 6 + 2 * 2.25 = 10.5 */
+  c.shard_fwd_s = 3.0;
+  c.shard_fwd_hide_s = 2.5;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 10.5, REL);
+  ck_close(r.breakdown.dp_exposed_s, 4.5, REL);
+  /* the hidden part cannot exceed the whole */
+  c.shard_bwd_hide_s = 1.5;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "hidden part of the sharded communication"));
+  c.shard_bwd_hide_s = -1.0;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "shard_bwd_hide_s"));
+}
+END_TEST
+
 /* DP gradient reduction: one stage, m = 2, f = b = 1, reduction 3 s. */
 START_TEST(dp_grad_overlap) {
   sc_sched_chunk c;
@@ -555,6 +594,7 @@ static Suite *schedule_suite(void) {
   tcase_add_test(tc, bubble_interleaved);
   tcase_add_test(tc, two_stage_hand);
   tcase_add_test(tc, tp_overlap);
+  tcase_add_test(tc, shard_overlap);
   tcase_add_test(tc, dp_grad_overlap);
   tcase_add_test(tc, param_gather);
   tcase_add_test(tc, p2p_exposed);

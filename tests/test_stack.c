@@ -77,6 +77,43 @@ START_TEST(test_load_by_name) {
 }
 END_TEST
 
+/* A stack's overlap switches: megatron-core-te turns on the three Megatron-Core recipes
+ * turn on, megatron-deepspeed none; they fill only the switches a job leaves unstated, and
+ * TP overlap only with tp > 1 and sequence parallelism. */
+START_TEST(test_overlap_defaults) {
+  sc_stack s;
+  sc_error err;
+  sc_parallel p;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_stack_load("megatron-core-te", &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert(s.overlap_grad_reduce && s.overlap_param_gather && s.overlap_tp_comm);
+  ck_assert_int_eq(s.p2p_blocking, 0);
+  sc_parallel_defaults(&p);
+  p.tp = 4;
+  p.sequence_parallel = 1;
+  ck_assert_int_eq(sc_stack_overlap_defaults(&s, NULL, &p), 3);
+  ck_assert(p.overlap_grad_reduce && p.overlap_param_gather && p.overlap_tp_comm);
+  /* stated off by the job: kept off */
+  int given[3] = {0, 1, 1};
+  sc_parallel_defaults(&p);
+  p.tp = 4;
+  p.sequence_parallel = 1;
+  ck_assert_int_eq(sc_stack_overlap_defaults(&s, given, &p), 1);
+  ck_assert(p.overlap_grad_reduce && !p.overlap_param_gather && !p.overlap_tp_comm);
+  /* no sequence parallelism, or tp 1: no TP overlap */
+  sc_parallel_defaults(&p);
+  p.tp = 4;
+  ck_assert_int_eq(sc_stack_overlap_defaults(&s, NULL, &p), 2);
+  ck_assert_int_eq(p.overlap_tp_comm, 0);
+  ck_assert_int_eq(sc_stack_overlap_defaults(NULL, NULL, &p), 0);
+  ck_assert_msg(sc_stack_load("megatron-deepspeed", &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert(!s.overlap_grad_reduce && !s.overlap_param_gather && !s.overlap_tp_comm);
+  ck_assert_int_eq(s.p2p_blocking, 1);
+  sc_parallel_defaults(&p);
+  ck_assert_int_eq(sc_stack_overlap_defaults(&s, NULL, &p), 0);
+}
+END_TEST
+
 /* Each malformed file: SC_ESPEC, the file, its line and the key in the message. */
 START_TEST(test_load_bad) {
   static const struct { const char *file, *needle; } cases[] = {
@@ -95,6 +132,7 @@ START_TEST(test_load_bad) {
       {"bad_attention_key.toml", ":6:1: key 'mid': unknown key in [stack.attention."},
       {"bad_vocab.toml", ":3:1: key 'vocab_divisible_by': must be in [1, 65536] (is 0)"},
       {"bad_p2p_blocking.toml", ":3:"},
+      {"bad_overlap.toml", ":3:"},
       {"not_a_stack.toml", ": key 'model': unknown key in a stack file"},
       {"bad_head_dims_order.toml", ":4:1: key 'head_dims': element 2: 64 is not a whole "
                                    "number in [1, 4096] above the one before"},
@@ -329,6 +367,7 @@ int main(void) {
   TCase *tc = tcase_create("stack");
   tcase_add_test(tc, test_load_good);
   tcase_add_test(tc, test_load_by_name);
+  tcase_add_test(tc, test_overlap_defaults);
   tcase_add_test(tc, test_load_bad);
   tcase_add_test(tc, test_stream);
   tcase_add_test(tc, test_gpu_and_host_time);

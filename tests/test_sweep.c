@@ -111,6 +111,7 @@ static void same_result(const sc_result *a, const sc_result *b, uint64_t idx) {
   ck_assert_int_eq(a->parallel.recompute, b->parallel.recompute);
   ck_assert_int_eq(a->parallel.sequence_parallel, b->parallel.sequence_parallel);
   ck_assert_int_eq(a->parallel.distributed_optimizer, b->parallel.distributed_optimizer);
+  ck_assert_uint_eq(a->parallel.zero_stage, b->parallel.zero_stage);
 }
 
 /* Every predicted configuration, by index. */
@@ -229,6 +230,59 @@ START_TEST(fast_equals_predict) {
   sc_sweep_result_free(&q);
   sc_sweep_result_free(&r);
   free(all);
+  free(sn.got);
+  free(sn.res);
+}
+END_TEST
+
+/* The sharding dimension as ZeRO stages 0-3, with the overlap switches on (prefetching
+ * hides part of ZeRO-3's per-pass gathers): the fast path gives sc_predict's numbers on
+ * every point, and the pruned search the same top list. */
+START_TEST(fast_equals_predict_zero) {
+  sc_sweep_space s;
+  sc_sweep_opts o;
+  sc_sweep_result r, q;
+  sc_error err;
+  small_space(&s);
+  s.ntp = s.ncp = 1;
+  s.tp[0] = s.cp[0] = 1;
+  s.nsched = 1;
+  s.ndo = 4;
+  for (int i = 0; i < 4; i++) s.dopt[i] = i;
+  s.base.overlap_grad_reduce = s.base.overlap_param_gather = 1;
+  uint64_t n = sc_sweep_space_size(&s);
+  seen sn = {n, calloc(n, 1), calloc(n, sizeof(sc_result))};
+  ck_assert_ptr_nonnull(sn.got);
+  ck_assert_ptr_nonnull(sn.res);
+  sc_sweep_opts_defaults(&o);
+  o.visit = visit;
+  o.visit_ud = &sn;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_sweep_run(regs, 1, &model, &topo, &dev, &s, &o, &r, &err) == SC_OK, "%s",
+                err.msg);
+  uint64_t ok = 0, z3 = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    sc_parallel p;
+    sc_result want;
+    ck_assert(sc_sweep_config(&s, i, &p, &err) == SC_OK);
+    if (!sn.got[i]) continue;
+    ck_assert_msg(sc_predict(pr, &model, &topo, &dev, &p, NULL, &want, NULL, &err) == SC_OK,
+                  "%s", err.msg);
+    same_result(&sn.res[i], &want, i);
+    ok++;
+    if (p.zero_stage == 3 && p.dp > 1) z3++;
+  }
+  ck_assert_uint_eq(ok, r.predicted);
+  ck_assert_uint_gt(z3, 0);
+  o.visit = NULL;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s, &o, &q, &err) == SC_OK);
+  same_top(&q, &r);
+  sc_sweep_result_free(&q);
+  /* a stage beyond 3 is refused, naming it */
+  s.dopt[3] = 4;
+  ck_assert_int_eq(sc_sweep_run(regs, 1, &model, &topo, &dev, &s, &o, &q, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "zero: 4"));
+  sc_sweep_result_free(&r);
   free(sn.got);
   free(sn.res);
 }
@@ -494,6 +548,7 @@ static Suite *sweep_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, fast_equals_predict);
+  tcase_add_test(tc, fast_equals_predict_zero);
   tcase_add_test(tc, threads_and_ranks_agree);
   tcase_add_test(tc, hand_argued_best);
   tcase_add_test(tc, bad_arguments);

@@ -460,6 +460,97 @@ START_TEST(test_dp_optimizer) {
 }
 END_TEST
 
+/* ZeRO-2, ZeRO-3 (FSDP) and HSDP (Rajbhandari et al. 2020; workload.h, "Sharded data
+ * parallelism"): which collectives, over which part of the DP x CP group, how large, in
+ * which pass. tp 2, pp 1, dp 8 (cp 1): one chunk holds the embedding and the output. */
+START_TEST(test_zero_stages) {
+  sc_model m = llama(4, 256, 704, 8, 4, 1000);
+  sc_parallel p = par(2, 1, 8, 1, 16, 256);
+  sc_error err;
+  const sc_work_list *f = &W.per_micro[SC_PHASE_FWD], *b = &W.per_micro[SC_PHASE_BWD];
+  /* ZeRO-2: the gradients reduce-scattered during every backward, layer by layer and once
+   * for the embedding and output; the parameters gathered once an iteration. */
+  p.zero_stage = 2;
+  p.overlap_grad_reduce = 1;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  int64_t lp = W.params, per_layer = 0;
+  const sc_work_coll *rs = find_coll(b, "zero.grad_rs");
+  const sc_work_coll *rs_stage = find_coll(b, "zero.grad_rs_stage");
+  ck_assert_ptr_nonnull(rs);
+  ck_assert_ptr_nonnull(rs_stage);
+  ck_assert_int_eq(rs->kind, SC_COLL_REDUCESCATTER);
+  ck_assert_int_eq(rs->group, SC_GROUP_DP);
+  ck_assert_uint_eq(rs->nranks, 8);
+  ck_assert_uint_eq(rs->repeat, 4);
+  ck_assert_uint_eq(rs->subgroup, SC_DP_WHOLE);
+  ck_assert_int_eq(rs->overlappable, 1);
+  per_layer = (int64_t)(rs->bytes / 4.0);
+  /* the layers' and the stage's gradients are every parameter the chunk holds, in fp32 */
+  ck_assert_double_eq(4.0 * (double)per_layer * 4 + rs_stage->bytes, 4.0 * (double)lp);
+  ck_assert_ptr_null(find_coll(f, "zero.param_ag"));
+  ck_assert_ptr_null(find_coll(&W.per_iter, "dp.grad_rs"));
+  ck_assert_ptr_nonnull(find_coll(&W.per_iter, "dp.param_ag"));
+  ck_assert_int_eq(find_op(&W.per_iter, "adam")->desc.dims[0], (lp + 7) / 8);
+  /* ZeRO-3: the parameters gathered before each forward and each backward (bf16: 2 bytes
+   * a parameter), none once an iteration */
+  p.zero_stage = 3;
+  p.overlap_param_gather = 0;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  const sc_work_coll *agf = find_coll(f, "zero.param_ag");
+  const sc_work_coll *agb = find_coll(b, "zero.param_ag");
+  ck_assert_ptr_nonnull(agf);
+  ck_assert_ptr_nonnull(agb);
+  ck_assert_int_eq(agf->kind, SC_COLL_ALLGATHER);
+  ck_assert_double_eq(agf->bytes, 2.0 * (double)per_layer);
+  ck_assert_uint_eq(agf->repeat, 4);
+  ck_assert_int_eq(agf->overlappable, 0);
+  ck_assert_ptr_nonnull(find_coll(f, "zero.param_ag_stage"));
+  ck_assert_ptr_nonnull(find_coll(b, "zero.grad_rs"));
+  ck_assert_ptr_null(find_coll(&W.per_iter, "dp.param_ag"));
+  ck_assert_ptr_null(find_coll(&W.per_iter, "dp.grad_ar_replicas"));
+  /* HSDP: shards of 4 ranks, 2 replicas: the per-pass collectives over the shard, the
+   * shard's gradients all-reduced across the replicas once an iteration */
+  p.shard_size = 4;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  agf = find_coll(f, "zero.param_ag");
+  ck_assert_uint_eq(agf->nranks, 4);
+  ck_assert_uint_eq(agf->subgroup, SC_DP_SHARD);
+  const sc_work_coll *rep = find_coll(&W.per_iter, "dp.grad_ar_replicas");
+  ck_assert_ptr_nonnull(rep);
+  ck_assert_int_eq(rep->kind, SC_COLL_ALLREDUCE);
+  ck_assert_uint_eq(rep->nranks, 2);
+  ck_assert_uint_eq(rep->subgroup, SC_DP_REPLICA);
+  ck_assert_double_eq(rep->bytes, 4.0 * (double)((lp + 3) / 4));
+  ck_assert_int_eq(find_op(&W.per_iter, "adam")->desc.dims[0], (lp + 3) / 4);
+  /* ZeRO-1 is the distributed optimizer: the same work */
+  sc_parallel q = par(2, 1, 8, 1, 16, 256);
+  q.distributed_optimizer = 1;
+  ck_assert_int_eq(sc_workload_stage(&m, &q, 0, 0, &W, &err), SC_OK);
+  sc_stage_work *w1 = malloc(sizeof *w1);
+  ck_assert_ptr_nonnull(w1);
+  memcpy(w1, &W, sizeof *w1);
+  q.distributed_optimizer = 0;
+  q.zero_stage = 1;
+  ck_assert_int_eq(sc_workload_stage(&m, &q, 0, 0, &W, &err), SC_OK);
+  ck_assert_int_eq(memcmp(&w1->per_iter, &W.per_iter, sizeof W.per_iter), 0);
+  ck_assert_int_eq(memcmp(&w1->per_micro, &W.per_micro, sizeof W.per_micro), 0);
+  free(w1);
+  /* refused: a stage beyond 3, a shard that does not divide dp*cp, a shard without
+   * sharding */
+  q.zero_stage = 4;
+  ck_assert_int_eq(sc_workload_stage(&m, &q, 0, 0, &W, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "zero_stage: 4"));
+  q.zero_stage = 3;
+  q.shard_size = 3;
+  ck_assert_int_eq(sc_workload_stage(&m, &q, 0, 0, &W, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "shard_size: 3 must divide dp*cp (8)"));
+  q.zero_stage = 0;
+  q.shard_size = 4;
+  ck_assert_int_eq(sc_workload_stage(&m, &q, 0, 0, &W, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "shard_size: 4 needs sharded data parallelism"));
+}
+END_TEST
+
 START_TEST(test_uneven_and_interleaved) {
   sc_model m = gpt("ten", 10, 64, 4);
   sc_parallel p = par(1, 3, 1, 1, 3, 128);
@@ -650,6 +741,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_gqa_cp);
   tcase_add_test(tc, test_unfused_and_recompute);
   tcase_add_test(tc, test_dp_optimizer);
+  tcase_add_test(tc, test_zero_stages);
   tcase_add_test(tc, test_uneven_and_interleaved);
   tcase_add_test(tc, test_invalid);
   tcase_add_test(tc, test_fp8_linear_only);

@@ -276,6 +276,14 @@ static void print_stack(const sc_stack *s) {
   printf("  host per kernel  %.2f us\n", s->host_per_kernel_s * 1e6);
   if (s->vocab_divisible_by)
     printf("  vocabulary       padded to a multiple of %u (times tp)\n", s->vocab_divisible_by);
+  printf("  pipeline sends   %s\n", s->p2p_blocking ? "blocking" : "beside the compute");
+  if (s->overlap_grad_reduce || s->overlap_param_gather || s->overlap_tp_comm)
+    printf("  overlap          %s%s%s (unless a job states otherwise)\n",
+           s->overlap_grad_reduce ? "gradient reduction" : "",
+           s->overlap_param_gather ? (s->overlap_grad_reduce ? ", parameter gather"
+                                                             : "parameter gather") : "",
+           s->overlap_tp_comm ? ((s->overlap_grad_reduce || s->overlap_param_gather)
+                                     ? ", TP communication" : "TP communication") : "");
   print_stack_rules("kernels", "", s->kernels, s->nkernels);
   print_stack_rules("traffic", "x", s->traffic, s->ntraffic);
   for (uint32_t i = 0; i < s->nattention; i++) {

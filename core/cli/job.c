@@ -44,6 +44,11 @@ static const job_key keys[] = {
     {"dtype", K_ENUM, dtype_names, "compute data type"},
     {"sequence-parallel", K_BOOL, NULL, "Megatron sequence parallelism"},
     {"distributed-optimizer", K_BOOL, NULL, "shard optimizer state over data parallel"},
+    {"zero-stage", K_U32, NULL, "sharded data parallelism: ZeRO stage 0-3 (1 = the "
+                                "distributed optimizer; 2 also the gradients; 3 = FSDP, also "
+                                "the parameters; default 0)"},
+    {"shard-size", K_U32, NULL, "ranks of the DP x CP group a shard spans (HSDP: replicated "
+                                "across the rest; default all of them)"},
     {"flash-attention", K_BOOL, NULL, "fused flash attention (default on)"},
     {"overlap-grad-reduce", K_BOOL, NULL, "overlap DP gradient reduction with backward"},
     {"overlap-param-gather", K_BOOL, NULL, "overlap parameter all-gather with forward"},
@@ -155,9 +160,16 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     if (strcmp(k->name, "sequence-parallel") == 0) j->par.sequence_parallel = b;
     else if (strcmp(k->name, "distributed-optimizer") == 0) j->par.distributed_optimizer = b;
     else if (strcmp(k->name, "flash-attention") == 0) j->par.flash_attention = b;
-    else if (strcmp(k->name, "overlap-grad-reduce") == 0) j->par.overlap_grad_reduce = b;
-    else if (strcmp(k->name, "overlap-param-gather") == 0) j->par.overlap_param_gather = b;
-    else if (strcmp(k->name, "overlap-tp-comm") == 0) j->par.overlap_tp_comm = b;
+    else if (strcmp(k->name, "overlap-grad-reduce") == 0) {
+      j->par.overlap_grad_reduce = b;
+      j->overlap_given[0] = 1;
+    } else if (strcmp(k->name, "overlap-param-gather") == 0) {
+      j->par.overlap_param_gather = b;
+      j->overlap_given[1] = 1;
+    } else if (strcmp(k->name, "overlap-tp-comm") == 0) {
+      j->par.overlap_tp_comm = b;
+      j->overlap_given[2] = 1;
+    }
     return SC_OK;
   }
   if (value == NULL) return sc_error_set(err, SC_EINVAL, "%s: needs a value", k->name);
@@ -209,6 +221,14 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     /* every size is bounded where it is parsed (common/checked.h), so that no later
      * combination of them (2*cp, the product of the degrees, ...) can wrap */
     uint32_t max = sc__size_limit(k->name);
+    if (strcmp(k->name, "zero-stage") == 0) { /* 0 is a stage */
+      if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0 || strcmp(value, "2") == 0 ||
+          strcmp(value, "3") == 0) {
+        j->par.zero_stage = (uint32_t)(value[0] - '0');
+        return SC_OK;
+      }
+      return sc_error_set(err, SC_EINVAL, "zero-stage: '%s' is not 0, 1, 2 or 3", value);
+    }
     int st = parse_u32(value, max ? max : UINT32_MAX, &u);
     if (st == -2)
       return sc_error_set(err, SC_ERANGE, "%s: %s is out of range (at most %u)", k->name, value,
@@ -225,6 +245,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "seq-len") == 0) { j->par.seq_len = u; j->seq_given = 1; }
     else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
     else if (strcmp(k->name, "vocab-divisible-by") == 0) j->par.vocab_divisible_by = u;
+    else if (strcmp(k->name, "shard-size") == 0) j->par.shard_size = u;
     else if (strcmp(k->name, "first-stage-layers") == 0) j->first_layers = u;
     else if (strcmp(k->name, "last-stage-layers") == 0) j->last_layers = u;
     return SC_OK;

@@ -18,6 +18,8 @@ typedef struct sc_cli_job {
   sc_parallel par;
   int given[4];                 /* tp, pp, dp, cp given explicitly */
   int seq_given;                /* seq_len given (else the model's max_seq) */
+  int overlap_given[3];         /* overlap_grad_reduce, overlap_param_gather, overlap_tp_comm
+                                 * stated (else the stack's, sc_stack_overlap_defaults) */
   uint32_t nstage_layers;       /* entries of --stage-layers (0: an even split) */
   uint32_t first_layers, last_layers; /* --first-stage-layers, --last-stage-layers (0: not
                                        * given); sc_cli_job_finish turns them into the split */

@@ -127,6 +127,7 @@ int sc_cli_predict(int argc, char **argv) {
       goto fail;
     }
     job.opts.stack = &stack; /* sc_predict prices its attention kernel on this device */
+    sc_stack_overlap_defaults(&stack, job.overlap_given, &job.par); /* the switches left */
   }
   if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
                            reg, job.stack[0] ? stack.name : NULL, &resid, &cresid, &err) != SC_OK)

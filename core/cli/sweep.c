@@ -40,7 +40,9 @@ static void sweep_usage(FILE *out) {
           "  --virtual-stages LIST      for interleaved (default 2,3,4,6,8)\n"
           "  --recompute LIST           none, selective, full (default: all)\n"
           "  --sequence-parallel LIST   off, on (default: both)\n"
-          "  --distributed-optimizer LIST  off, on (default: both)\n\n"
+          "  --distributed-optimizer LIST  off, on (default: both)\n"
+          "  --zero-stage LIST        ZeRO stages 0-3 instead (0 = off, 1 = the distributed\n"
+          "                           optimizer, 2, 3 = FSDP; over the whole DP x CP group)\n\n"
           "fixed job options: --model --topology --hardware --gpus --global-batch --seq-len\n"
           "  --dtype --flash-attention --overlap-grad-reduce --overlap-param-gather\n"
           "  --overlap-tp-comm --estimator --algo --tokens --allow-oom (as for predict)\n\n"
@@ -404,13 +406,18 @@ static int mpi_gather_flat(const mpi_state *m, flat *f) {
 
 static const char *onoff(int b) { return b ? "on" : "off"; }
 
+/* The data-parallel sharding column ("do"): off, on (the distributed optimizer), z2, z3. */
+static const char *sharding(const sc_parallel *p) {
+  static const char *const n[4] = {"off", "on", "z2", "z3"};
+  return n[sc_parallel_zero(p) & 3u];
+}
+
 static void describe(char *buf, size_t cap, const sc_parallel *p) {
   snprintf(buf, cap, "tp %u pp %u dp %u cp %u mb %u %s%s%.0u rc %s sp %s do %s", p->tp, p->pp,
            p->dp, p->cp, p->micro_batch, sc_cli_schedule_name(p->schedule),
            p->schedule == SC_SCHED_INTERLEAVED ? " vp " : "",
            p->schedule == SC_SCHED_INTERLEAVED ? p->virtual_stages : 0u,
-           sc_recompute_name(p->recompute), onoff(p->sequence_parallel),
-           onoff(p->distributed_optimizer));
+           sc_recompute_name(p->recompute), onoff(p->sequence_parallel), sharding(p));
 }
 
 static void print_counts(FILE *out, const sc_sweep_result *r) {
@@ -444,7 +451,7 @@ static void print_top(FILE *out, const sc_sweep_result *r) {
             "%8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n",
             i + 1, x->iteration_s * 1e3, x->mfu * 100, x->model_tflops_per_gpu, p->tp, p->pp,
             p->dp, p->cp, p->micro_batch, sched, sc_recompute_name(p->recompute),
-            onoff(p->sequence_parallel), onoff(p->distributed_optimizer),
+            onoff(p->sequence_parallel), sharding(p),
             x->memory.total_bytes / 1073741824.0,
             (b->compute_fwd_s + b->compute_recompute_s + b->compute_bwd_s) * 1e3,
             b->tp_exposed_s * 1e3, b->cp_exposed_s * 1e3, b->dp_exposed_s * 1e3,
@@ -589,7 +596,7 @@ typedef struct sweep_args {
   uint32_t ntp, npp, ncp, nmb, nvp, nrc, nsp, ndo, nsk;
   sc_schedule_kind sk[3];
   sc_recompute rc[3];
-  int sp[2], dopt[2];
+  int sp[2], dopt[4];
   uint32_t top, threads;
   int json, csv, no_prune, exact;
   sc_vary vary[MAX_VARY];
@@ -637,7 +644,8 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
                                          "--tp, --pp, --cp instead");
     static const char *const own[] = {"tp", "pp", "cp", "micro-batch", "virtual-stages",
                                       "schedule", "recompute", "sequence-parallel",
-                                      "distributed-optimizer", "top", "threads", "vary",
+                                      "distributed-optimizer", "zero-stage", "top",
+                                      "threads", "vary",
                                       "plot"};
     int known = fixed_key(name);
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++) known |= strcmp(name, own[k]) == 0;
@@ -713,8 +721,26 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
       a->have_sp = 1;
       continue;
     }
-    if (strcmp(name, "distributed-optimizer") == 0) {
-      if (parse_onoff(name, val, a->dopt, &a->ndo)) return 2;
+    if (strcmp(name, "distributed-optimizer") == 0 || strcmp(name, "zero-stage") == 0) {
+      if (a->have_do)
+        return sc_cli_usage_error("sweep", "--%s: the data-parallel sharding is already given "
+                                  "(--distributed-optimizer or --zero-stage, once)", name);
+      if (name[0] == 'd') {
+        if (parse_onoff(name, val, a->dopt, &a->ndo)) return 2;
+      } else {
+        char w[4][32];
+        int k = words(val, w, 4);
+        if (k < 0) return sc_cli_usage_error("sweep", "--zero-stage: '%s' is not a list of 0-3", val);
+        for (int j = 0; j < k; j++) {
+          if (w[j][0] < '0' || w[j][0] > '3' || w[j][1] != '\0')
+            return sc_cli_usage_error("sweep", "--zero-stage: '%s' is not 0, 1, 2 or 3", w[j]);
+          a->dopt[j] = w[j][0] - '0';
+          for (int i = 0; i < j; i++)
+            if (a->dopt[i] == a->dopt[j])
+              return sc_cli_usage_error("sweep", "--zero-stage: '%s' repeats a value", val);
+        }
+        a->ndo = (uint32_t)k;
+      }
       a->have_do = 1;
       continue;
     }
@@ -797,7 +823,10 @@ static int build_space(sweep_args *a, const sc_model *m, sc_error *err) {
   }
   if (a->have_rc) { s->nrecompute = a->nrc; memcpy(s->recompute, a->rc, sizeof a->rc); }
   if (a->have_sp) { s->nsp = a->nsp; s->sp[0] = a->sp[0]; s->sp[1] = a->sp[1]; }
-  if (a->have_do) { s->ndo = a->ndo; s->dopt[0] = a->dopt[0]; s->dopt[1] = a->dopt[1]; }
+  if (a->have_do) {
+    s->ndo = a->ndo;
+    for (uint32_t i = 0; i < a->ndo; i++) s->dopt[i] = a->dopt[i];
+  }
   return SC_OK;
 }
 

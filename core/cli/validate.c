@@ -38,7 +38,9 @@ static void validate_usage(FILE *out) {
           "(default false),\n"
           "stage_layers (layers per pipeline stage, \"10,14\"; default an even split) or\n"
           "first_stage_layers and last_stage_layers (the others split evenly), and\n"
-          "vocab_divisible_by (default the stack's, else 128) state what a run did.\n\n"
+          "vocab_divisible_by (default the stack's, else 128), zero_stage (0-3; 3 = FSDP;\n"
+          "default 0: the distributed_optimizer column alone) and shard_size (HSDP: ranks\n"
+          "a shard spans; default the whole DP x CP group) state what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -82,13 +84,13 @@ typedef struct vrow {
  * untied embeddings). */
 enum {
   O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_FIRST_LAYERS, O_LAST_LAYERS,
-  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_COUNT
+  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_COUNT
 };
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
                                               "overlap_tp_comm", "stage_layers",
                                               "first_stage_layers", "last_stage_layers",
                                               "vocab_divisible_by", "position", "norm",
-                                              "tied_embeddings"};
+                                              "tied_embeddings", "zero_stage", "shard_size"};
 
 /* The software stacks the rows name (the optional column 'stack'), each loaded once; and
  * the optional columns above. */
@@ -489,6 +491,20 @@ static void predict_row(vrow *r, vtopo *t, const vstacks *stacks, const sc_regis
       {1, SC_RECOMPUTE_SELECTIVE}, {0, SC_RECOMPUTE_FULL}, {1, SC_RECOMPUTE_FULL}};
   int st = sc_model_finish(&r->model, &e);
   if (st == SC_OK) st = sc_cli_job_finish(&r->job, &r->model, &e);
+  if (st == SC_OK && r->stack >= 0) { /* the switches the row leaves to its stack */
+    sc_parallel before = r->job.par;
+    if (sc_stack_overlap_defaults(&stacks->s[r->stack], r->job.overlap_given, &r->job.par)) {
+      char a[96];
+      snprintf(a, sizeof a, "the stack's overlap of%s%s%s",
+               r->job.par.overlap_grad_reduce != before.overlap_grad_reduce ? " grad_reduce" : "",
+               r->job.par.overlap_param_gather != before.overlap_param_gather ? " param_gather"
+                                                                              : "",
+               r->job.par.overlap_tp_comm != before.overlap_tp_comm ? " tp_comm" : "");
+      add_assumed(r, a);
+    }
+  }
+  /* a stated ZeRO stage says what the optimizer states do: nothing to assume about them */
+  if (r->job.par.zero_stage > 0) r->dopt_unknown = 0;
   if (st == SC_OK) {
     sc_parallel given = r->job.par;
     for (size_t k = 0; k < sizeof tries / sizeof tries[0]; k++) {

@@ -36,6 +36,20 @@ typedef struct sc_parallel {
   sc_recompute recompute;
   int sequence_parallel;          /* Megatron sequence parallelism (needs tp > 1 to matter) */
   int distributed_optimizer;      /* optimizer state sharded across dp (ZeRO-1 style) */
+  /* Sharded data parallelism (Rajbhandari et al. 2020, ZeRO; PyTorch FSDP), over the DP x CP
+   * group or, with shard_size, over its innermost shard_size ranks (HSDP: replicated across
+   * the (dp*cp)/shard_size groups):
+   *   0  none (the distributed_optimizer switch alone: 1 = ZeRO-1 as Megatron's distributed
+   *      optimizer does it: full fp32 gradients reduce-scattered once an iteration),
+   *   1  ZeRO-1 (the same as distributed_optimizer),
+   *   2  ZeRO-2: the gradients sharded too, reduce-scattered during every micro-batch's
+   *      backward (DeepSpeed's stage 2),
+   *   3  ZeRO-3 / FSDP: the parameters sharded as well, all-gathered layer by layer before
+   *      every forward and every backward, the gradients reduce-scattered layer by layer.
+   * sc_parallel_zero() gives the effective stage. docs/schedule.md, "Sharded data
+   * parallelism". */
+  uint32_t zero_stage;
+  uint32_t shard_size;            /* ranks a shard spans (HSDP); 0 = the whole DP x CP group */
   int flash_attention;            /* fused flash attention vs unfused softmax path */
   sc_dtype dtype;                 /* compute dtype of activations and GEMMs (bf16, fp16, ...) */
   /* Placement order of groups over ranks, innermost first; Megatron default: TP, CP, DP, PP. */
@@ -63,8 +77,20 @@ int sc_dtype_parse(const char *s, sc_dtype *out);
 
 /* Fill p with the defaults: every degree 1, micro_batch 1, global_batch 1, seq_len 2048,
  * virtual_stages 1, 1F1B, no recomputation, flash attention on, bf16, order TP,CP,DP,PP,
- * no overlap, even split. */
+ * no overlap, even split, no sharding beyond distributed_optimizer (zero_stage 0). */
 void sc_parallel_defaults(sc_parallel *p);
+
+/* The effective ZeRO stage: zero_stage, or 1 for distributed_optimizer alone. */
+static inline uint32_t sc_parallel_zero(const sc_parallel *p) {
+  return p->zero_stage > 0 ? p->zero_stage : (p->distributed_optimizer ? 1u : 0u);
+}
+
+/* Ranks the model states are sharded over: shard_size, or the whole DP x CP group; 1 when
+ * nothing is sharded. */
+static inline uint32_t sc_parallel_shard_ranks(const sc_parallel *p) {
+  if (sc_parallel_zero(p) == 0) return 1;
+  return p->shard_size > 0 ? p->shard_size : p->dp * p->cp;
+}
 
 /* Number of micro-batches per iteration: global_batch / (micro_batch * dp). */
 static inline uint32_t sc_parallel_microbatches(const sc_parallel *p) {

@@ -77,6 +77,12 @@ typedef struct sc_sched_chunk {
                                  stage (ignored on the last virtual stage) */
   double p2p_bwd_s;           /* send of this chunk's input gradient to the previous virtual
                                  stage (ignored on the first) */
+  /* Sharded data parallelism (ZeRO-2/3, FSDP), per micro-batch: the pass's parameter
+   * gathers and gradient reduce-scatters (the recomputation's in the backward), and the
+   * part of each that prefetching runs beside the pass's compute (<= the whole); the rest
+   * is exposed after the compute, and so is what the compute cannot cover. */
+  double shard_fwd_s, shard_bwd_s;
+  double shard_fwd_hide_s, shard_bwd_hide_s;
   double dp_grad_s;           /* per iteration: DP reduction of this chunk's gradients */
   double dp_param_gather_s;   /* per iteration: distributed-optimizer all-gather of this
                                  chunk's parameters (0 without a distributed optimizer) */
@@ -122,7 +128,8 @@ typedef struct sc_sched_breakdown {
   double tp_exposed_s;        /* TP comm not hidden under compute */
   double cp_exposed_s;
   double dp_exposed_s;        /* gradient reduction after the last backward + param gather
-                                 before (or stretching) the first forward */
+                                 before (or stretching) the first forward + the sharded
+                                 passes' exposed gathers and reduce-scatters */
   double p2p_exposed_s;       /* waiting for a transfer after its producer finished */
   double bubble_s;            /* waiting for a producer still computing, plus the tail after
                                  this stage ended and before the iteration did */

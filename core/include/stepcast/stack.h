@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "stepcast/parallel.h"
 #include "stepcast/plugin.h"
 #include "stepcast/spec.h"
 
@@ -63,6 +64,11 @@ typedef struct sc_stack {
   int p2p_blocking;            /* pipeline sends block the sender's compute until they
                                   complete (DeepSpeed's PipelineEngine: dist.send/recv);
                                   0: they run beside it (sc_sched_input.p2p_blocking) */
+  /* The overlap switches the stack runs with (1) unless a job states its own: Megatron-LM's
+   * overlap_grad_reduce, overlap_param_gather and tp_comm_overlap (sc_parallel's
+   * overlap_*), as the stack's recipes set them. 0 = the stack does not turn it on. The
+   * programs apply them to the switches a job leaves unstated (sc_stack_overlap_defaults). */
+  int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm;
   uint32_t nkernels, ntraffic;
   sc_stack_rule kernels[SC_STACK_RULES_MAX]; /* kernels launched per operator (default 1) */
   sc_stack_rule traffic[SC_STACK_RULES_MAX]; /* multiple of the operator's bytes (default 1) */
@@ -99,6 +105,13 @@ double sc_stack_gpu_s(const sc_stack *s, const sc_device *dev, const sc_op_desc 
  * NULL or names none. Returns 1 when something was replaced. sc_stack_gpu_s then prices an
  * attention of another head dimension at the stack's rate for it. */
 int sc_stack_device(const sc_stack *s, sc_device *dev);
+
+/* p's overlap switches with s's defaults for those not stated: given[0..2] say whether the
+ * job stated overlap_grad_reduce, overlap_param_gather and overlap_tp_comm (NULL: none
+ * was). TP overlap only with tp > 1 and sequence parallelism (Transformer Engine's
+ * userbuffers overlap needs both: Megatron-Bridge's CommOverlapConfig turns it off
+ * otherwise). Returns how many switches the stack turned on. NULL s: none. */
+int sc_stack_overlap_defaults(const sc_stack *s, const int *given, sc_parallel *p);
 
 /* The host time of one instance of op under s: kernels x host_per_kernel_s (0 for NULL). */
 double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op);

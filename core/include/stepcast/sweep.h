@@ -69,7 +69,8 @@ typedef struct sc_sweep_sched {
 typedef struct sc_sweep_space {
   /* Fixed for every point: seq_len, global_batch, dtype, flash_attention, order and the
    * overlap switches are taken from base; its degrees, micro_batch, schedule,
-   * virtual_stages, recompute, sequence_parallel and distributed_optimizer are replaced.
+   * virtual_stages, recompute, sequence_parallel, distributed_optimizer and zero_stage
+   * are replaced (shard_size is 0).
    * stage_layers must be empty (even pipeline splits only). */
   sc_parallel base;
   uint32_t gpus;                /* tp*pp*dp*cp; dp is derived */
@@ -84,7 +85,9 @@ typedef struct sc_sweep_space {
   uint32_t nsp;
   int sp[2];                    /* sequence parallel off / on */
   uint32_t ndo;
-  int dopt[2];                  /* distributed optimizer off / on */
+  int dopt[4];                  /* data-parallel sharding: the ZeRO stage, 0 (none), 1 (the
+                                   distributed optimizer), 2 or 3 (sc_parallel.zero_stage),
+                                   over the whole DP x CP group */
 } sc_sweep_space;
 
 /* The default space for gpus GPUs, global batch global_batch sequences of seq_len tokens

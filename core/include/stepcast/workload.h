@@ -93,8 +93,18 @@ typedef struct sc_work_coll {
    * steps with attention). The flag is already resolved against the sc_parallel switches:
    * 1 = this instance may overlap, 0 = it is exposed. */
   int overlappable;
+  /* Which part of the DP x CP group a DP collective spans (sc_dp_subgroup): the whole
+   * group, the shard (its innermost sc_parallel_shard_ranks ranks) or the replicas of one
+   * shard (every shard_size-th rank: HSDP's cross-shard all-reduce). 0 for other groups. */
+  uint32_t subgroup;
   char label[32];      /* "attn_proj.rs", "mlp_fc1.ag", "dp.grad_rs", ... */
 } sc_work_coll;
+
+typedef enum {
+  SC_DP_WHOLE = 0,  /* every rank of the DP x CP group */
+  SC_DP_SHARD,      /* the ranks one shard of the model states spans */
+  SC_DP_REPLICA     /* one rank of each shard group: the replicas of one shard */
+} sc_dp_subgroup;
 
 #define SC_WORK_MAX_OPS 64
 #define SC_WORK_MAX_COLLS 24
@@ -127,6 +137,15 @@ typedef struct sc_work_list {
  *     fp32 for bf16 training: --accumulate-allreduce-grads-in-fp32), tagged SC_PHASE_BWD;
  *     with the distributed optimizer, the all-gather of updated parameters in the model
  *     dtype, tagged SC_PHASE_FWD (it precedes the next iteration's forward).
+ *   Sharded data parallelism (sc_parallel.zero_stage; S = the shard's ranks, R = dp*cp/S
+ *     replicas): ZeRO-1 reduce-scatters the fp32 gradients over the shard and all-gathers
+ *     the parameters once an iteration, as above; ZeRO-2 reduce-scatters each layer's
+ *     gradients during every micro-batch's backward (per_micro[BWD], label zero.grad_rs);
+ *     ZeRO-3 / FSDP also all-gathers each layer's parameters before its forward and again
+ *     before its backward (per_micro[FWD] and [BWD], zero.param_ag) and has no
+ *     per-iteration gather. With R > 1 (HSDP) the shard's gradients are all-reduced across
+ *     the replicas once an iteration (dp.grad_ar_replicas). Gathers are overlappable under
+ *     overlap_param_gather (FSDP's prefetch), gradient reductions under overlap_grad_reduce.
  *   Tied embeddings with pp > 1: all-reduce of the embedding gradient between the first
  *     and last stages (group PP, nranks 2), in per_iter on both of those stages.
  *   PP point-to-point: not a list entry; p2p_*_bytes below.

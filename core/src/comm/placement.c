@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "comm/comm_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/stepcast.h"
 
@@ -129,8 +130,8 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
   uint32_t deg[SC_GROUP_COUNT];
   int seen[SC_GROUP_COUNT] = {0};
   uint64_t total = 1, stride = 1;
-  uint32_t d, per[SC_MAX_TIERS];
-  int rc, top = -1;
+  uint32_t d;
+  int rc;
   if (t == NULL || p == NULL || tmpl == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc_comm_group: %s is NULL",
                         t == NULL ? "t" : p == NULL ? "p" : "tmpl");
@@ -170,6 +171,17 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
   }
   for (int k = 0; k < SC_GROUP_COUNT && p->order[k] != g; k++) stride *= deg[p->order[k]];
   d = deg[g];
+  return sc__comm_group_strided(t, total, stride, d, sc__group_name(g), tmpl, err);
+}
+
+int sc__comm_group_strided(const sc_topology *t, uint64_t total, uint64_t stride, uint32_t d,
+                           const char *name, sc_coll_desc *tmpl, sc_error *err) {
+  uint32_t per[SC_MAX_TIERS];
+  int top = -1;
+  if (d < 1 || stride < 1 || (uint64_t)d * stride > total)
+    return sc_error_set(err, SC_EINVAL, "%s group of %u ranks %llu apart does not fit %llu GPUs",
+                        name, (unsigned)d, (unsigned long long)stride,
+                        (unsigned long long)total);
 
   /* Members are ranks k * stride (k < d), on GPUs of the same index. Tier instances are
    * monotone in the GPU index, so members of one instance form one run. When every run of a
@@ -200,7 +212,7 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
   if (per[t->ntiers - 1] != d) {
     return sc_error_set(err, SC_ECONFIG,
                         "%s group of %u spans beyond the outermost tier ('%s') of %s",
-                        sc__group_name(g), (unsigned)d, t->tiers[t->ntiers - 1].name,
+                        name, (unsigned)d, t->tiers[t->ntiers - 1].name,
                         sc__topo_name(t));
   }
   tmpl->nranks = d;

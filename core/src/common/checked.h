@@ -29,7 +29,7 @@ static inline uint32_t sc__size_limit(const char *name) {
       {"global-batch", SC_MAX_GLOBAL_BATCH}, {"seq-len", SC_MAX_SEQ_LEN},
       {"virtual-stages", SC_MAX_VIRTUAL_STAGES},
       {"first-stage-layers", SC_MAX_STAGE_LAYERS}, {"last-stage-layers", SC_MAX_STAGE_LAYERS},
-      {"vocab-divisible-by", SC_MAX_VOCAB_DIVISIBLE_BY}};
+      {"vocab-divisible-by", SC_MAX_VOCAB_DIVISIBLE_BY}, {"shard-size", SC_MAX_GPUS}};
   char c[32];
   size_t i = 0;
   for (; name[i] != '\0' && i + 1 < sizeof c; i++) c[i] = name[i] == '_' ? '-' : name[i];

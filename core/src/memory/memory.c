@@ -10,6 +10,14 @@
  *   fp8 compute keeps bf16 weights (Transformer Engine casts on the fly): counted as 2 B.
  *   fp32 training: 4 B weight + 4 B gradient + 8 B moments (no separate master copy).
  *
+ * Sharded data parallelism (Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054, Sec. 5 and
+ * Fig. 1: the optimizer states (stage 1), the gradients too (stage 2), the parameters too
+ * (stage 3) partitioned over the N_d data-parallel ranks): optimizer bytes / shard from
+ * stage 1, gradients / shard from stage 2, weights / shard at stage 3; shard = the ranks
+ * a shard spans (sc_parallel_shard_ranks: the DP x CP group, or HSDP's shard_size). What
+ * a stage holds unsharded while it works is counted too: the gradients of the layer being
+ * reduced (stage 2 and 3) and the gathered weights of two layers (stage 3).
+ *
  * Activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
  * Transformer Models" (arXiv:2205.05198), Section 4 and Table 2. Per layer, with s the
  * sequence, b the micro-batch, h the width, a the heads, t the tensor-parallel degree and
@@ -129,13 +137,23 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   int mixed = d.e < 4.0;
   double wbytes = mixed ? 2.0 : 4.0;
   double obytes = mixed ? 12.0 : 8.0;
-  double shard = p->distributed_optimizer ? (double)p->dp * p->cp : 1.0;
+  uint32_t z = sc_parallel_zero(p);
+  double shard = (double)sc_parallel_shard_ranks(p);
 
   memset(out, 0, sizeof *out);
   out->params = params;
   out->weights_bytes = wbytes * (double)params;
   out->grads_bytes = 4.0 * (double)params;
   out->optimizer_bytes = obytes * (double)params / shard;
+  if (z >= 2) {
+    /* ZeRO-2 keeps a 1/shard of the fp32 gradients, plus the unsharded gradients of the
+     * layer being reduced; ZeRO-3 also a 1/shard of the weights, plus the gathered
+     * weights of two layers (the one computing and the one prefetched; FSDP's default
+     * limit of in-flight all-gathers, limit_all_gathers, holds two) */
+    int64_t lp = sc__layer_params(m, &d);
+    out->grads_bytes = 4.0 * ((double)params / shard + (double)lp);
+    if (z >= 3) out->weights_bytes = wbytes * ((double)params / shard + 2.0 * (double)lp);
+  }
   out->activation_per_micro_bytes = act;
   out->inflight_micro = inflight;
   out->activations_bytes = act * inflight;

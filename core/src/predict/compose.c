@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/comm_int.h"
 #include "common/mix64.h"
 #include "predict/compose.h"
 #include "stepcast/comm.h"
@@ -46,6 +47,22 @@ int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_
     int rc = sc_comm_group(t, &q, (sc_group_kind)g, &s->g[g], err);
     if (rc != SC_OK) return rc;
   }
+  s->shard = s->replica = s->g[SC_GROUP_DP];
+  uint32_t dpc = p->dp * p->cp, S = sc_parallel_shard_ranks(p);
+  if (S > 1 && S < dpc) {
+    /* the DP x CP group's members are `stride` apart: the product of the groups inside it
+     * (CP sits just inside DP, counted in the group) */
+    uint64_t stride = 1, total = (uint64_t)p->tp * p->pp * dpc;
+    for (uint32_t i = 0; i < SC_GROUP_COUNT && p->order[i] != SC_GROUP_DP; i++) {
+      if (p->order[i] == SC_GROUP_TP) stride *= p->tp;
+      else if (p->order[i] == SC_GROUP_PP) stride *= p->pp;
+    }
+    int rc = sc__comm_group_strided(t, total, stride, S, "DP shard", &s->shard, err);
+    if (rc == SC_OK)
+      rc = sc__comm_group_strided(t, total, stride * S, dpc / S, "DP replica", &s->replica,
+                                  err);
+    if (rc != SC_OK) return rc;
+  }
   return SC_OK;
 }
 
@@ -59,6 +76,10 @@ int sc__coll_desc(const sc__spans *s, const sc_work_coll *wc, sc_coll_desc *d, s
     }
     for (uint32_t i = 0; i < pp->ntiers; i++) d->tiers[i].ranks = ((int)i == top) ? 2 : 1;
     d->nranks = 2;
+  } else if (wc->group == SC_GROUP_DP && wc->subgroup == SC_DP_SHARD) {
+    *d = s->shard;
+  } else if (wc->group == SC_GROUP_DP && wc->subgroup == SC_DP_REPLICA) {
+    *d = s->replica;
   } else {
     *d = s->g[wc->group];
   }
@@ -175,7 +196,8 @@ static int coll_total(sc__coll_time_fn fn, void *ctx, const sc_work_coll *wc, do
 }
 
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
-                        double *cp_s, sc_error *err) {
+                        double *cp_s, double *dp_s, double *dp_hide_s, sc_error *err) {
+  double hide = 0.0, unit = 0.0;
   for (uint32_t i = 0; i < l->ncolls; i++) {
     const sc_work_coll *wc = &l->colls[i];
     double ts;
@@ -183,10 +205,20 @@ int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, d
     if (rc != SC_OK) return rc;
     if (wc->group == SC_GROUP_CP) {
       *cp_s += ts;
+    } else if (wc->group == SC_GROUP_DP) {
+      *dp_s += ts;
+      if (wc->overlappable && ts > 0.0) {
+        double one = ts / (double)wc->repeat;
+        hide += ts;
+        if (one > unit) unit = one;
+      }
     } else {
       *tp_s += ts;
     }
   }
+  /* prefetching hides every overlappable unit but one: the first gather has no compute
+   * before it, the last reduction none after it */
+  if (hide > unit) *dp_hide_s += hide - unit;
   return SC_OK;
 }
 
@@ -197,6 +229,7 @@ static void collmemo_key(const sc_work_coll *wc, const char *algo, sc__collmemo_
   k->nranks = wc->nranks;
   k->dtype = (uint32_t)wc->dtype;
   k->direct = algo[0] == 'd';
+  k->pad = wc->subgroup;
   k->bytes = wc->bytes;
 }
 
@@ -280,6 +313,7 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
   double lead = 0.0;
   int rc = SC_OK;
   ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
+  ch->shard_fwd_s = ch->shard_bwd_s = ch->shard_fwd_hide_s = ch->shard_bwd_hide_s = 0.0;
   memset(fam, 0, 3 * SC__NFAM * sizeof *fam);
   for (int i = 0; i < 3 && rc == SC_OK; i++) {
     int k = order[i];
@@ -289,7 +323,9 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
   for (int k = 0; k < 3 && rc == SC_OK; k++)
     rc = sc__colls_sum_micro(&w->per_micro[ph[k]], sc__coll_time, cc,
                              k == 0 ? &ch->tp_fwd_s : &ch->tp_bwd_s,
-                             k == 0 ? &ch->cp_fwd_s : &ch->cp_bwd_s, err);
+                             k == 0 ? &ch->cp_fwd_s : &ch->cp_bwd_s,
+                             k == 0 ? &ch->shard_fwd_s : &ch->shard_bwd_s,
+                             k == 0 ? &ch->shard_fwd_hide_s : &ch->shard_bwd_hide_s, err);
   if (rc != SC_OK) return rc;
   sc__cp_hide_under_attention(ch, fam);
   return SC_OK;

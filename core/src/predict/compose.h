@@ -33,6 +33,10 @@ size_t sc__family_index(const char *family);
  * does not sit just inside DP in p->order, or from sc_comm_group. */
 typedef struct sc__spans {
   sc_coll_desc g[SC_GROUP_COUNT];
+  /* Sharded data parallelism over part of the DP x CP group (sc_parallel.shard_size):
+   * the shard (its innermost ranks) and the replicas of one shard; copies of g[DP] when
+   * the shard is the whole group. */
+  sc_coll_desc shard, replica;
 } sc__spans;
 int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_error *err);
 
@@ -65,11 +69,15 @@ typedef int (*sc__coll_time_fn)(void *ctx, const sc_work_coll *wc, double *time_
 int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
                 double *fam, double *lead, sc_error *err);
 
-/* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group) or *tp_s
- * (TP, and anything else tied to a micro-batch pass). Trivial ones (one rank, no bytes)
- * cost nothing and are not timed. */
+/* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group), *dp_s
+ * (sharded data parallelism: ZeRO-2/3 gathers and reductions) or *tp_s (TP, and anything
+ * else tied to a micro-batch pass). *dp_hide_s gains the part of the list's DP
+ * communication that prefetching can run under the pass's compute: every overlappable
+ * instance but the longest one (the first gather has nothing before it to hide under, the
+ * last reduction nothing after it). Trivial ones (one rank, no bytes) cost nothing and are
+ * not timed. */
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
-                        double *cp_s, sc_error *err);
+                        double *cp_s, double *dp_s, double *dp_hide_s, sc_error *err);
 
 /* Context-parallel communication hides only under the attention it feeds (Megatron's ring
  * attention overlaps each K/V step with the partial attention of the previous one): set

@@ -202,10 +202,18 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
       fprintf(out, "%s%u", i ? ", " : " ", p->stage_layers[i]);
     fputc('\n', out);
   }
+  char shard[96] = "";
+  uint32_t z = sc_parallel_zero(p), S = sc_parallel_shard_ranks(p), dpc = p->dp * p->cp;
+  if (z == 1 && S == dpc) snprintf(shard, sizeof shard, ", distributed optimizer");
+  else if (z >= 1)
+    snprintf(shard, sizeof shard, ", ZeRO-%u%s over %u ranks%s", z, z == 3 ? " (FSDP)" : "", S,
+             S < dpc ? " (HSDP: replicated across the rest)" : "");
   fprintf(out, "  %-26s global batch %u x seq %u, %s, recompute %s%s%s\n", "batch", p->global_batch,
           p->seq_len, sc_dtype_name(p->dtype), sc_recompute_name(p->recompute),
-          p->sequence_parallel ? ", sequence parallel" : "",
-          p->distributed_optimizer ? ", distributed optimizer" : "");
+          p->sequence_parallel ? ", sequence parallel" : "", shard);
+  fprintf(out, "  %-26s gradient reduction %s, parameter gather %s, TP communication %s\n",
+          "overlapped with compute", p->overlap_grad_reduce ? "yes" : "no",
+          p->overlap_param_gather ? "yes" : "no", p->overlap_tp_comm ? "yes" : "no");
   fprintf(out, "\n  %-26s %12.3f ms\n", "iteration time", r->iteration_s * 1e3);
   fprintf(out, "  %-26s %12.1f tokens/s\n", "throughput", r->tokens_per_s);
   fprintf(out, "  %-26s %12.1f TFLOP/s  (hardware %.1f)\n", "model FLOP/s per GPU",
@@ -333,6 +341,8 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jstr(out, "recompute", sc_recompute_name(p->recompute), &f);
   jbool(out, "sequence_parallel", p->sequence_parallel, &f);
   jbool(out, "distributed_optimizer", p->distributed_optimizer, &f);
+  jint(out, "zero_stage", sc_parallel_zero(p), &f);
+  jint(out, "shard_ranks", sc_parallel_shard_ranks(p), &f);
   jbool(out, "flash_attention", p->flash_attention, &f);
   jstr(out, "dtype", sc_dtype_name(p->dtype), &f);
   jbool(out, "overlap_grad_reduce", p->overlap_grad_reduce, &f);
@@ -417,8 +427,8 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
 static const char *const csv_cols[] = {
     "schema_version", "model", "topology", "hardware", "estimator", "gpus", "tp", "pp", "dp",
     "cp", "micro_batch", "global_batch", "microbatches", "seq_len", "schedule",
-    "virtual_stages", "recompute", "sequence_parallel", "distributed_optimizer",
-    "flash_attention", "dtype", "overlap_grad_reduce", "overlap_param_gather",
+    "virtual_stages", "recompute", "sequence_parallel", "distributed_optimizer", "zero_stage",
+    "shard_ranks", "flash_attention", "dtype", "overlap_grad_reduce", "overlap_param_gather",
     "overlap_tp_comm", "iteration_s", "critical_stage", "compute_forward_s",
     "compute_recompute_s", "compute_backward_s", "tp_exposed_s", "cp_exposed_s",
     "dp_exposed_s", "p2p_exposed_s", "bubble_s", "optimizer_s", "compute_by_family",
@@ -483,6 +493,8 @@ int sc_report_csv_row(FILE *out, const sc_result *r, sc_error *err) {
   C_S(sc_recompute_name(p->recompute));
   C_U(p->sequence_parallel != 0);
   C_U(p->distributed_optimizer != 0);
+  C_U(sc_parallel_zero(p));
+  C_U(sc_parallel_shard_ranks(p));
   C_U(p->flash_attention != 0);
   C_S(sc_dtype_name(p->dtype));
   C_U(p->overlap_grad_reduce != 0);

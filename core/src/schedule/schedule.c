@@ -335,11 +335,18 @@ static int validate(const sc_sched_input *in, sc_error *err) {
              {"tp_bwd_s", c->tp_bwd_s}, {"cp_fwd_s", c->cp_fwd_s},
              {"cp_bwd_s", c->cp_bwd_s}, {"p2p_fwd_s", c->p2p_fwd_s},
              {"p2p_bwd_s", c->p2p_bwd_s}, {"dp_grad_s", c->dp_grad_s},
-             {"dp_param_gather_s", c->dp_param_gather_s}};
+             {"dp_param_gather_s", c->dp_param_gather_s}, {"shard_fwd_s", c->shard_fwd_s},
+             {"shard_bwd_s", c->shard_bwd_s}, {"shard_fwd_hide_s", c->shard_fwd_hide_s},
+             {"shard_bwd_hide_s", c->shard_bwd_hide_s}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
       if (bad_time(f[i].v))
         return sc_error_set(err, SC_EINVAL, "schedule: chunks[%u].%s = %g must be finite and >= 0",
                             g, f[i].name, f[i].v);
+    if (c->shard_fwd_hide_s > c->shard_fwd_s || c->shard_bwd_hide_s > c->shard_bwd_s)
+      return sc_error_set(err, SC_EINVAL,
+                          "schedule: chunks[%u]: the hidden part of the sharded communication "
+                          "exceeds it (fwd %g of %g, bwd %g of %g)", g, c->shard_fwd_hide_s,
+                          c->shard_fwd_s, c->shard_bwd_hide_s, c->shard_bwd_s);
     if (in->nfamilies > 0) {
       int rc;
       if ((rc = check_split(c->fwd_family_s, in->nfamilies, c->fwd_s, g, "fwd", err))) return rc;
@@ -385,6 +392,11 @@ static inline double dmin(double x, double y) { return x < y ? x : y; }
 static inline double exposed(double c, double f, double x) {
   double hid = c * f;
   return (c - hid) + dmax(0.0, hid - x);
+}
+
+/* The exposed part of communication c of which `hide` may run under compute x. */
+static inline double exposed_part(double c, double hide, double x) {
+  return (c - hide) + dmax(0.0, hide - x);
 }
 
 static inline uint32_t add_iv(sim *S, double s, double e, uint32_t stage, sc_lane lane,
@@ -468,8 +480,9 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double x = ch->fwd_s;
     double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
     double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+    double esh = exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
     double xend = dmax(start + x, stretch);
-    double end = xend + etp + ecp;
+    double end = xend + etp + ecp + esh;
     ws->cfree[r] = end;
     ws->fcount[g]++;
     uint32_t my_iv = 0;
@@ -479,8 +492,11 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
         add_iv(S, xend + etp - ch->tp_fwd_s > start ? xend + etp - ch->tp_fwd_s : start,
                xend + etp, r, SC_LANE_TP, SC_IV_TP, c, (int32_t)mb, -1);
       if (ch->cp_fwd_s > 0.0)
-        add_iv(S, end - ch->cp_fwd_s > start ? end - ch->cp_fwd_s : start, end, r,
-               SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+        add_iv(S, end - esh - ch->cp_fwd_s > start ? end - esh - ch->cp_fwd_s : start,
+               end - esh, r, SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+      if (ch->shard_fwd_s > 0.0)
+        add_iv(S, end - ch->shard_fwd_s > start ? end - ch->shard_fwd_s : start, end, r,
+               SC_LANE_DP, SC_IV_DP_PARAM, c, (int32_t)mb, -1);
       if (g > 0 && ws->fwd_send_iv[idx] >= 0) {
         sc_sched_flow *f = &ws->flows[ws->nflows++];
         f->send = (uint32_t)ws->fwd_send_iv[idx];
@@ -519,8 +535,9 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double x = rc + ch->bwd_s;
     double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
     double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+    double esh = exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
     double xend = start + x;
-    double end = xend + etp + ecp;
+    double end = xend + etp + ecp + esh;
     ws->cfree[r] = end;
     ws->bcount[g]++;
     uint32_t my_iv = 0;
@@ -535,8 +552,11 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
         add_iv(S, xend + etp - ch->tp_bwd_s > start ? xend + etp - ch->tp_bwd_s : start,
                xend + etp, r, SC_LANE_TP, SC_IV_TP, c, (int32_t)mb, -1);
       if (ch->cp_bwd_s > 0.0)
-        add_iv(S, end - ch->cp_bwd_s > start ? end - ch->cp_bwd_s : start, end, r,
-               SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+        add_iv(S, end - esh - ch->cp_bwd_s > start ? end - esh - ch->cp_bwd_s : start,
+               end - esh, r, SC_LANE_CP, SC_IV_CP, c, (int32_t)mb, -1);
+      if (ch->shard_bwd_s > 0.0)
+        add_iv(S, end - ch->shard_bwd_s > start ? end - ch->shard_bwd_s : start, end, r,
+               SC_LANE_DP, SC_IV_DP_GRAD, c, (int32_t)mb, -1);
       if (g + 1 < S->G && ws->bwd_send_iv[idx] >= 0) {
         sc_sched_flow *f = &ws->flows[ws->nflows++];
         f->send = (uint32_t)ws->bwd_send_iv[idx];
@@ -611,12 +631,14 @@ static void account_rank(sim *S, uint32_t r) {
       double x = ch->fwd_s;
       double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
       double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+      double esh = exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
       double xend = dmax(start + x, stretch);
       bd->dp_exposed_s += xend - (start + x);
       bd->compute_fwd_s += x;
       bd->tp_exposed_s += etp;
       bd->cp_exposed_s += ecp;
-      t0 = xend + etp + ecp;
+      bd->dp_exposed_s += esh;
+      t0 = xend + etp + ecp + esh;
       if (in->p2p_blocking && g + 1 < S->G) { /* held by its send until it completes */
         bd->p2p_exposed_s += ws->fwd_in[idx + 1].arr - t0;
         t0 = ws->fwd_in[idx + 1].arr;
@@ -629,11 +651,13 @@ static void account_rank(sim *S, uint32_t r) {
       double x = rc + ch->bwd_s;
       double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
       double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+      double esh = exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
       bd->compute_recompute_s += rc;
       bd->compute_bwd_s += ch->bwd_s;
       bd->tp_exposed_s += etp;
       bd->cp_exposed_s += ecp;
-      t0 = start + x + etp + ecp;
+      bd->dp_exposed_s += esh;
+      t0 = start + x + etp + ecp + esh;
       if (in->p2p_blocking && g > 0) {
         bd->p2p_exposed_s += ws->bwd_in[idx - 1].arr - t0;
         t0 = ws->bwd_in[idx - 1].arr;

@@ -865,8 +865,9 @@ static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
 
 int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   static const char *const known[] = {"name", "description", "host_per_kernel_s",
-                                      "vocab_divisible_by", "p2p_blocking", "kernels", "traffic",
-                                      "attention", NULL};
+                                      "vocab_divisible_by", "p2p_blocking", "overlap_grad_reduce",
+                                      "overlap_param_gather", "overlap_tp_comm", "kernels",
+                                      "traffic", "attention", NULL};
   char path[SC_PATH_MAX];
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
@@ -913,9 +914,15 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
                    SC_MAX_VOCAB_DIVISIBLE_BY, (long long)v);
     else if (rc == SC_OK) st->vocab_divisible_by = (uint32_t)v;
   }
-  if (rc == SC_OK) {
-    rc = sc__table_bool(t, "p2p_blocking", &st->p2p_blocking, err);
-    if (rc == SC_ENOTFOUND) rc = SC_OK;
+  {
+    static const char *const sw[] = {"p2p_blocking", "overlap_grad_reduce",
+                                     "overlap_param_gather", "overlap_tp_comm"};
+    int *dst[] = {&st->p2p_blocking, &st->overlap_grad_reduce, &st->overlap_param_gather,
+                  &st->overlap_tp_comm};
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0] && rc == SC_OK; i++) {
+      rc = sc__table_bool(t, sw[i], dst[i], err);
+      if (rc == SC_ENOTFOUND) rc = SC_OK;
+    }
   }
   uint32_t n = 0;
   if (rc == SC_OK)
@@ -998,6 +1005,20 @@ int sc_stack_device(const sc_stack *s, sc_device *dev) {
   dev->attention_fwd_efficiency = sc_stack_attention_eff(a, 1e9, 0); /* the largest's */
   dev->attention_bwd_efficiency = sc_stack_attention_eff(a, 1e9, 1);
   return 1;
+}
+
+int sc_stack_overlap_defaults(const sc_stack *s, const int *given, sc_parallel *p) {
+  int n = 0;
+  if (s == NULL || p == NULL) return 0;
+  int *sw[3] = {&p->overlap_grad_reduce, &p->overlap_param_gather, &p->overlap_tp_comm};
+  const int on[3] = {s->overlap_grad_reduce, s->overlap_param_gather,
+                     s->overlap_tp_comm && p->tp > 1 && p->sequence_parallel};
+  for (int i = 0; i < 3; i++) {
+    if ((given != NULL && given[i]) || !on[i] || *sw[i]) continue;
+    *sw[i] = 1;
+    n++;
+  }
+  return n;
 }
 
 double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op) {

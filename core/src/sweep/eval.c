@@ -160,6 +160,11 @@ double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_c
       work += ch->fwd_s + exposed(ch->tp_fwd_s, tpf, ch->fwd_s) +
               exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x + exposed(ch->tp_bwd_s, tpf, x) +
               exposed(ch->cp_bwd_s, 0.0, x);
+      if (ch->shard_fwd_s > 0.0 || ch->shard_bwd_s > 0.0) {
+        double hf = ch->shard_fwd_hide_s, hb = ch->shard_bwd_hide_s;
+        work += (ch->shard_fwd_s - hf) + (hf > ch->fwd_s ? hf - ch->fwd_s : 0.0) +
+                (ch->shard_bwd_s - hb) + (hb > x ? hb - x : 0.0);
+      }
       gather += ch->dp_param_gather_s;
       dp += ch->dp_grad_s;
     }

@@ -131,7 +131,8 @@ static void inner_decode(const sc_sweep_space *s, uint64_t i, sc_parallel *p) {
   p->virtual_stages = sc->vp;
   p->recompute = s->recompute[ri];
   p->sequence_parallel = s->sp[si];
-  p->distributed_optimizer = s->dopt[di];
+  p->distributed_optimizer = s->dopt[di] >= 1;
+  p->zero_stage = s->dopt[di] >= 2 ? (uint32_t)s->dopt[di] : 0;
 }
 
 int sc_sweep_config(const sc_sweep_space *s, uint64_t index, sc_parallel *out, sc_error *err) {
@@ -212,7 +213,7 @@ void sc_sweep_result_free(sc_sweep_result *r) {
 
 typedef struct ckey {
   uint32_t part; /* 0 micro, 1 iteration */
-  uint32_t tp, cp, mb, layers, cls, a, b, c, d;
+  uint32_t tp, cp, mb, layers, cls, a, b, c, d, e, f;
 } ckey;
 
 typedef struct centry {
@@ -339,12 +340,16 @@ static int chunk_class(worker *w, const sc_parallel *p, uint32_t cls, const sc__
   km.b = (uint32_t)p->recompute;
   km.c = p->pp > 1;
   km.d = w->span;
+  /* ZeRO-2/3 put DP collectives over the shard into every pass */
+  km.e = sc_parallel_zero(p) >= 2 ? sc_parallel_zero(p) : 0;
+  km.f = km.e ? p->dp * p->cp : 0; /* the shard is the whole DP x CP group in a sweep */
   ki = km;
   ki.part = 1;
   ki.a = p->dp;
   ki.b = p->pp;
-  ki.c = (uint32_t)p->distributed_optimizer;
+  ki.c = sc_parallel_zero(p);
   ki.d = 0;
+  ki.f = sc_parallel_shard_ranks(p);
   if (w->memo_used + 2 > CMEMO_SLOTS / 2) memo_reset(w);
   centry *em = memo_find(w, &km, &hm);
   centry *ei = memo_find(w, &ki, &hi);
@@ -543,7 +548,7 @@ static int run_unit(worker *w, uint64_t u) {
       count(w, SC_SWEEP_SKIP_SEQPAR, 1);
       continue;
     }
-    if (p.distributed_optimizer && (uint64_t)p.dp * p.cp == 1) {
+    if (sc_parallel_zero(&p) >= 1 && (uint64_t)p.dp * p.cp == 1) {
       count(w, SC_SWEEP_SKIP_DUPLICATE, 1);
       continue;
     }
@@ -667,8 +672,14 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   if ((rc = check_list(s->cp, s->ncp, "cp", err)) != SC_OK) return rc;
   if ((rc = check_list(s->mb, s->nmb, "micro-batch", err)) != SC_OK) return rc;
   if (s->nsched == 0 || s->nsched > SC_SWEEP_MAX_CHOICES || s->nrecompute == 0 ||
-      s->nrecompute > 3 || s->nsp == 0 || s->nsp > 2 || s->ndo == 0 || s->ndo > 2)
+      s->nrecompute > 3 || s->nsp == 0 || s->nsp > 2 || s->ndo == 0 || s->ndo > 4)
     return sc_error_set(err, SC_EINVAL, "sweep: a choice list is empty or too long");
+  for (uint32_t i = 0; i < s->ndo; i++)
+    if (s->dopt[i] < 0 || s->dopt[i] > 3)
+      return sc_error_set(err, SC_EINVAL, "zero: %d is not a ZeRO stage (0, 1, 2 or 3)",
+                          s->dopt[i]);
+  if (s->base.shard_size != 0)
+    return sc_error_set(err, SC_EINVAL, "sweep: shard_size (HSDP) is not swept");
   for (uint32_t i = 0; i < s->nsched; i++)
     if (s->sched[i].vp < 1 || s->sched[i].vp > SC_SCHED_MAX_VP)
       return sc_error_set(err, SC_EINVAL, "virtual-stages: %u must be in [1, %d]",

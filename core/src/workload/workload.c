@@ -240,6 +240,15 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
       return sc_error_set(err, SC_ERANGE, "gpus: tp*pp*dp*cp (%u x %u x %u x %u) is more than "
                           "%u GPUs", p->tp, p->pp, p->dp, p->cp, SC_MAX_GPUS);
   }
+  if (p->zero_stage > 3) FAIL("zero_stage: %u is not a ZeRO stage (0, 1, 2 or 3)", p->zero_stage);
+  if (p->shard_size != 0) {
+    uint32_t dpc = p->dp * p->cp;
+    if (sc_parallel_zero(p) == 0)
+      FAIL("shard_size: %u needs sharded data parallelism (zero_stage 1-3 or the distributed "
+           "optimizer)", p->shard_size);
+    if (p->shard_size > dpc || dpc % p->shard_size != 0)
+      FAIL("shard_size: %u must divide dp*cp (%u)", p->shard_size, dpc);
+  }
   if (sc__dtype_bytes(p->dtype) == 0.0) FAIL("dtype: unknown value %d", (int)p->dtype);
   if ((unsigned)p->recompute > SC_RECOMPUTE_FULL) FAIL("recompute: unknown value %d", (int)p->recompute);
   if ((unsigned)p->schedule > SC_SCHED_INTERLEAVED) FAIL("schedule: unknown value %d", (int)p->schedule);
@@ -443,7 +452,52 @@ static void coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_whe
   c->repeat = rep;
   c->where = where;
   c->overlappable = overlappable ? 1 : 0;
+  c->subgroup = SC_DP_WHOLE;
   copy_label(c->label, label);
+}
+
+/* A data-parallel collective over part of the DP x CP group (sc_dp_subgroup); nothing when
+ * that part is one rank. */
+static void dp_coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
+                    sc_coll_kind kind, sc_dp_subgroup sub, double bytes, sc_dtype dt,
+                    int overlappable, const char *label) {
+  uint32_t dpc = B->p->dp * B->p->cp, S = sc_parallel_shard_ranks(B->p);
+  uint32_t n = sub == SC_DP_SHARD ? S : sub == SC_DP_REPLICA ? dpc / S : dpc;
+  uint32_t before = l->ncolls;
+  coll(B, l, ph, rep, where, kind, SC_GROUP_DP, n, bytes, dt, overlappable, label);
+  /* the shard that is the whole group is the whole group (its placement too) */
+  if (l->ncolls > before) l->colls[before].subgroup = n == dpc ? SC_DP_WHOLE : (uint32_t)sub;
+}
+
+/* ZeRO-2 and ZeRO-3 per micro-batch: the gathers of a chunk's parameters before its forward
+ * (ZeRO-3) and backward (ZeRO-3), the reduce-scatters of its gradients (ZeRO-2 and 3), one
+ * per layer and one for the embedding's or the output layer's parameters. */
+static void shard_micro(bld *B, sc_work_list *l, sc_phase ph, uint32_t L, int emb, int out) {
+  const sc_model *m = B->m;
+  const sc_parallel *p = B->p;
+  const sc__dims *d = &B->d;
+  uint32_t z = sc_parallel_zero(p);
+  if (z < 2) return;
+  int64_t lp = sc__layer_params(m, d), stage_p = 0;
+  if (emb) stage_p += sc__embedding_params(m, d);
+  if (out) stage_p += sc__output_params(m, p, d);
+  int gather = z >= 3 && (ph == SC_PHASE_FWD || ph == SC_PHASE_BWD);
+  int reduce = ph == SC_PHASE_BWD;
+  if (gather) {
+    dp_coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_ALLGATHER, SC_DP_SHARD, (double)lp * d->e,
+            d->act, p->overlap_param_gather, "zero.param_ag");
+    if (stage_p > 0)
+      dp_coll(B, l, ph, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_DP_SHARD,
+              (double)stage_p * d->e, d->act, p->overlap_param_gather, "zero.param_ag_stage");
+  }
+  if (reduce) {
+    dp_coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_REDUCESCATTER, SC_DP_SHARD, (double)lp * 4.0,
+            SC_DTYPE_FP32, p->overlap_grad_reduce, "zero.grad_rs");
+    if (stage_p > 0)
+      dp_coll(B, l, ph, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_DP_SHARD,
+              (double)stage_p * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce,
+              "zero.grad_rs_stage");
+  }
 }
 
 /* A TP collective of the T x h activation (all-reduce, all-gather or reduce-scatter; in all
@@ -723,6 +777,7 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   if (out->has_embedding) embedding_fwd(&B, fw);
   layer_fwd(&B, fw, SC_PHASE_FWD, L);
   if (out->has_output) output_fwd(&B, fw);
+  shard_micro(&B, fw, SC_PHASE_FWD, L, out->has_embedding, out->has_output);
 
   /* Recomputation, run before the backward of the micro-batch. Megatron recomputes only
    * transformer layers (not the embedding or the output layer). */
@@ -741,21 +796,28 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   if (out->has_output) output_bwd(&B, bw);
   layer_bwd(&B, bw, L);
   if (out->has_embedding) embedding_bwd(&B, bw);
+  shard_micro(&B, bw, SC_PHASE_BWD, L, out->has_embedding, out->has_output);
 
   /* Per iteration: optimizer and data-parallel reductions over the DP x CP group. */
   sc_work_list *it = &out->per_iter;
-  uint32_t dpc = p->dp * p->cp;
-  int64_t opt_params = p->distributed_optimizer ? (params + dpc - 1) / dpc : params;
+  uint32_t z = sc_parallel_zero(p), S = sc_parallel_shard_ranks(p);
+  int64_t opt_params = z >= 1 ? (params + S - 1) / S : params;
   op(&B, it, SC_PHASE_OPTIMIZER, 1, SC_WHERE_STAGE, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, "adam",
      DIMS(opt_params));
-  if (p->distributed_optimizer) {
-    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_GROUP_DP, dpc,
-         (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_rs");
-    coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_GROUP_DP, dpc,
-         (double)params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
+  if (z == 0) {
+    dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_WHOLE,
+            (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_ar");
   } else {
-    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_DP, dpc,
-         (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_ar");
+    if (z == 1)
+      dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_DP_SHARD,
+              (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_rs");
+    /* HSDP: the shard's reduced gradients, all-reduced across the replicas of the shard */
+    dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_REPLICA,
+            (double)opt_params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce,
+            "dp.grad_ar_replicas");
+    if (z <= 2)
+      dp_coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_DP_SHARD,
+              (double)params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
   }
   if (m->tied_embeddings && p->pp > 1 && (out->has_embedding || out->has_output)) {
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
