@@ -521,10 +521,14 @@ int sc_cli_comm(int argc, char **argv) {
   }
 
   if (json) {
-    printf("{\"schema_version\":%d,\"command\":\"comm\",\"topology\":\"%s\",\"gpus\":%u,"
-           "\"gpus_per_node\":%u,\"op\":\"%s\",\"algo\":\"%s\",\"dtype\":\"%s\","
-           "\"estimator\":\"%s\",\"rows\":[",
-           SC_REPORT_SCHEMA_VERSION, t.name, (unsigned)gpus, (unsigned)t.gpus_per_node, op_name, algo, dt->name,
+    /* names from files and flags go through the JSON string writer (quotes, controls) */
+    printf("{\"schema_version\":%d,\"command\":\"comm\",\"topology\":", SC_REPORT_SCHEMA_VERSION);
+    sc_json_string(stdout, t.name);
+    printf(",\"gpus\":%u,\"gpus_per_node\":%u,\"op\":", (unsigned)gpus, (unsigned)t.gpus_per_node);
+    sc_json_string(stdout, op_name);
+    printf(",\"algo\":");
+    sc_json_string(stdout, algo);
+    printf(",\"dtype\":\"%s\",\"estimator\":\"%s\",\"rows\":[", dt->name,
            sc_estimator_name(mode));
   } else if (csv) {
     printf("bytes,count,type,time_us,algbw_GBps,busbw_GBps,algo,bound,bound_tier\n");
