@@ -22,11 +22,12 @@ double sc__comm_nvls_chunk_bytes(double bytes, uint32_t heads);
  * 0 for bytes <= 0 or bw_s <= 0 (estimate.c; docs/comm.md, "NVLink SHARP"). */
 double sc__comm_nvls_fill_s(double bytes, uint32_t heads, double bw_s);
 
-/* The span over topology t of a group of d ranks `stride` apart (ranks 0, stride, ...,
- * (d-1) stride) in a job of `total` GPUs; name names the group in errors. sc_comm_group's
- * placement for any such group: a shard of the data-parallel group (HSDP) or the replicas
- * of one shard. */
-int sc__comm_group_strided(const sc_topology *t, uint64_t total, uint64_t stride, uint32_t d,
-                           const char *name, sc_coll_desc *tmpl, sc_error *err);
+/* sc_comm_group for part of group g: its members 0, every, 2 every, ... (d of them; 0 = the
+ * whole group when every is 1), named name in errors (NULL: the group's name). A shard of
+ * the data-parallel group (HSDP: every 1, d the shard's ranks) or the replicas of one shard
+ * (every = the shard's ranks, d the replicas). */
+int sc__comm_group_part(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
+                        uint32_t every, uint32_t d, const char *name, sc_coll_desc *tmpl,
+                        sc_error *err);
 
 #endif /* SC_COMM_INT_H */

@@ -127,10 +127,15 @@ static uint32_t sc__inst(const sc_topology *t, uint32_t i, uint64_t gpu) {
 
 int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
                   sc_coll_desc *tmpl, sc_error *err) {
+  return sc__comm_group_part(t, p, g, 1, 0, NULL, tmpl, err);
+}
+
+int sc__comm_group_part(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
+                        uint32_t every, uint32_t d, const char *name, sc_coll_desc *tmpl,
+                        sc_error *err) {
   uint32_t deg[SC_GROUP_COUNT];
   int seen[SC_GROUP_COUNT] = {0};
   uint64_t total = 1, stride = 1;
-  uint32_t d;
   int rc;
   if (t == NULL || p == NULL || tmpl == NULL) {
     return sc_error_set(err, SC_EINVAL, "sc_comm_group: %s is NULL",
@@ -170,18 +175,14 @@ int sc_comm_group(const sc_topology *t, const sc_parallel *p, sc_group_kind g,
                         (unsigned long long)total, why);
   }
   for (int k = 0; k < SC_GROUP_COUNT && p->order[k] != g; k++) stride *= deg[p->order[k]];
-  d = deg[g];
-  return sc__comm_group_strided(t, total, stride, d, sc__group_name(g), tmpl, err);
-}
-
-int sc__comm_group_strided(const sc_topology *t, uint64_t total, uint64_t stride, uint32_t d,
-                           const char *name, sc_coll_desc *tmpl, sc_error *err) {
+  if (d == 0) d = deg[g];
+  if (name == NULL) name = sc__group_name(g);
+  if (every < 1 || d < 1 || (uint64_t)every * d > deg[g])
+    return sc_error_set(err, SC_EINVAL, "%s: %u ranks, every %u-th, of a group of %u", name,
+                        (unsigned)d, (unsigned)every, (unsigned)deg[g]);
+  stride *= every;
   uint32_t per[SC_MAX_TIERS];
   int top = -1;
-  if (d < 1 || stride < 1 || (uint64_t)d * stride > total)
-    return sc_error_set(err, SC_EINVAL, "%s group of %u ranks %llu apart does not fit %llu GPUs",
-                        name, (unsigned)d, (unsigned long long)stride,
-                        (unsigned long long)total);
 
   /* Members are ranks k * stride (k < d), on GPUs of the same index. Tier instances are
    * monotone in the GPU index, so members of one instance form one run. When every run of a

@@ -49,18 +49,13 @@ int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_
   }
   s->shard = s->replica = s->g[SC_GROUP_DP];
   uint32_t dpc = p->dp * p->cp, S = sc_parallel_shard_ranks(p);
-  if (S > 1 && S < dpc) {
-    /* the DP x CP group's members are `stride` apart: the product of the groups inside it
-     * (CP sits just inside DP, counted in the group) */
-    uint64_t stride = 1, total = (uint64_t)p->tp * p->pp * dpc;
-    for (uint32_t i = 0; i < SC_GROUP_COUNT && p->order[i] != SC_GROUP_DP; i++) {
-      if (p->order[i] == SC_GROUP_TP) stride *= p->tp;
-      else if (p->order[i] == SC_GROUP_PP) stride *= p->pp;
-    }
-    int rc = sc__comm_group_strided(t, total, stride, S, "DP shard", &s->shard, err);
+  if (S > 1 && S < dpc) { /* HSDP: the shard and the replicas of one, in the DP x CP group */
+    sc_parallel q = *p;
+    q.dp = dpc;
+    q.cp = 1;
+    int rc = sc__comm_group_part(t, &q, SC_GROUP_DP, 1, S, "DP shard", &s->shard, err);
     if (rc == SC_OK)
-      rc = sc__comm_group_strided(t, total, stride * S, dpc / S, "DP replica", &s->replica,
-                                  err);
+      rc = sc__comm_group_part(t, &q, SC_GROUP_DP, S, dpc / S, "DP replica", &s->replica, err);
     if (rc != SC_OK) return rc;
   }
   return SC_OK;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "schedule/exposed.h"
 #include "stepcast/schedule.h"
 #include "stepcast/stepcast.h"
 
@@ -389,15 +390,6 @@ static inline double dmax(double x, double y) { return x > y ? x : y; }
 static inline double dmin(double x, double y) { return x < y ? x : y; }
 #endif
 
-static inline double exposed(double c, double f, double x) {
-  double hid = c * f;
-  return (c - hid) + dmax(0.0, hid - x);
-}
-
-/* The exposed part of communication c of which `hide` may run under compute x. */
-static inline double exposed_part(double c, double hide, double x) {
-  return (c - hide) + dmax(0.0, hide - x);
-}
 
 static inline uint32_t add_iv(sim *S, double s, double e, uint32_t stage, sc_lane lane,
                               sc_interval_kind kind, uint32_t chunk, int32_t mb,
@@ -478,9 +470,9 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double start = dmax(t0, a);
     start = dmax(start, gmin);
     double x = ch->fwd_s;
-    double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
-    double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
-    double esh = exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
+    double etp = sc__exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+    double ecp = sc__exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+    double esh = sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
     double xend = dmax(start + x, stretch);
     double end = xend + etp + ecp + esh;
     ws->cfree[r] = end;
@@ -533,9 +525,9 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double start = dmax(t0, a);
     double rc = ch->recompute_s;
     double x = rc + ch->bwd_s;
-    double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
-    double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
-    double esh = exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
+    double etp = sc__exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+    double ecp = sc__exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+    double esh = sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
     double xend = start + x;
     double end = xend + etp + ecp + esh;
     ws->cfree[r] = end;
@@ -629,9 +621,9 @@ static void account_rank(sim *S, uint32_t r) {
       double start = dmax(dmax(t0, a), gmin);
       gap(bd, t0, pe, a, start);
       double x = ch->fwd_s;
-      double etp = exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
-      double ecp = exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
-      double esh = exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
+      double etp = sc__exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+      double ecp = sc__exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
+      double esh = sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
       double xend = dmax(start + x, stretch);
       bd->dp_exposed_s += xend - (start + x);
       bd->compute_fwd_s += x;
@@ -649,9 +641,9 @@ static void account_rank(sim *S, uint32_t r) {
       gap(bd, t0, pe, a, start);
       double rc = ch->recompute_s;
       double x = rc + ch->bwd_s;
-      double etp = exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
-      double ecp = exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
-      double esh = exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
+      double etp = sc__exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+      double ecp = sc__exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
+      double esh = sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
       bd->compute_recompute_s += rc;
       bd->compute_bwd_s += ch->bwd_s;
       bd->tp_exposed_s += etp;

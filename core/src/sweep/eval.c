@@ -27,6 +27,7 @@
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
 #include "predict/compose.h"
+#include "schedule/exposed.h"
 #include "sweep/sweep_int.h"
 
 static int okey_eq(const sc__sweep_omemo_key *a, const sc__sweep_omemo_key *b) {
@@ -140,13 +141,6 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_device *d
   return SC_OK;
 }
 
-/* The schedule's exposed part of communication c under compute x with overlap fraction f
- * (schedule.c's formula). */
-static inline double exposed(double c, double f, double x) {
-  double hid = c * f;
-  double over = hid - x;
-  return (c - hid) + (over > 0.0 ? over : 0.0);
-}
 
 double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_chunk *chunks,
                              const double *opt_s) {
@@ -157,14 +151,12 @@ double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_c
     for (uint32_t c = 0; c < vp; c++) {
       const sc_sched_chunk *ch = &chunks[c * pp + r];
       double x = ch->recompute_s + ch->bwd_s;
-      work += ch->fwd_s + exposed(ch->tp_fwd_s, tpf, ch->fwd_s) +
-              exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x + exposed(ch->tp_bwd_s, tpf, x) +
-              exposed(ch->cp_bwd_s, 0.0, x);
-      if (ch->shard_fwd_s > 0.0 || ch->shard_bwd_s > 0.0) {
-        double hf = ch->shard_fwd_hide_s, hb = ch->shard_bwd_hide_s;
-        work += (ch->shard_fwd_s - hf) + (hf > ch->fwd_s ? hf - ch->fwd_s : 0.0) +
-                (ch->shard_bwd_s - hb) + (hb > x ? hb - x : 0.0);
-      }
+      work += ch->fwd_s + sc__exposed(ch->tp_fwd_s, tpf, ch->fwd_s) +
+              sc__exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x + sc__exposed(ch->tp_bwd_s, tpf, x) +
+              sc__exposed(ch->cp_bwd_s, 0.0, x);
+      if (ch->shard_fwd_s > 0.0 || ch->shard_bwd_s > 0.0)
+        work += sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, ch->fwd_s) +
+                sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
       gather += ch->dp_param_gather_s;
       dp += ch->dp_grad_s;
     }

@@ -1,0 +1,18 @@
+/* How much of a pass's communication the compute stream waits for (docs/schedule.md,
+ * "TP/CP overlap", "Sharded data parallelism"): shared by the schedule and the sweep's
+ * lower bound, which must agree to the bit. */
+#ifndef SC_SCHEDULE_EXPOSED_H
+#define SC_SCHEDULE_EXPOSED_H
+
+/* The exposed part of communication c of which `hide` may run under compute x. */
+static inline double sc__exposed_part(double c, double hide, double x) {
+  double over = hide - x;
+  return (c - hide) + (over > 0.0 ? over : 0.0);
+}
+
+/* The same with the part that may hide a fraction f of c. */
+static inline double sc__exposed(double c, double f, double x) {
+  return sc__exposed_part(c, c * f, x);
+}
+
+#endif /* SC_SCHEDULE_EXPOSED_H */
