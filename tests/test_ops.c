@@ -152,10 +152,11 @@ START_TEST(test_gemm_tile_quantisation) {
   REL(e.time_s, 5.575197932307692e-4);
   REL(e.features[3], 4097.0 / 4352.0);
   REL(e.features[4], 544.0 / 648.0);
-  /* k = 65 pads to 128: tile_eff 65/128. A 256x128 output is one tile: wave_eff 1/108. */
+  /* k = 65 pads to 128: tile_eff 65/128. A 256x128 output is one tile, split-K into its two
+   * k tiles (two slices of one tile each, the same padding): wave_eff 2/108. */
   e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 256, 128, 65));
   REL(e.features[3], 65.0 / 128.0);
-  REL(e.features[4], 1.0 / 108.0);
+  REL(e.features[4], 2.0 / 108.0);
   /* Without tile and SM counts, the plain roofline. */
   dev.tile_m = dev.tile_n = dev.tile_k = 0;
   dev.compute_units = 0;
@@ -163,6 +164,38 @@ START_TEST(test_gemm_tile_quantisation) {
   REL(e.time_s, 2.0 * 4097 * 4096.0 * 4096 / 312e12);
   REL(e.features[3], 1.0);
   REL(e.features[4], 1.0);
+}
+END_TEST
+
+/* Split-K: a product whose output tiles leave SMs idle has its k split into the slices that
+ * give the least time, each slice's fp32 partial C written and read once more. */
+START_TEST(test_gemm_split_k) {
+  sc_device dev = a100();
+  /* 256 x 128 x 65536 bf16: one output tile of 1024 k tiles, unsplit one SM of 108 (1.49 ms).
+   * Split, the operands' 50 MB (32 us) and the partials' 8 * s * 256 * 128 bytes bound it
+   * from below; the estimate is the least over s = 1 .. 108 of max(compute, traffic). */
+  sc_estimate e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 256, 128, 65536));
+  double flops = 2.0 * 256 * 128 * 65536, ops = 2.0 * (256.0 * 65536 + 65536.0 * 128 + 256 * 128);
+  double best = 1e30;
+  for (int s = 1; s <= 108; s++) {
+    double kt_s = ceil(1024.0 / s);
+    double te = 1024.0 / (kt_s * s), we = s / 108.0;
+    double tc = flops / (312e12 * te * we);
+    double tm = (ops + (s > 1 ? 8.0 * s * 256 * 128 : 0.0)) / 1.555e12;
+    double t = tc > tm ? tc : tm;
+    if (t < best) best = t;
+  }
+  REL(e.time_s, best);
+  ck_assert(e.time_s < flops / (312e12 / 108.0) / 10.0); /* unsplit: one SM of 108 */
+  REL(e.bytes, ops); /* the operands' traffic, not the partials' */
+  /* A product that fills the SMs is not split: 4096^3 keeps its 5 waves (compute_bound_wave) */
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 4096, 4096, 4096));
+  REL(e.features[9], 5.0);
+  /* Without an SM count there is nothing to fill: no split, the plain roofline (here the
+   * operands' traffic, no partials) */
+  dev.compute_units = 0;
+  e = run(&dev, DESC("gemm", SC_GEMM_PLAIN, SC_DTYPE_BF16, 1, 256, 128, 65536));
+  REL(e.time_s, ops / 1.555e12);
 }
 END_TEST
 
@@ -1039,6 +1072,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("plugins");
   tcase_add_test(tc, test_descriptors);
   tcase_add_test(tc, test_gemm_compute_bound_wave);
+  tcase_add_test(tc, test_gemm_split_k);
   tcase_add_test(tc, test_gemm_tile_quantisation);
   tcase_add_test(tc, test_gemm_memory_bound);
   tcase_add_test(tc, test_unsupported_and_malformed);

@@ -273,6 +273,27 @@ START_TEST(test_unaligned_gemm) {
   snprintf(nounal.name, sizeof nounal.name, "h200-no-unaligned-rate");
   ck_assert(sc_registry_estimate_op(reg, &nounal, &un, &eu, &err) == SC_OK);
   ck_assert(eu.time_s < ea.time_s * 1.01); /* not stated: the aligned rate */
+  /* The layout decides which dimensions are leading ones (stepcast/ops.h): a plain GEMM's
+   * k and n, a weight gradient's (SC_GEMM_TN) m and n. 50257 as m: aligned rows for a plain
+   * GEMM, the unaligned rate for a TN one; as k: the reverse. */
+  sc_op_desc am = {SC_OP_GEMM, SC_GEMM_PLAIN, SC_DTYPE_BF16, 4, {1, 50304, 2048, 16384}, 0};
+  sc_op_desc um = am, tm = am, tk = am, uk = am;
+  um.dims[1] = 50257;
+  tm.variant = SC_GEMM_TN;
+  tm.dims[1] = 50257;
+  uk.dims[3] = 16383;
+  tk.variant = SC_GEMM_TN;
+  tk.dims[3] = 16383;
+  sc_estimate e_am, e_um, e_tm, e_uk, e_tk;
+  ck_assert(sc_registry_estimate_op(reg, &dev, &am, &e_am, &err) == SC_OK);
+  ck_assert(sc_registry_estimate_op(reg, &dev, &um, &e_um, &err) == SC_OK);
+  ck_assert(sc_registry_estimate_op(reg, &dev, &tm, &e_tm, &err) == SC_OK);
+  ck_assert(sc_registry_estimate_op(reg, &dev, &uk, &e_uk, &err) == SC_OK);
+  ck_assert(sc_registry_estimate_op(reg, &dev, &tk, &e_tk, &err) == SC_OK);
+  ck_assert(e_um.time_s < e_am.time_s * 1.01);
+  ck_assert_msg(e_tm.time_s > 4.0 * e_am.time_s, "%g %g", e_tm.time_s, e_am.time_s);
+  ck_assert_msg(e_uk.time_s > 4.0 * e_am.time_s, "%g %g", e_uk.time_s, e_am.time_s);
+  ck_assert(e_tk.time_s < e_am.time_s * 1.01);
   sc_registry_free(reg);
 }
 END_TEST

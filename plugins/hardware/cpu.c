@@ -279,7 +279,12 @@ static void cpu_run(cpu_bufs *b) {
   float **f = b->f;
   uint32_t v = b->op.variant;
   if (strcmp(fam, SC_OP_GEMM) == 0) {
-    sc__cpu_gemm(d[0], d[1], d[2], d[3], f[0], f[1], f[2]);
+    if (v == SC_GEMM_TN) /* C = A^T B, A stored k x m (a weight gradient's layout) */
+      for (int64_t i = 0; i < d[0]; i++)
+        sc__cpu_gemm_t(1, 0, d[1], d[2], d[3], f[0] + i * d[1] * d[3], d[1],
+                       f[1] + i * d[3] * d[2], d[2], 0.0f, f[2] + i * d[1] * d[2], d[2]);
+    else
+      sc__cpu_gemm(d[0], d[1], d[2], d[3], f[0], f[1], f[2]);
   } else if (strcmp(fam, SC_OP_ATTENTION) == 0) {
     if (v == SC_ATTN_FLASH_FWD)
       sc__cpu_attn_fwd(d[0], d[1], d[2], d[3], d[4], d[5], (int)d[6], f[0], f[1], f[2], f[3],

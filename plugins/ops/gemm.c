@@ -1,6 +1,7 @@
 /*
  * gemm: C[m,n] = A[m,k] B[k,n], `batch` independent products (strided batched GEMM).
- * dims {batch, m, n, k}; variant SC_GEMM_PLAIN. See docs/operators.md.
+ * dims {batch, m, n, k}; variant SC_GEMM_PLAIN (A m x k) or SC_GEMM_TN (A stored k x m).
+ * See docs/operators.md.
  *
  *   flops = 2 * batch * m * n * k                      (useful work, reported)
  *   bytes = e * batch * (m*k + k*n + m*n)              (compulsory traffic: read A and B once,
@@ -15,10 +16,20 @@
  *     partial: waves = ceil(tiles / compute_units),
  *         wave_eff = tiles / (waves * compute_units)
  *   compute time = flops / (peak[dtype] * eff[dtype] * tile_eff * wave_eff)
+ *   split-K: a product whose output tiles cannot fill the SMs (batch * ceil(m/tile_m) *
+ *     ceil(n/tile_n) < compute_units) has its k dimension split by the library into s
+ *     slices of whole k tiles, s tiles per output tile, each slice's partial C in fp32
+ *     written and read once more to be summed (2 * 4 * s * batch * m * n bytes); s is
+ *     the one of 1 .. min(ceil(k/tile_k), compute_units) with the least time, so a long
+ *     thin product (a small micro-batch's, a wgrad's) runs on every SM, as cuBLAS's and
+ *     CUTLASS's split-K and stream-K kernels do. tile_eff counts the slices' own k
+ *     padding (s * ceil(ceil(k/tile_k)/s) k tiles).
  * with eff[dtype] the device's matmul efficiency of the dtype (flops_efficiency_by_dtype,
  * e.g. a measured maximum achievable matmul rate over the peak; else flops_efficiency).
- * A GEMM with m, n or k not a multiple of 16 / e elements runs at the device's
- * matmul_unaligned_efficiency instead, when it states one (the library's fallback kernel).
+ * A GEMM whose leading dimensions (k and n for SC_GEMM_PLAIN, m and n for SC_GEMM_TN: the
+ * row lengths of its row-major operands) are not a multiple of 16 / e elements runs at the
+ * device's matmul_unaligned_efficiency instead, when it states one (the library's fallback
+ * kernel: cuBLAS's for a 50257-word vocabulary in each of a layer's three GEMMs).
  * A device with tile_m/n/k = 0 has no tile quantisation (tile_eff = 1, tiles counted as if
  * each dimension were one tile) and compute_units = 0 disables wave quantisation.
  * A CPU that states gemm_exposed_bw_Bps adds the share of its BLAS's operand traffic that
@@ -47,29 +58,52 @@ static int estimate(void *state, const sc_device *dev, const sc_op_desc *op, sc_
   double flops = 2.0 * batch * m * n * k;
   double bytes = e * batch * (m * k + k * n + m * n);
 
-  double tile_eff = 1.0, wave_eff = 1.0, waves = 1.0;
-  double tiles_mn = 1.0;
-  if (dev->tile_m > 0 && dev->tile_n > 0 && dev->tile_k > 0) {
-    int64_t mt = ceil_div(op->dims[1], dev->tile_m), nt = ceil_div(op->dims[2], dev->tile_n),
-            kt = ceil_div(op->dims[3], dev->tile_k);
-    tile_eff = (m * n * k) / ((double)mt * dev->tile_m * (double)nt * dev->tile_n *
-                              (double)kt * dev->tile_k);
-    tiles_mn = (double)mt * (double)nt;
-  }
-  if (dev->compute_units > 0) {
-    double tiles = batch * tiles_mn;
-    waves = ceil(tiles / dev->compute_units);
-    wave_eff = tiles / (waves * dev->compute_units);
-  }
-  /* A dimension that is not a whole number of 16-byte vectors: the library's aligned
-   * kernels cannot load it, and a device that states it runs the unaligned kernel's rate */
+  /* A leading dimension that is not a whole number of 16-byte vectors: the library's
+   * aligned kernels cannot load its rows, and a device that states it runs the unaligned
+   * kernel's rate */
   double eff = sc_device_matmul_efficiency(dev, op->dtype);
   int64_t vec = e > 0 && e <= 16 ? (int64_t)(16.0 / e) : 1;
+  const int64_t lead_a = op->variant == SC_GEMM_TN ? op->dims[1] : op->dims[3];
   if (dev->matmul_unaligned_efficiency > 0 && vec > 1 &&
-      (op->dims[1] % vec != 0 || op->dims[2] % vec != 0 || op->dims[3] % vec != 0))
+      (lead_a % vec != 0 || op->dims[2] % vec != 0))
     eff = dev->matmul_unaligned_efficiency;
-  sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype], eff, tile_eff * wave_eff, flops,
-                      bytes, out);
+
+  double tile_eff = 1.0, wave_eff = 1.0, waves = 1.0;
+  int64_t mt = 1, nt = 1, kt = 1;
+  const int tiled = dev->tile_m > 0 && dev->tile_n > 0 && dev->tile_k > 0;
+  if (tiled) {
+    mt = ceil_div(op->dims[1], dev->tile_m);
+    nt = ceil_div(op->dims[2], dev->tile_n);
+    kt = ceil_div(op->dims[3], dev->tile_k);
+  }
+  const double tiles_mn = (double)mt * (double)nt;
+  /* split-K only where the output tiles leave SMs idle, at most one slice per SM */
+  int64_t smax = 1;
+  if (tiled && dev->compute_units > 0 && batch * tiles_mn < (double)dev->compute_units)
+    smax = kt < (int64_t)dev->compute_units ? kt : (int64_t)dev->compute_units;
+  for (int64_t s = 1; s <= smax; s++) {
+    double te = 1.0, we = 1.0, w = 1.0;
+    if (tiled)
+      te = (m * n * k) / ((double)mt * dev->tile_m * (double)nt * dev->tile_n *
+                          (double)(s * ceil_div(kt, s)) * dev->tile_k);
+    if (dev->compute_units > 0) {
+      double tiles = batch * tiles_mn * (double)s;
+      w = ceil(tiles / dev->compute_units);
+      we = tiles / (w * dev->compute_units);
+    }
+    double partial = s > 1 ? 2.0 * 4.0 * (double)s * batch * m * n : 0.0;
+    sc_estimate cand;
+    sc__op_roofline_eff(dev, dev->peak_flops_per_s[op->dtype], eff, te * we, flops,
+                        bytes + partial, &cand);
+    if (s == 1 || cand.time_s < out->time_s) {
+      *out = cand;
+      tile_eff = te;
+      wave_eff = we;
+      waves = w;
+    }
+  }
+  /* the reported traffic is the operands' (the partial sums are the library's business) */
+  out->bytes = bytes;
   /* A CPU BLAS's packing and C traffic past the core's caches, not overlapped (0 on a device
    * that does not state it: every GPU file) */
   out->time_s += sc_device_gemm_exposed_s(dev, batch, bytes / batch); /* one product's */

@@ -43,8 +43,13 @@ extern "C" {
 #define SC_OP_OPTIMIZER "optimizer"
 #define SC_OP_MEMCPY "memcpy"
 
-/* gemm: one variant; batch > 1 is a strided batched GEMM (attention QK^T and AV). */
-enum { SC_GEMM_PLAIN = 0, SC_GEMM_VARIANT_COUNT };
+/* gemm: C[m,n] from row-major operands, by layout; batch > 1 is a strided batched GEMM
+ * (attention QK^T and AV). The layout says which dimensions are leading dimensions (row
+ * lengths in memory), the ones a library's aligned kernels need in whole 16-byte vectors:
+ *   SC_GEMM_PLAIN  C = A B, A stored m x k, B k x n: k and n (a forward GEMM, a dgrad)
+ *   SC_GEMM_TN     C = A^T B, A stored k x m, B k x n: m and n (a weight gradient,
+ *                  dW = dY^T X, whose m is the layer's output width: a vocabulary's) */
+enum { SC_GEMM_PLAIN = 0, SC_GEMM_TN = 1, SC_GEMM_VARIANT_COUNT };
 
 /* attention (flash): forward, and backward (which recomputes the score tiles inside,
  * as FlashAttention-2 does: its FLOPs are 2.5x the forward's). */

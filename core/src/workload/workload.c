@@ -423,6 +423,10 @@ static void set_flags(sc_work_op *o, uint32_t flags) {
  * at the first micro-batch) are not modelled. */
 static void linear(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_where where,
                    const char *label, int cast, const int64_t *dims, uint32_t nd) {
+  /* a weight gradient dW = dY^T X reads dY transposed (stepcast/ops.h, SC_GEMM_TN) */
+  const size_t ll = strlen(label);
+  const uint32_t layout = ll > 6 && strcmp(label + ll - 6, ".wgrad") == 0 ? SC_GEMM_TN
+                                                                         : SC_GEMM_PLAIN;
   if (cast && B->p->dtype == SC_DTYPE_FP8) {
     char cl[32];
     snprintf(cl, sizeof cl, "%s.fp8_cast", label);
@@ -430,7 +434,7 @@ static void linear(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_w
        DIMS(2 * dims[0] * dims[1] * dims[3]));
   }
   uint32_t before = l->nops;
-  op(B, l, ph, rep, where, SC_OP_GEMM, SC_GEMM_PLAIN, label, dims, nd);
+  op(B, l, ph, rep, where, SC_OP_GEMM, layout, label, dims, nd);
   if (l->nops > before) l->ops[before].desc.dtype = B->p->dtype;
 }
 
@@ -643,12 +647,12 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   } else {
     /* O = P V: dP = dO V^T, dV = P^T dO; S = Q K^T: dQ = dS K, dK = dS^T Q. */
     op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_av.dgrad", DIMS(ba, d->s_c, d->s, d->d));
-    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_av.wgrad", DIMS(ba, d->s, d->d, d->s_c));
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_TN, "attn_av.wgrad", DIMS(ba, d->s, d->d, d->s_c));
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_DROPOUT_BWD, "attn_dropout.bwd",
        DIMS(ba * d->s_c * d->s));
     op(B, l, ph, L, W, SC_OP_SOFTMAX, SC_SOFTMAX_BWD, "attn_softmax.bwd", DIMS(ba * d->s_c, d->s));
     op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk.dgrad", DIMS(ba, d->s_c, d->d, d->s));
-    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_PLAIN, "attn_qk.wgrad", DIMS(ba, d->s, d->d, d->s_c));
+    op(B, l, ph, L, W, SC_OP_GEMM, SC_GEMM_TN, "attn_qk.wgrad", DIMS(ba, d->s, d->d, d->s_c));
   }
   if (p->cp > 1) {
     coll(B, l, ph, L, W, SC_COLL_REDUCESCATTER, SC_GROUP_CP, p->cp, cp_kv_bytes(B), B->d.act, 1,
@@ -730,7 +734,7 @@ static void output_bwd(bld *B, sc_work_list *l) {
   op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_PLAIN, "logits.dgrad", DIMS(1, d->T, d->h, d->V_t));
   sp_gather(B, l, ph, 1, S, "logits.wgrad_ag");
   tp_reduce(B, l, ph, 1, S, "logits.ar", "logits.rs");
-  op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_PLAIN, "logits.wgrad", DIMS(1, d->V_t, d->h, d->T));
+  op(B, l, ph, 1, S, SC_OP_GEMM, SC_GEMM_TN, "logits.wgrad", DIMS(1, d->V_t, d->h, d->T));
   op(B, l, ph, 1, S, SC_OP_NORM, norm_variant(m, 1), "final_norm.bwd", DIMS(d->T_sp, d->h));
 }
 

@@ -7,8 +7,8 @@
  * a machine without a GPU). Exports one symbol, sc__cuda_backend_v1 (backend.h).
  *
  * measure() times one operator on the live GPU (device 0) with CUDA events:
- *   gemm          cublasGemmEx (batch 1) / cublasGemmStridedBatchedEx, row-major C = A B,
- *                 fp32 / tf32 (CUBLAS_COMPUTE_32F_FAST_TF32) / fp16 / bf16 storage, fp32
+ *   gemm          cublasGemmEx (batch 1) / cublasGemmStridedBatchedEx, row-major C = A B
+ *                 (SC_GEMM_TN: C = Aᵀ B, A stored k x m), fp32 / tf32 (CUBLAS_COMPUTE_32F_FAST_TF32) / fp16 / bf16 storage, fp32
  *                 accumulation; fp8 (E4M3, one product) through cuBLASLt, a bf16 product
  *   attention     the unfused path, per (batch, kv group): forward S = Q Kᵀ by
  *                 cublasGemmStridedBatchedEx over the group's heads (K stride 0), the scaled
@@ -214,7 +214,9 @@ static cudaDataType_t cu_datatype(const cu_bufs *b) {
 }
 
 /* Row-major C[m,n] = A[m,k] B[k,n] (batch times, consecutive) as column-major
- * Cᵀ = Bᵀ Aᵀ. Returns SC_OK or fills err. */
+ * Cᵀ = Bᵀ Aᵀ; SC_GEMM_TN: C = Aᵀ B with A stored k x m (row-major, leading dimension m), as
+ * column-major Cᵀ = Bᵀ A, A's column-major view (m x k) transposed. Returns SC_OK or fills
+ * err. */
 static int cu_gemm(const cu_bufs *b, sc_error *err) {
   const int64_t *d = b->op.dims;
   const float one = 1.0f, zero = 0.0f;
@@ -222,13 +224,16 @@ static int cu_gemm(const cu_bufs *b, sc_error *err) {
   cublasComputeType_t ct =
       b->op.dtype == SC_DTYPE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   int m = (int)d[1], n = (int)d[2], k = (int)d[3];
+  const int tn = b->op.variant == SC_GEMM_TN;
+  const cublasOperation_t opa = tn ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lda = tn ? m : k;
   cublasStatus_t s;
   if (d[0] == 1)
-    s = cublasGemmEx(cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b->p[1], dt, n, b->p[0],
-                     dt, k, &zero, b->p[2], dt, n, ct, CUBLAS_GEMM_DEFAULT);
+    s = cublasGemmEx(cu_blas, CUBLAS_OP_N, opa, n, m, k, &one, b->p[1], dt, n, b->p[0], dt, lda,
+                     &zero, b->p[2], dt, n, ct, CUBLAS_GEMM_DEFAULT);
   else
-    s = cublasGemmStridedBatchedEx(cu_blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b->p[1], dt,
-                                   n, (long long)k * n, b->p[0], dt, k, (long long)m * k, &zero,
+    s = cublasGemmStridedBatchedEx(cu_blas, CUBLAS_OP_N, opa, n, m, k, &one, b->p[1], dt, n,
+                                   (long long)k * n, b->p[0], dt, lda, (long long)m * k, &zero,
                                    b->p[2], dt, n, (long long)m * n, (int)d[0], ct,
                                    CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? SC_OK : cu_fail_blas(err, b->op.family, s);
