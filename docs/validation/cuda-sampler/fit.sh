@@ -2,14 +2,14 @@
 # The fits of docs/notes/0002-cuda-sampler-h100.md "The CUDA sampler on an H100", from the repository root with
 # a release build in build-rel: the measured H100 samples (the designed plan of run 6 and the
 # H100 rows' own operators of docs/validation/cuda-plan, one file) against
-# hardware/h100-sxm5-80gb.toml as shipped (launch_s unstated: 0), written to
-# hardware/h100-sxm5-80gb/residuals (the models --estimator hybrid uses), and the same samples
-# against a copy that states the sampler's measured launch floor (micro.launch_s = 1.23 us,
-# a one-element kernel back to back in a CUDA graph), to a scratch folder; and run 6's
-# samples alone (run6/samples.csv: the designed plan), with their rows (run6/rows.csv).
-# Every fit with --hybrid-features all: the H100 roofline has no launch floor, so a small
-# kernel's residual is a size effect that only the scale features carry (docs/learned.md,
-# "Scale and shape features").
+# hardware/h100-sxm5-80gb.toml as shipped (launch_s 1.89 us: PyTorch's queued launches),
+# written to hardware/h100-sxm5-80gb/residuals (the models --estimator hybrid uses), and the
+# same samples against a copy that states the sampler's own launch floor instead
+# (micro.launch_s = 1.23 us, a one-element kernel back to back in a CUDA graph), to a scratch
+# folder; and run 6's samples alone (run6/samples.csv: the designed plan), with their rows
+# (run6/rows.csv). Every fit with --hybrid-features all, as first made when the H100 file had
+# no launch floor and a small kernel's residual was a size effect that only the scale
+# features carry (docs/learned.md, "Scale and shape features").
 set -euo pipefail
 sc=${SC:-build-rel/bin/stepcast}
 d=docs/validation/cuda-sampler
@@ -21,7 +21,7 @@ $sc fit --samples $s --hardware h100-sxm5-80gb --families $fams --hybrid-feature
   --out hardware/h100-sxm5-80gb/residuals --rows $d/fit-rows.csv >$d/fit.txt 2>&1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed 's/^compute_units = 132 /launch_s = 1.23e-6\ncompute_units = 132 /' \
+sed 's/^launch_s = [0-9.e-]* /launch_s = 1.23e-6 /' \
   hardware/h100-sxm5-80gb.toml >"$tmp/h100-sxm5-80gb.toml"
 grep -q '^launch_s = 1.23e-6' "$tmp/h100-sxm5-80gb.toml"
 $sc fit --samples $s --hardware "$tmp/h100-sxm5-80gb.toml" --families $fams --out "$tmp/fit" \

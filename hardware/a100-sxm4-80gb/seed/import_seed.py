@@ -127,8 +127,9 @@ def div(a, b, what):
     return a // b
 
 
-def gemm(batch, m, n, k):
-    return ("gemm", 0, (batch, m, n, k))
+def gemm(batch, m, n, k, layout=0):
+    """layout: 0 plain (A m x k), 1 TN (A stored k x m: a weight gradient), stepcast/ops.h"""
+    return ("gemm", layout, (batch, m, n, k))
 
 
 def linear_fwd(M, K, N):
@@ -136,7 +137,7 @@ def linear_fwd(M, K, N):
 
 
 def linear_bwd(M, K, N):
-    return [gemm(1, M, K, N), gemm(1, K, N, M)]  # data gradient, weight gradient
+    return [gemm(1, M, K, N), gemm(1, K, N, M, 1)]  # data gradient, weight gradient (TN)
 
 
 def linear(kn):
