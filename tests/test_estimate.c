@@ -728,6 +728,14 @@ START_TEST(residuals_malformed) {
        SC_ESPEC},
       {"resid_bad_domain", "residuals.toml:17:23: key 'domain_analytical_s': must be [low, "
        "high] with 0 < low <= high", SC_ESPEC},
+      {"resid_bad_probe_pair", "residuals.toml:18:13: key 'probe_ops': probe_ops and "
+       "probe_analytical_s go together", SC_ESPEC},
+      {"resid_bad_probe_op", "residuals.toml:18:14: key 'probe_ops': every entry must read "
+       "\"variant dtype AxBx...\"", SC_ESPEC},
+      {"resid_bad_probe_len", "residuals.toml:19:22: key 'probe_analytical_s': must be an "
+       "array of one time a probe_ops entry", SC_ESPEC},
+      {"resid_bad_probe_time", "residuals.toml:19:23: key 'probe_analytical_s': every time must "
+       "be > 0 seconds", SC_ESPEC},
       {"no_such_dir", "residuals.toml", SC_ENOTFOUND},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1013,6 +1021,67 @@ START_TEST(collective_features) {
 }
 END_TEST
 
+/* sc_residuals_check_roofline: a probe priced as at the fit passes, one the roofline now
+ * prices otherwise is refused naming the file, the line and both times; inactive models are
+ * not checked; the probes survive a save and a load. */
+START_TEST(residuals_check_roofline) {
+  sc_registry *reg = NULL;
+  sc_residuals *r = NULL, *back = NULL;
+  sc_device dev;
+  sc_estimate e;
+  sc_error err;
+  char dir[1024], out[] = "/tmp/sc_test_probes_XXXXXX";
+  sc_error_clear(&err);
+  ck_assert(sc_registry_new(&reg, &err) == SC_OK);
+  ck_assert(sc_registry_add_builtins(reg, &err) == SC_OK);
+  ck_assert_msg(sc_hardware_load(reg, "a100-sxm4-80gb", &dev, &err) == SC_OK, "%s", err.msg);
+  data_path(dir, sizeof dir, "resid_ok");
+  ck_assert_msg(sc_residuals_load(dir, &r, &err) == SC_OK, "%s", err.msg);
+  sc_resid_model *m = &r->models[0]; /* memcpy, active */
+  ck_assert(m->active);
+  ck_assert_uint_eq(m->nprobes, 0);
+  ck_assert_msg(sc_residuals_check_roofline(r, reg, &dev, &err) == SC_OK, "%s", err.msg);
+  sc_op_desc op = {SC_OP_MEMCPY, SC_MEMCPY_COPY, SC_DTYPE_BF16, 1, {1 << 24}, 0};
+  ck_assert(sc_registry_estimate_op(reg, &dev, &op, &e, &err) == SC_OK);
+  m->nprobes = 1;
+  m->probe[0] = op;
+  m->probe[0].family = NULL;
+  m->probe_s[0] = e.time_s;
+  m->probe_line = 7;
+  m->probe_col = 3;
+  ck_assert_msg(sc_residuals_check_roofline(r, reg, &dev, &err) == SC_OK, "%s", err.msg);
+  dev.mem_efficiency *= 0.5; /* the hardware file changed */
+  ck_assert_int_eq(sc_residuals_check_roofline(r, reg, &dev, &err), SC_ESPEC);
+  ck_assert_msg(strstr(err.msg, "residuals.toml:7:3: key 'probe_analytical_s': memcpy 0 bf16 "
+                       "16777216: the roofline now gives ") != NULL, "%s", err.msg);
+  m->active = 0; /* never applied: not checked */
+  ck_assert_msg(sc_residuals_check_roofline(r, reg, &dev, &err) == SC_OK, "%s", err.msg);
+  m->active = 1;
+  /* save and load: the probes come back as written */
+  ck_assert(mkdtemp(out) != NULL);
+  char list[SC_MAX_FEATURES * (SC_RESID_NAME_MAX + 4)] = "";
+  for (uint32_t j = 0; j < m->nfeatures; j++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", j ? ", " : "",
+             m->feature_names[j]);
+  const char *names[] = {list};
+  ck_assert_msg(sc_residuals_save(out, "test-dev", NULL, r->models, 1, names, "probes", &err) ==
+                    SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_residuals_load(out, &back, &err) == SC_OK, "%s", err.msg);
+  ck_assert_uint_eq(back->models[0].nprobes, 1);
+  ck_assert_uint_eq(back->models[0].probe[0].ndims, 1);
+  ck_assert_int_eq(back->models[0].probe[0].dims[0], 1 << 24);
+  ck_assert_int_eq(back->models[0].probe[0].dtype, SC_DTYPE_BF16);
+  ck_assert(back->models[0].probe_s[0] == e.time_s);
+  sc_residuals_free(back);
+  char path[1100];
+  snprintf(path, sizeof path, "%s/residuals.toml", out);
+  remove(path);
+  rmdir(out);
+  sc_residuals_free(r);
+  sc_registry_free(reg);
+}
+END_TEST
+
 START_TEST(predict_hybrid_factor) {
   sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
@@ -1141,6 +1210,7 @@ static Suite *estimate_suite(void) {
   tcase_add_test(tc, residuals_malformed);
   tcase_add_test(tc, residuals_domain_beyond);
   tcase_add_test(tc, residuals_check_against_plugins);
+  tcase_add_test(tc, residuals_check_roofline);
   tcase_add_test(tc, residuals_dir_and_save);
   tcase_add_test(tc, residuals_unread_features);
   tcase_add_test(tc, resid_scale_mask);

@@ -174,13 +174,15 @@ static void print_topology(const sc_topology *t) {
 #define CHECK_RESIDUALS 101
 
 /* A residual set (dir/residuals.toml and the tree files it names), loaded and checked
- * against the operator plugins' features and, where device is not NULL, that device's name;
+ * against the operator plugins' features and, where dev is not NULL (the hardware file the
+ * set sits beside), that device's name and the roofline its models were fitted against;
  * what it holds is printed. */
-static int check_residuals(sc_registry *reg, const char *dir, const char *device,
+static int check_residuals(sc_registry *reg, const char *dir, const sc_device *dev,
                            sc_error *err) {
   sc_residuals *r = NULL;
   int rc = sc_residuals_load(dir, &r, err);
-  if (rc == SC_OK) rc = sc_residuals_check(r, device, reg, err);
+  if (rc == SC_OK) rc = sc_residuals_check(r, dev ? dev->name : NULL, reg, err);
+  if (rc == SC_OK && dev != NULL) rc = sc_residuals_check_roofline(r, reg, dev, err);
   if (rc == SC_OK) {
     size_t active = 0;
     for (size_t i = 0; i < r->n; i++) active += r->models[i].active != 0;
@@ -357,7 +359,7 @@ int sc_cli_check(int argc, char **argv) {
         struct stat st;
         rc = sc_residuals_dir(path, d.name, dir, sizeof dir, &err);
         snprintf(man, sizeof man, "%s/residuals.toml", dir);
-        if (rc == SC_OK && stat(man, &st) == 0) rc = check_residuals(reg, dir, d.name, &err);
+        if (rc == SC_OK && stat(man, &st) == 0) rc = check_residuals(reg, dir, &d, &err);
       }
     } else if (kind == CHECK_RESIDUALS) {
       const char *slash = strrchr(path, '/');

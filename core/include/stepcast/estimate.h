@@ -191,6 +191,9 @@ const char *sc_resid_target_name(sc_resid_target t);
 #define SC_RESID_NAME_MAX 48
 /* Most group shapes a collective residual model lists. */
 #define SC_RESID_MAX_GROUPS 16
+/* Operators a model keeps to recognise the roofline it was fitted against (sc_resid_model's
+ * probes, residuals.toml's probe_ops / probe_analytical_s). */
+#define SC_RESID_MAX_PROBES 3
 
 typedef struct sc_resid_model {
   char family[32];
@@ -235,6 +238,17 @@ typedef struct sc_resid_model {
    * rule"). */
   double dom_lo, dom_hi;
   int beyond;
+  /* Probes: nprobes (0: none, a set fitted before they were written) operators the model
+   * was fitted on (the shortest, the median and the longest by analytical time) and the
+   * operator plugin's time for each then, on the hardware file alone (no stack, no
+   * residual): residuals.toml's probe_ops ("variant dtype AxBx...") and probe_analytical_s.
+   * sc_residuals_check_roofline refuses a set whose roofline has moved since (the hardware
+   * file or the plugin changed: the residuals correct a roofline that is no longer there).
+   * The probes' family is the model's (probe[i].family is not set: a model is copied). */
+  uint32_t nprobes;
+  sc_op_desc probe[SC_RESID_MAX_PROBES];
+  double probe_s[SC_RESID_MAX_PROBES];
+  uint32_t probe_line, probe_col; /* of probe_analytical_s (0: built in code) */
 } sc_resid_model;
 
 /* Hyper-parameters of sc_resid_fit (defaults from sc_fit_opts_defaults). */
@@ -311,6 +325,16 @@ int sc_residuals_load(const char *dir, sc_residuals **out, sc_error *err);
  * families reg does not serve are left alone (they are never applied). */
 int sc_residuals_check(const sc_residuals *r, const char *device, const sc_registry *reg,
                        sc_error *err);
+
+/* Check that the roofline the active operator models of r were fitted against is the one
+ * reg's plugins give on dev (the hardware file as it is, no stack): every probe's analytical
+ * time again within a relative 1e-6. SC_ESPEC "DIR/residuals.toml:line:col: key
+ * 'probe_analytical_s': <family> <op>: the roofline now gives X s where these models were
+ * fitted against Y s (the hardware file or the operator plugin changed since they were
+ * fitted: fit them again with stepcast fit)"; a probe the plugin cannot price, its error.
+ * Models without probes pass. */
+int sc_residuals_check_roofline(const sc_residuals *r, sc_registry *reg,
+                                const sc_device *dev, sc_error *err);
 
 /* Write dir/residuals.toml for the n models (gbdt ones saved as
  * <family>.<target>.gbdt.json beside it). header is written as '#' comment lines; stack

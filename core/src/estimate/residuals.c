@@ -11,6 +11,7 @@
 #include "estimate/estimate_int.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
+#include "stepcast/parallel.h"
 #include "stepcast/registry.h"
 #include "stepcast/spec.h"
 #include "stepcast/stepcast.h"
@@ -105,12 +106,65 @@ static int known_keys(const char *file, const sc_toml_value *tab, const char *co
   return SC_OK;
 }
 
+/* "variant dtype AxBx..." (the form probe_ops and sc__resid_probe_text use) into op. */
+static int parse_probe(const char *s, sc_op_desc *op) {
+  char dt[16], dims[160], *p, *end;
+  unsigned long v;
+  memset(op, 0, sizeof *op);
+  if (sscanf(s, "%lu %15s %159s", &v, dt, dims) != 3 || v > 255) return 0;
+  if (sc_dtype_parse(dt, &op->dtype) != 0) return 0;
+  op->variant = (uint32_t)v;
+  for (p = dims; op->ndims < SC_OP_MAX_DIMS; p = end + 1) {
+    long long d = strtoll(p, &end, 10);
+    if (end == p || d < 0) return 0;
+    op->dims[op->ndims++] = d;
+    if (*end == '\0') return 1;
+    if (*end != 'x') return 0;
+  }
+  return 0;
+}
+
+/* probe_ops and probe_analytical_s: both or neither, as many of each, at most
+ * SC_RESID_MAX_PROBES, every time > 0. */
+static int load_probes(const char *file, const sc_toml_value *tab, sc_resid_model *m,
+                       sc_error *err) {
+  const sc_toml_value *o = sc__toml_get(tab, "probe_ops"), *a = sc__toml_get(tab,
+                                                                             "probe_analytical_s");
+  if (o == NULL && a == NULL) return SC_OK;
+  if (o == NULL || a == NULL)
+    return where_fail(err, file, o ? o : a, o ? "probe_ops" : "probe_analytical_s",
+                      "probe_ops and probe_analytical_s go together");
+  if (o->type != SC_TOML_ARRAY || o->u.arr.len < 1 || o->u.arr.len > SC_RESID_MAX_PROBES)
+    return where_fail(err, file, o, "probe_ops", "must be an array of 1 to 3 strings");
+  if (a->type != SC_TOML_ARRAY || a->u.arr.len != o->u.arr.len)
+    return where_fail(err, file, a, "probe_analytical_s", "must be an array of one time a "
+                      "probe_ops entry");
+  for (size_t j = 0; j < o->u.arr.len; j++) {
+    const sc_toml_value *s = o->u.arr.items[j];
+    int rc;
+    if (s->type != SC_TOML_STRING || !parse_probe(s->u.str.ptr, &m->probe[j]))
+      return where_fail(err, file, s, "probe_ops", "every entry must read \"variant dtype "
+                        "AxBx...\" (a variant 0-255, a dtype name, 1 to 8 whole dims)");
+    if ((rc = get_num(file, a->u.arr.items[j], "probe_analytical_s", &m->probe_s[j], err)) !=
+        SC_OK)
+      return rc;
+    if (!(m->probe_s[j] > 0))
+      return where_fail(err, file, a->u.arr.items[j], "probe_analytical_s", "every time must "
+                        "be > 0 seconds");
+  }
+  m->nprobes = (uint32_t)o->u.arr.len;
+  m->probe_line = a->line;
+  m->probe_col = a->col;
+  return SC_OK;
+}
+
 static int load_model(const char *dir, const char *file, const sc_toml_value *tab,
                       sc_resid_model *m, sc_error *err) {
   static const char *const known[] = {"family", "target", "kind", "active", "features",
                                       "mean", "scale", "coef", "intercept", "lambda", "target_range", "file",
                                       "cv_mape", "heldout_mape", "group_ranks", "group_nodes",
-                                      "unread", "domain_analytical_s", "beyond", NULL};
+                                      "unread", "domain_analytical_s", "beyond", "probe_ops",
+                                      "probe_analytical_s", NULL};
   const char *s = NULL;
   const sc_toml_value *v;
   int rc;
@@ -214,6 +268,7 @@ static int load_model(const char *dir, const char *file, const sc_toml_value *ta
       return where_fail(err, file, v, "beyond", "\"analytical\" needs domain_analytical_s "
                         "(where the model is used)");
   }
+  if ((rc = load_probes(file, tab, m, err)) != SC_OK) return rc;
   if ((rc = get_nonneg(file, tab, "cv_mape", &m->cv_mape, err)) != SC_OK) return rc;
   if ((rc = get_nonneg(file, tab, "heldout_mape", &m->heldout_mape, err)) != SC_OK) return rc;
   if (m->kind == SC_RESID_LINEAR) {
@@ -363,6 +418,13 @@ fail:
   return rc;
 }
 
+/* An operator as probe_ops spells it: "variant dtype AxBx...". */
+static void probe_text(const sc_op_desc *op, char *out, size_t cap) {
+  size_t k = (size_t)snprintf(out, cap, "%u %s ", op->variant, sc_dtype_name(op->dtype));
+  for (uint32_t j = 0; j < op->ndims && k < cap; j++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%lld", j ? "x" : "", (long long)op->dims[j]);
+}
+
 static void write_vec(FILE *f, const char *key, const double *v, uint32_t n) {
   fprintf(f, "%s = [", key);
   for (uint32_t j = 0; j < n; j++) fprintf(f, "%s%.17g", j ? ", " : "", v[j]);
@@ -438,6 +500,19 @@ int sc_residuals_save(const char *dir, const char *device, const char *stack,
               m->dom_lo, m->dom_hi);
       fprintf(f, "beyond = \"%s\"  # what the estimator is outside that domain\n",
               m->beyond ? "analytical" : "model");
+    }
+    if (m->nprobes > 0 && m->active) {
+      fprintf(f, "probe_ops = [");
+      for (uint32_t j = 0; j < m->nprobes && j < SC_RESID_MAX_PROBES; j++) {
+        char op[200];
+        probe_text(&m->probe[j], op, sizeof op);
+        fprintf(f, "%s\"%s\"", j ? ", " : "", op);
+      }
+      fprintf(f, "]  # operators fitted on (variant dtype dims), and\nprobe_analytical_s = [");
+      for (uint32_t j = 0; j < m->nprobes && j < SC_RESID_MAX_PROBES; j++)
+        fprintf(f, "%s%.17g", j ? ", " : "", m->probe_s[j]);
+      fprintf(f, "]  # the plugin's time for each then, on the hardware file alone: a "
+              "roofline that now prices one otherwise refuses this set\n");
     }
     fprintf(f, "cv_mape = %.6g\nheldout_mape = %.6g\n", m->cv_mape, m->heldout_mape);
     if (m->kind == SC_RESID_LINEAR) {
@@ -566,6 +641,50 @@ int sc_residuals_check(const sc_residuals *r, const char *device, const sc_regis
   return SC_OK;
 }
 
+static int check_probes(const sc_residuals *r, sc_registry *reg, const sc_device *dev,
+                        const char *path, sc_error *err);
+
+int sc_residuals_check_roofline(const sc_residuals *r, sc_registry *reg,
+                                const sc_device *dev, sc_error *err) {
+  char path[4200];
+  if (r == NULL || reg == NULL || dev == NULL)
+    return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
+  snprintf(path, sizeof path, "%s/%s", r->dir, MANIFEST);
+  /* the memo knows a device by its name, and dev (the file as it is) may share it with a
+   * device the caller changed: price the probes afresh, and leave no estimate of dev behind */
+  sc_registry_memo_clear(reg);
+  int rc = check_probes(r, reg, dev, path, err);
+  sc_registry_memo_clear(reg);
+  return rc;
+}
+
+static int check_probes(const sc_residuals *r, sc_registry *reg, const sc_device *dev,
+                        const char *path, sc_error *err) {
+  for (size_t i = 0; i < r->n; i++) {
+    const sc_resid_model *m = &r->models[i];
+    if (!m->active || m->ngroups > 0) continue;
+    for (uint32_t j = 0; j < m->nprobes && j < SC_RESID_MAX_PROBES; j++) {
+      sc_op_desc op = m->probe[j];
+      sc_estimate e;
+      sc_error e2;
+      char txt[200];
+      op.family = m->family;
+      probe_text(&op, txt, sizeof txt);
+      if (sc_registry_estimate_op(reg, dev, &op, &e, &e2) != SC_OK)
+        return sc_error_set(err, e2.code, "%s:%u:%u: key 'probe_ops': %s %s: %s", path,
+                            m->probe_line, m->probe_col, m->family, txt, e2.msg);
+      if (!(fabs(e.time_s / m->probe_s[j] - 1.0) <= 1e-6))
+        return sc_error_set(err, SC_ESPEC, "%s:%u:%u: key 'probe_analytical_s': %s %s: the "
+                            "roofline now gives %.6g s where these models were fitted against "
+                            "%.6g s (the hardware file or the operator plugin changed since "
+                            "they were fitted: fit them again with stepcast fit)", path,
+                            m->probe_line, m->probe_col, m->family, txt, e.time_s,
+                            m->probe_s[j]);
+    }
+  }
+  return SC_OK;
+}
+
 int sc_residuals_check_coll(const sc_residuals *r, const char *topology, sc_error *err) {
   char path[4200];
   if (r == NULL || topology == NULL) return sc_error_set(err, SC_EINVAL, "residuals: NULL argument");
@@ -670,6 +789,17 @@ int sc_residuals_for_hardware(const char *hardware, const char *device, const sc
   if (rc == SC_OK && (rc = sc_residuals_check(*out, device, reg, err)) != SC_OK) {
     sc_residuals_free(*out);
     *out = NULL;
+  }
+  if (rc == SC_OK && reg != NULL) { /* against the hardware file they sit beside, as it is */
+    sc_device *dev = malloc(sizeof *dev);
+    rc = dev == NULL ? sc_error_set(err, SC_ENOMEM, "residuals: out of memory")
+                     : sc_hardware_load((sc_registry *)reg, path, dev, err);
+    if (rc == SC_OK) rc = sc_residuals_check_roofline(*out, (sc_registry *)reg, dev, err);
+    free(dev);
+    if (rc != SC_OK) {
+      sc_residuals_free(*out);
+      *out = NULL;
+    }
   }
   return rc;
 }

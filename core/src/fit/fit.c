@@ -1112,6 +1112,7 @@ struct sc_fit_result {
   size_t nrows;
   sc_topology topo;
   sc_device dev, dev2;
+  sc_device plain; /* dev as its file describes it, before a stack sets its attention */
   sc_stack stack;
   sc_sample_set set, again; /* the samples and --repeat's */
   fam_data fds[FIT_MAX_FAMILIES], tfds[FIT_MAX_FAMILIES]; /* tfds: train's other rows */
@@ -1199,6 +1200,50 @@ static void fit_header(sc_fit_result *r) {
   if (hn < 0 || (size_t)hn >= sizeof r->header) r->header[sizeof r->header - 1] = '\0';
 }
 
+typedef struct probe_key {
+  double an;
+  size_t row;
+} probe_key;
+
+static int by_probe_an(const void *a, const void *b) {
+  double x = ((const probe_key *)a)->an, y = ((const probe_key *)b)->an;
+  return x < y ? -1 : x > y;
+}
+
+/* The probes of a family's models (sc_resid_model.probe): its rows with the shortest, the
+ * median and the longest analytical time, priced again by the plugin on the hardware file
+ * alone (plain: no stack), which sc_residuals_check_roofline compares with. */
+static int set_probes(sc_registry *reg, const sc_device *plain, const fam_data *fd,
+                      const sc_sample_set *set, sc_resid_model *models, sc_error *err) {
+  probe_key *key = malloc((fd->n ? fd->n : 1) * sizeof *key);
+  size_t pick[SC_RESID_MAX_PROBES];
+  uint32_t np = 0;
+  if (key == NULL) return sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+  for (size_t i = 0; i < fd->n; i++) key[i] = (probe_key){fd->an[i], i};
+  qsort(key, fd->n, sizeof *key, by_probe_an);
+  const size_t at[SC_RESID_MAX_PROBES] = {0, fd->n / 2, fd->n ? fd->n - 1 : 0};
+  for (int j = 0; j < SC_RESID_MAX_PROBES && fd->n > 0; j++)
+    if (j == 0 || at[j] != at[j - 1]) pick[np++] = key[at[j]].row;
+  free(key);
+  /* the memo knows a device by its name: plain shares dev's, whose attention a stack set */
+  sc_registry_memo_clear(reg);
+  for (uint32_t j = 0; j < np; j++) {
+    const sc_sample *s = &set->rows[fd->src[pick[j]]];
+    sc_estimate e;
+    sc_error e2;
+    if (sc_registry_estimate_op(reg, plain, &s->op, &e, &e2) != SC_OK)
+      return sc_error_set(err, e2.code, "fit: probe %s: %s", fd->family, e2.msg);
+    for (int k = 0; k < NEST; k++) {
+      models[k].probe[j] = s->op;
+      models[k].probe[j].family = NULL;
+      models[k].probe_s[j] = e.time_s;
+      models[k].nprobes = j + 1;
+    }
+  }
+  sc_registry_memo_clear(reg);
+  return SC_OK;
+}
+
 int sc_fit_run(sc_registry *reg, const sc_fit_request *q, sc_fit_result **out, sc_error *err) {
   sc_fit_result *r;
   const sc_stack *stack = NULL;
@@ -1223,6 +1268,7 @@ int sc_fit_run(sc_registry *reg, const sc_fit_request *q, sc_fit_result **out, s
                "(docs/notes/0001-host-cpu-residuals.md, \"The selection rule\")", q->samples,
                p90);
     if ((rc = sc_hardware_load(reg, q->hardware, &r->dev, err)) != SC_OK) goto fail;
+    r->plain = r->dev;
   }
   if (q->stack != NULL) {
     if ((rc = sc_stack_load(q->stack, &r->stack, err)) != SC_OK) goto fail;
@@ -1289,6 +1335,10 @@ int sc_fit_run(sc_registry *reg, const sc_fit_request *q, sc_fit_result **out, s
                          &r->models[f * NEST], err)) != SC_OK)
       goto fail;
     for (int e = 0; e < NEST; e++) r->names[f * NEST + (size_t)e] = r->fds[f].names;
+    if (q->comm == NULL &&
+        (rc = set_probes(reg, &r->plain, &r->fds[f], &r->set, &r->models[f * NEST], err)) !=
+            SC_OK)
+      goto fail;
   }
   if (q->train < 1.0 &&
       (rc = score_train(r->fds, r->nf, r->tfds, r->ntf, r->models, r->tscore, err)) != SC_OK)
