@@ -17,7 +17,7 @@ static void fit_usage(FILE *out) {
   sc_fit_request_defaults(&d);
   fprintf(out,
           "usage: stepcast fit --samples FILE --out DIR [options]\n"
-          "       stepcast fit --comm FILE --system S --out DIR [options]\n\n"
+          "       stepcast fit --comm FILE (--system S | --topology T) --out DIR [options]\n\n"
           "For every operator family of the samples, fits residual models on the operator\n"
           "plugin's features: target hybrid = log(measured / analytical) and target learned =\n"
           "log(measured), each as kind linear (ridge, LAPACKE) and gbdt (XGBoost, JSON model).\n"
@@ -33,19 +33,23 @@ static void fit_usage(FILE *out) {
           "analytical estimate (the lower cross-validated error of two such; --select,\n"
           "--margin), and writes DIR/residuals.toml, the gbdt JSON files and\n"
           "DIR/report.md. A samples row may be one of a group (column 'group'): one measured\n"
-          "time covering several operators, fitted and scored as the sum of their estimates.\n"
-          "DIR/report.md.\n\n"
+          "time covering several operators, fitted and scored as the sum of their estimates.\n\n"
           "With --comm, the samples are measured nccl-tests rows (the columns of stepcast comm\n"
           "--validate) of one system: per collective kind, residuals of the topology's\n"
           "analytical estimate (what stepcast comm predicts) on the collective's features\n"
           "(message bytes, ranks, nodes), held out by size; stepcast comm --estimator uses\n"
-          "them. Kinds with fewer than max(8, folds + 2) rows are skipped.\n\n"
+          "them. Kinds with fewer than max(8, folds + 2) rows are skipped. With --topology\n"
+          "instead of --system, FILE is a table of measured collectives in stepcast estimate\n"
+          "--csv's form (family, bytes, nranks, optional nodes and dtype, measured_s), every\n"
+          "row run on that topology (the seed's hardware/a100-sxm4-80gb/seed/nccl.csv).\n\n"
           "options:\n"
           "  --samples FILE     samples CSV (stepcast sample)\n"
           "  --comm FILE        measured collectives CSV (id,source,system,topology,gpus,op,\n"
           "                     algo,bytes,busbw_GBps,notes), instead of --samples\n"
           "  --system S         with --comm: the rows of this system (its 'system' column);\n"
           "                     they must name one topology\n"
+          "  --topology T       with --comm: FILE is a table of collectives measured on T\n"
+          "                     (a name, topologies/T.toml, or a file)\n"
           "  --out DIR          output folder (created when missing; its parent must exist),\n"
           "                     e.g. hardware/host-cpu/residuals\n"
           "  --hardware H       device description for the analytical estimate (default: the\n"
@@ -134,7 +138,8 @@ int sc_cli_fit(int argc, char **argv) {
     if (strcmp(a, "--samples") != 0 && strcmp(a, "--out") != 0 && strcmp(a, "--hardware") != 0 &&
         strcmp(a, "--folds") != 0 && strcmp(a, "--heldout") != 0 && strcmp(a, "--lambda") != 0 &&
         strcmp(a, "--rounds") != 0 && strcmp(a, "--rows") != 0 && strcmp(a, "--comm") != 0 &&
-        strcmp(a, "--system") != 0 && strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
+        strcmp(a, "--system") != 0 && strcmp(a, "--topology") != 0 &&
+        strcmp(a, "--select") != 0 && strcmp(a, "--margin") != 0 &&
         strcmp(a, "--families") != 0 && strcmp(a, "--hybrid-features") != 0 &&
         strcmp(a, "--read") != 0 && strcmp(a, "--unread") != 0 && strcmp(a, "--gain") != 0 &&
         strcmp(a, "--repeat") != 0 && strcmp(a, "--repeat-hardware") != 0 &&
@@ -146,6 +151,7 @@ int sc_cli_fit(int argc, char **argv) {
     if (strcmp(a, "--samples") == 0) q.samples = v;
     else if (strcmp(a, "--comm") == 0) q.comm = v;
     else if (strcmp(a, "--system") == 0) q.system = v;
+    else if (strcmp(a, "--topology") == 0) q.topology = v;
     else if (strcmp(a, "--out") == 0) q.out = v;
     else if (strcmp(a, "--hardware") == 0) q.hardware = v;
     else if (strcmp(a, "--rows") == 0) q.rows = v;
@@ -218,9 +224,14 @@ int sc_cli_fit(int argc, char **argv) {
   if (q.comm != NULL && q.hardware != NULL)
     return sc_cli_usage_error("fit", "--hardware is for --samples; --comm takes the topology "
                               "from its rows");
-  if (q.comm != NULL && q.system == NULL)
-    return sc_cli_usage_error("fit", "--comm needs --system (the rows of one system)");
+  if (q.comm != NULL && q.system == NULL && q.topology == NULL)
+    return sc_cli_usage_error("fit", "--comm needs --system (the nccl-tests rows of one "
+                              "system) or --topology (a table measured on one topology)");
+  if (q.system != NULL && q.topology != NULL)
+    return sc_cli_usage_error("fit", "--system and --topology exclude each other");
   if (q.comm == NULL && q.system != NULL) return sc_cli_usage_error("fit", "--system is for --comm");
+  if (q.comm == NULL && q.topology != NULL)
+    return sc_cli_usage_error("fit", "--topology is for --comm");
   if (q.comm != NULL && q.repeat != NULL)
     return sc_cli_usage_error("fit", "--repeat is for --samples (a second samples file)");
   if (q.comm != NULL && q.stack != NULL)

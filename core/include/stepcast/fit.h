@@ -47,8 +47,13 @@ typedef enum sc_fit_select {
 typedef struct sc_fit_request {
   const char *samples;  /* operator samples CSV (sc_samples_read), or NULL with comm */
   const char *hardware; /* the samples' hardware file (required with samples) */
-  const char *comm;     /* nccl-tests validation CSV of collectives, or NULL */
-  const char *system;   /* with comm: the rows of this system only (required) */
+  const char *comm;     /* measured collectives, or NULL: nccl-tests validation rows (with
+                         * system), or a table in `stepcast estimate --csv`'s collective form
+                         * (with topology) */
+  const char *system;   /* with comm: the nccl-tests rows of this system only */
+  const char *topology; /* with comm instead of system: the table's rows (family, bytes,
+                         * nranks, optional nodes and dtype, measured_s: every row a
+                         * collective) ran on this topology (a name or file) */
   const char *stack;    /* the software stack the samples ran under (stacks/), or NULL: the
                          * residuals then correct the time as that stack prices it, and
                          * apply under it only */

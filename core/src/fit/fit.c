@@ -15,8 +15,10 @@
 #include "stepcast/afile.h"
 #include "comm/comm_int.h"
 #include "stepcast/comm.h"
+#include "stepcast/csv.h"
 #include "stepcast/estimate.h"
 #include "stepcast/fit.h"
+#include "stepcast/parallel.h"
 
 /* How much worse than the roofline a residual may be and still be used: about the run-to-run
  * noise of one machine's samples (1-3 points of MAPE). */
@@ -914,15 +916,117 @@ done:
  * rows (the others are listed in skipped), each with the analytical estimate of what
  * stepcast comm --validate predicts for it and the measured time bytes / algbw. *topo gets
  * the topology the rows name (one only), *used the number of rows fitted. */
+/* A table in `stepcast estimate --csv`'s collective form (family, bytes, nranks, optional
+ * nodes and dtype, measured_s; every row a collective) as nccl-tests rows of one "system"
+ * named after the topology, with each row's nodes, measured time and dtype beside them. */
+typedef struct comm_table {
+  uint32_t *nodes; /* 0: as nccl-tests places the ranks (sc_coll_place) */
+  double *meas;
+  sc_dtype *dt;
+} comm_table;
+
+static int comm_table_read(const char *file, const char *topology, sc_comm_vrow **out,
+                           size_t *n, comm_table *tb, sc_error *err) {
+  static const char *const need[] = {"family", "bytes", "nranks", "measured_s"};
+  int idx[4], rc;
+  sc_csv *t = NULL;
+  *out = NULL;
+  *n = 0;
+  if ((rc = sc_csv_load(file, &t, err)) != SC_OK) return rc;
+  const int nodes = sc_csv_column(t, "nodes"), dtype = sc_csv_column(t, "dtype"),
+            source = sc_csv_column(t, "source");
+  const size_t nr = sc_csv_nrows(t);
+  if ((rc = sc_csv_require(t, need, 4, idx, err)) != SC_OK) goto done;
+  if (nr == 0) {
+    rc = sc_error_set(err, SC_EPARSE, "%s: no rows", file);
+    goto done;
+  }
+  *out = calloc(nr, sizeof **out);
+  tb->nodes = calloc(nr, sizeof *tb->nodes);
+  tb->meas = calloc(nr, sizeof *tb->meas);
+  tb->dt = calloc(nr, sizeof *tb->dt);
+  if (*out == NULL || !tb->nodes || !tb->meas || !tb->dt) {
+    rc = sc_error_set(err, SC_ENOMEM, "fit: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < nr && rc == SC_OK; i++) {
+    sc_comm_vrow *v = &(*out)[i];
+    const unsigned line = sc_csv_line(t, i);
+    const char *fam = sc_csv_field(t, i, (size_t)idx[0]);
+    double b = 0, r = 0, k = 0, m = 0;
+    int kb = 0, kr = 0, kk = 0, km = 0;
+    if (sc_coll_kind_parse_loose(fam, &v->op) != SC_OK) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'family': '%.40s' is not a collective "
+                        "kind (allreduce, allgather, reducescatter, alltoall, broadcast, "
+                        "sendrecv)", file, line, fam);
+      break;
+    }
+    if ((rc = sc_csv_double(t, i, (size_t)idx[1], &b, &kb, err)) != SC_OK ||
+        (rc = sc_csv_double(t, i, (size_t)idx[2], &r, &kr, err)) != SC_OK ||
+        (rc = sc_csv_double(t, i, (size_t)idx[3], &m, &km, err)) != SC_OK ||
+        (nodes >= 0 && (rc = sc_csv_double(t, i, (size_t)nodes, &k, &kk, err)) != SC_OK))
+      break;
+    const char *bad = !kb || !(b > 0)                                      ? "bytes"
+                      : !kr || r != floor(r) || r < 2 || r > 16777216.0   ? "nranks"
+                      : kk && (k != floor(k) || k < 1 || k > r)           ? "nodes"
+                      : !km || !(m > 0) || !isfinite(m)                   ? "measured_s"
+                                                                         : NULL;
+    if (bad != NULL) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': a measured collective needs "
+                        "bytes > 0, a whole number of ranks (2 to 2^24), nodes in [1, nranks] "
+                        "where given and a measured time > 0", file, line, bad);
+      break;
+    }
+    tb->dt[i] = SC_DTYPE_FP32;
+    if (dtype >= 0 && sc_csv_field(t, i, (size_t)dtype)[0] != '\0' &&
+        sc_dtype_parse(sc_csv_field(t, i, (size_t)dtype), &tb->dt[i]) != SC_OK) {
+      rc = sc_error_set(err, SC_EPARSE, "%s:%u: column 'dtype': '%.32s' is not a dtype", file,
+                        line, sc_csv_field(t, i, (size_t)dtype));
+      break;
+    }
+    v->line = line;
+    snprintf(v->id, sizeof v->id, "%.63s", source >= 0 && sc_csv_field(t, i, (size_t)source)[0]
+                                                ? sc_csv_field(t, i, (size_t)source)
+                                                : "");
+    snprintf(v->system, sizeof v->system, "%s", topology);
+    snprintf(v->topology, sizeof v->topology, "%s", topology);
+    snprintf(v->algo, sizeof v->algo, "auto");
+    v->gpus = (uint32_t)r;
+    v->bytes = b;
+    tb->nodes[i] = kk ? (uint32_t)k : 0;
+    tb->meas[i] = m;
+  }
+  if (rc == SC_OK) *n = nr;
+done:
+  sc_csv_free(t);
+  return rc;
+}
+
+static void comm_table_free(comm_table *tb) {
+  free(tb->nodes);
+  free(tb->meas);
+  free(tb->dt);
+  memset(tb, 0, sizeof *tb);
+}
+
+/* The collective families of file: nccl-tests rows of one system (system), or a table of
+ * measured collectives on one topology (topology; comm_table_read). */
 static int comm_families(sc_registry *reg, const char *file, const char *system,
-                         uint32_t folds, fam_data *fds, size_t *nf, size_t *used,
-                         sc_topology *topo, FILE *rows, char *skipped, size_t skcap,
-                         sc_error *err) {
+                         const char *topology, uint32_t folds, fam_data *fds, size_t *nf,
+                         size_t *used, sc_topology *topo, FILE *rows, char *skipped,
+                         size_t skcap, sc_error *err) {
   sc_comm_vrow *vr = NULL;
+  comm_table tb = {0};
   size_t n = 0, first = (size_t)-1, count[SC_COLL_COUNT] = {0};
   size_t need = (size_t)folds + 2 > 8 ? (size_t)folds + 2 : 8, sl = 0;
-  int rc = sc_comm_read_validation(file, &vr, &n, err);
-  if (rc != SC_OK) return rc;
+  int rc = topology != NULL ? comm_table_read(file, topology, &vr, &n, &tb, err)
+                            : sc_comm_read_validation(file, &vr, &n, err);
+  if (rc != SC_OK) {
+    free(vr);
+    comm_table_free(&tb);
+    return rc;
+  }
+  if (topology != NULL) system = topology;
   *nf = *used = 0;
   skipped[0] = '\0';
   for (size_t i = 0; i < n; i++) {
@@ -968,15 +1072,22 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
       double x[SC_MAX_FEATURES];
       if (strcmp(r->system, system) != 0 || (int)r->op != k) continue;
       memset(&c, 0, sizeof c);
-      if (sc_comm_check_gpus(topo, r->gpus, &e2) != SC_OK ||
-          sc_comm_group_flat(topo, r->gpus, &c, &e2) != SC_OK) {
+      if (topology != NULL) { /* the table's rows: placed on their nodes */
+        if (sc_coll_place(topo, r->op, r->bytes, tb.dt[i], r->gpus, tb.nodes[i], &c, &e2) !=
+            SC_OK) {
+          rc = sc_error_set(err, e2.code, "%s:%u: %s", file, (unsigned)r->line, e2.msg);
+          goto done;
+        }
+      } else if (sc_comm_check_gpus(topo, r->gpus, &e2) != SC_OK ||
+                 sc_comm_group_flat(topo, r->gpus, &c, &e2) != SC_OK) {
         rc = sc_error_set(err, e2.code, "%s:%u (row '%s'): %s", file, (unsigned)r->line, r->id,
                           e2.msg);
         goto done;
+      } else {
+        c.kind = r->op;
+        c.bytes = r->bytes;
+        c.dtype = SC_DTYPE_FP32;
       }
-      c.kind = r->op;
-      c.bytes = r->bytes;
-      c.dtype = SC_DTYPE_FP32;
       if (sc_comm_estimate_proto(reg, topo, &c, r->algo, &e, &chosen, NULL, &e2) != SC_OK ||
           !(e.time_s > 0)) {
         rc = sc_error_set(err, e2.code ? e2.code : SC_EINVAL, "%s:%u (row '%s'): %s", file,
@@ -1007,8 +1118,10 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
       }
       memcpy(&fd->X[fd->n * fd->p], x, fd->p * sizeof(double));
       fd->an[fd->n] = e.time_s;
-      /* nccl-tests: algbw = bytes / time, busbw = algbw * bus factor */
-      fd->meas[fd->n] = r->bytes * sc_comm_bus_factor(r->op, r->gpus) / r->busbw_Bps;
+      /* nccl-tests: algbw = bytes / time, busbw = algbw * bus factor; a table states it */
+      fd->meas[fd->n] = topology != NULL ? tb.meas[i]
+                                         : r->bytes * sc_comm_bus_factor(r->op, r->gpus) /
+                                               r->busbw_Bps;
       if (rows != NULL)
         fprintf(rows, "%s,%u,%s,%u,%.0f,%s,%s,%.6g,%.6g,%.4f\n", fd->family,
                 (unsigned)r->line, r->id, (unsigned)r->gpus, r->bytes,
@@ -1020,10 +1133,12 @@ static int comm_families(sc_registry *reg, const char *file, const char *system,
     units_of_rows(fd);
   }
   if (*nf == 0)
-    rc = sc_error_set(err, SC_EINVAL, "%s: system '%s' has no collective kind with %zu rows "
-                      "or more to fit (%s)", file, system, need, skipped);
+    rc = sc_error_set(err, SC_EINVAL, "%s: %s '%s' has no collective kind with %zu rows "
+                      "or more to fit (%s)", file, topology ? "topology" : "system", system,
+                      need, skipped);
 done:
   free(vr);
+  comm_table_free(&tb);
   return rc;
 }
 
@@ -1146,11 +1261,13 @@ static int check_request(const sc_fit_request *q, sc_error *err) {
     return sc_error_set(err, SC_EINVAL, "fit: no output folder");
   if (q->samples != NULL && q->hardware == NULL)
     return sc_error_set(err, SC_EINVAL, "fit: samples need their hardware file");
-  if (q->comm != NULL && (q->system == NULL || q->hardware != NULL || q->repeat != NULL ||
-                          q->stack != NULL || q->train < 1.0 || q->read != NULL ||
-                          q->unread != NULL || q->families != NULL))
-    return sc_error_set(err, SC_EINVAL, "fit: comm takes a system, and none of hardware, "
-                        "repeat, stack, train, read, unread, families");
+  if (q->comm != NULL && ((q->system == NULL) == (q->topology == NULL) || q->hardware != NULL ||
+                          q->repeat != NULL || q->stack != NULL || q->train < 1.0 ||
+                          q->read != NULL || q->unread != NULL || q->families != NULL))
+    return sc_error_set(err, SC_EINVAL, "fit: comm takes a system or a topology, and none of "
+                        "hardware, repeat, stack, train, read, unread, families");
+  if (q->comm == NULL && (q->system != NULL || q->topology != NULL))
+    return sc_error_set(err, SC_EINVAL, "fit: system and topology are for comm");
   if (q->repeat != NULL && (q->repeat_hardware == NULL || q->stack != NULL || q->train < 1.0))
     return sc_error_set(err, SC_EINVAL, "fit: repeat needs its hardware file, and excludes "
                         "stack and train");
@@ -1194,7 +1311,8 @@ static void fit_header(sc_fit_result *r) {
            q->comm ? "Collective residual models of topology" : "Residual models of device",
            r->target_name, q->stack ? " under stack " : "", q->stack ? r->stack.name : "",
            q->command ? q->command : "", stamp, r->source, r->nrows,
-           q->comm ? " of system " : "", q->comm ? q->system : "",
+           !q->comm ? "" : q->system ? " of system " : " on topology ",
+           !q->comm ? "" : q->system ? q->system : q->topology,
            q->comm ? "topology" : "hardware", r->basis, q->folds, 100.0 * (1.0 - q->heldout),
            text);
   if (hn < 0 || (size_t)hn >= sizeof r->header) r->header[sizeof r->header - 1] = '\0';
@@ -1286,7 +1404,8 @@ int sc_fit_run(sc_registry *reg, const sc_fit_request *q, sc_fit_result **out, s
               "analytical_s,measured_s,measured_over_analytical\n");
   }
   if (q->comm != NULL) {
-    if ((rc = comm_families(reg, q->comm, q->system, q->folds, r->fds, &r->nf, &r->nrows,
+    if ((rc = comm_families(reg, q->comm, q->system, q->topology, q->folds, r->fds, &r->nf,
+                            &r->nrows,
                             &r->topo, r->rows_af.f, r->skipped, sizeof r->skipped, err)) != SC_OK)
       goto fail;
     r->source = q->comm;
@@ -1366,7 +1485,8 @@ static void fit_report(const sc_fit_result *r, FILE *rep) {
           "`%s`. MAPE of the analytical %s, hybrid (analytical x exp(residual)) and "
           "learned (exp(regressor on features alone)) estimators.\n\n",
           r->target_name, q->command ? q->command : "", r->source, r->nrows,
-          q->comm ? " of system " : "", q->comm ? q->system : "",
+          !q->comm ? "" : q->system ? " of system " : " on topology ",
+          !q->comm ? "" : q->system ? q->system : q->topology,
           q->comm ? "topology" : "hardware", r->basis,
           q->comm ? "estimate (stepcast comm)" : "roofline");
   if (r->skipped[0] != '\0')
@@ -1453,9 +1573,10 @@ void sc_fit_print(const sc_fit_result *r, FILE *out) {
   if (r == NULL || out == NULL) return;
   q = &r->q;
   if (q->comm != NULL)
-    fprintf(out, "topology %s, %zu rows of system '%s' from %s%s%s\n\n", r->target_name,
-            r->nrows, q->system, r->source, r->skipped[0] ? "; skipped (too few rows): " : "",
-            r->skipped);
+    fprintf(out, "topology %s, %zu rows%s%s%s from %s%s%s\n\n", r->target_name, r->nrows,
+            q->system ? " of system '" : "", q->system ? q->system : "",
+            q->system ? "'" : "", r->source,
+            r->skipped[0] ? "; skipped (too few rows): " : "", r->skipped);
   else
     fprintf(out, "device %s, %zu samples from %s%s\n\n", r->target_name, r->nrows, r->source,
             q->train < 1.0 ? " (--train: a share fitted, the rest scored)" : "");
