@@ -1,13 +1,16 @@
 /* Memory per GPU against hand-computed values: Korthikanti et al. 2022 Table 2 activation
  * formulas for a GPT-shaped model, the embedding/output terms of Sec. 4.3, micro-batches in
  * flight for 1F1B / interleaved / GPipe, and the Megatron bytes-per-parameter of model
- * states with and without the distributed optimizer. */
+ * states with and without the distributed optimizer; the overhead outside them (workspaces,
+ * allocator reserve, CUDA context, NCCL and NVLS buffers, userbuffers) and the refusal
+ * margin (stepcast/memory.h). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "stepcast/memory.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
 
@@ -184,6 +187,133 @@ START_TEST(test_inflight) {
   ck_assert_double_eq(mem.inflight_micro, 5.5);
   ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 3, &mem, &err), SC_OK);
   ck_assert_double_eq(mem.inflight_micro, 2.5);
+  /* ... and each chunk its own micro-batches: the forwards go chunk by chunk in groups of
+   * pp = 4 (chunk (k / 4) % 2 for the k-th). One layer per chunk, unfused attention, tp 1:
+   * 194 sbh a layer (34 + 5as/h = 34 + 160). Last stage, 5 forwards: chunk 0 holds 4, chunk
+   * 1 (with the output layer: 4sbh + 4sbv) 1: 5 x 194 sbh + 4 sbh + 4 sbv. */
+  ck_assert_double_eq_tol(mem.activations_bytes, 5 * 194 * SBH + 4 * SBH + 4 * S * B * V, 1e-3);
+  /* First stage, 11 forwards: chunk 0 (with the embedding's 1-byte mask, sbh) holds 4 + 3 =
+   * 7, chunk 1 4: 11 x 194 sbh + 7 sbh. */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.activations_bytes, 11 * 194 * SBH + 7 * SBH, 1e-3);
+}
+END_TEST
+
+/* A GPU device of that name (the overhead reads its name and kind only). */
+static sc_device gpu_named(const char *name) {
+  sc_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "%s", name);
+  snprintf(d.kind, sizeof d.kind, "gpu");
+  d.mem_bytes = 80e9;
+  return d;
+}
+
+#define MIB 1048576.0
+#define GIB 1073741824.0
+
+START_TEST(test_overhead) {
+  sc_model m = gpt(); /* tied embeddings */
+  sc_memory_overhead o;
+  sc_memory mem;
+  sc_error err;
+  sc_parallel p = base(1); /* pp 2, tp 1, dp 1 */
+  sc_device h100 = gpu_named("h100-sxm5-80gb"), a100 = gpu_named("a100-sxm4-80gb");
+  /* H100 (sm90), no stack: PyTorch's cuBLAS workspace 4096 x 8 KiB = 32 MiB + cuBLASLt 1 MiB
+   * = 34603008 B; reserve 0.05; context 0.5 GiB; communicators: the pipeline's send/recv and
+   * the tied-embedding pair (no TP, no DP): 2 x 0.6 GiB. */
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &h100, NULL, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 34603008.0);
+  ck_assert_double_eq(o.frag_fraction, 0.05);
+  ck_assert_double_eq(o.context_bytes, 0.5 * GIB);
+  ck_assert_uint_eq(o.communicators, 2);
+  ck_assert_uint_eq(o.nvls_communicators, 0);
+  ck_assert_double_eq_tol(o.comm_bytes, 1.2 * GIB, 1e-3);
+  /* The nested figures of stage 0: allocated = states + activations + W, reserved = x 1.05,
+   * device = + 0.5 GiB + 1.2 GiB. */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  double alloc = mem.total_bytes + 34603008.0;
+  ck_assert_double_eq_tol(sc_memory_allocated_bytes(&mem, &o), alloc, 1e-3);
+  ck_assert_double_eq_tol(sc_memory_reserved_bytes(&mem, &o), 1.05 * alloc, 1e-3);
+  ck_assert_double_eq_tol(sc_memory_device_bytes(&mem, &o), 1.05 * alloc + 1.7 * GIB, 1e-3);
+  /* A100 (sm80): ":4096:2:16:8" = 8388608 + 131072 = 8519680 B + 1 MiB = 9568256 B; with
+   * Transformer Engine (te_workspace) its 4 MiB more: 13762560 B. */
+  sc_stack te;
+  memset(&te, 0, sizeof te);
+  snprintf(te.name, sizeof te.name, "te");
+  te.te_workspace = 1;
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &a100, NULL, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 9568256.0);
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &a100, &te, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 13762560.0);
+  /* H100, TE, tp 4 with sequence parallelism and TP overlap: TE's 32 MiB x 3 streams =
+   * 100663296 B on top of PyTorch's 34603008 B = 135266304 B; 10 userbuffers of s b / cp x h
+   * = 2048 x 2 x 1024 elements, bf16: 10 x 2 x 4194304 = 83886080 B. Communicators: TP,
+   * the pipeline, the tied pair (dp 1): 3 x 0.6 GiB + the userbuffers. */
+  p = base(4);
+  p.sequence_parallel = 1;
+  p.overlap_tp_comm = 1;
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &h100, &te, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 135266304.0);
+  ck_assert_double_eq(o.userbuffer_bytes, 83886080.0);
+  ck_assert_uint_eq(o.communicators, 3);
+  ck_assert_double_eq_tol(o.comm_bytes, 1.8 * GIB + 83886080.0, 1e-3);
+  /* fp8: the six all-gather userbuffers are 1 byte: (6 x 1 + 4 x 2) x 4194304 = 58720256 B */
+  p.dtype = SC_DTYPE_FP8;
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &h100, &te, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.userbuffer_bytes, 58720256.0);
+  /* NVLS on a DGX H100 (tier 0 nvls, 8 GPUs a node): tp 4 x dp 2 x pp 2 = 16 GPUs; the TP
+   * group has 4 members in a node (> 2): 288 MiB more; the DP group 2 (no). Communicators:
+   * TP, DP, the pipeline, the tied pair: 4 x 0.6 GiB + 301989888 B. */
+  sc_topology dgx;
+  ck_assert_msg(sc_topology_load("dgx-h100-superpod", &dgx, &err) == SC_OK, "%s", err.msg);
+  p = base(4);
+  p.dp = 2;
+  p.global_batch = 16;
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &h100, NULL, &dgx, &o, &err), SC_OK);
+  ck_assert_uint_eq(o.communicators, 4);
+  ck_assert_uint_eq(o.nvls_communicators, 1);
+  ck_assert_double_eq_tol(o.comm_bytes, 2.4 * GIB + 301989888.0, 1e-3);
+  /* HSDP over the 8 GPUs of one node, shards of 4: the shard group (4 in a node: NVLS) and the
+   * replica group (2: none); no pipeline: 2 x 0.6 GiB + 288 MiB. */
+  p = base(1);
+  p.pp = 1;
+  p.dp = 8;
+  p.global_batch = 16;
+  p.zero_stage = 3;
+  p.shard_size = 4;
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &h100, NULL, &dgx, &o, &err), SC_OK);
+  ck_assert_uint_eq(o.communicators, 2);
+  ck_assert_uint_eq(o.nvls_communicators, 1);
+  ck_assert_double_eq_tol(o.comm_bytes, 1.2 * GIB + 288 * MIB, 1e-3);
+  /* ROCm: MI300X (gfx942) 128 MiB rocBLAS + 76 MiB hipBLASLt; MI250X 32 + 76 MiB */
+  sc_device mi = gpu_named("mi300x");
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &mi, NULL, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 204 * MIB);
+  mi = gpu_named("mi250x");
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &mi, NULL, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes, 108 * MIB);
+  /* A device that is not a GPU holds none of it */
+  sc_device cpu = gpu_named("host-cpu");
+  snprintf(cpu.kind, sizeof cpu.kind, "cpu");
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, &cpu, NULL, NULL, &o, &err), SC_OK);
+  ck_assert_double_eq(o.workspace_bytes + o.context_bytes + o.comm_bytes + o.frag_fraction, 0);
+  ck_assert_int_eq(sc_memory_overhead_of(&m, &p, NULL, NULL, NULL, &o, &err), SC_EINVAL);
+  /* Compute capability by name */
+  ck_assert_uint_eq(sc_memory_sm_major("h200-sxm-141gb"), 9);
+  ck_assert_uint_eq(sc_memory_sm_major("gh200-96gb"), 9);
+  ck_assert_uint_eq(sc_memory_sm_major("b200-sxm-180gb"), 10);
+  ck_assert_uint_eq(sc_memory_sm_major("a100-sxm4-40gb"), 8);
+  ck_assert_uint_eq(sc_memory_sm_major("test-gpu"), 0);
+}
+END_TEST
+
+/* The refusal margin: past the capacity by more than 5 % of it (80 GB: 84 GB). */
+START_TEST(test_refused) {
+  ck_assert_int_eq(sc_memory_refused(80e9, 80e9), 0);
+  ck_assert_int_eq(sc_memory_refused(84e9, 80e9), 0);
+  ck_assert_int_eq(sc_memory_refused(84.01e9, 80e9), 1);
+  ck_assert_int_eq(sc_memory_refused(1e15, 0), 0); /* no capacity stated */
 }
 END_TEST
 
@@ -266,6 +396,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_inflight);
   tcase_add_test(tc, test_model_states);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_overhead);
+  tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);
   return s;
 }

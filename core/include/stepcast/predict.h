@@ -46,7 +46,8 @@ typedef struct sc_predict_opts {
   const char *coll_algo;      /* "auto" (NULL means auto), "ring", "tree", ... */
   double token_budget;        /* tokens to train on, for time to train (0 = not asked) */
   int record_timeline;        /* keep the simulated intervals (for --timeline) */
-  int allow_oom;              /* 1: predict even when memory exceeds the device */
+  int allow_oom;              /* 1: predict even when memory is refused (past the device's
+                                 capacity by more than SC_MEMORY_REFUSE_MARGIN) */
   /* Fitted residual models of the device (stepcast/estimate.h, borrowed) for the hybrid and
    * learned estimators; NULL = none (then only 'analytical' is accepted). */
   const struct sc_residuals *residuals;
@@ -70,7 +71,9 @@ void sc_predict_opts_defaults(sc_predict_opts *o);
  * schedule result (its arrays live in the predictor until the next call or its free).
  * Errors, each one line naming the parameter:
  *   SC_ECONFIG  impossible configuration (tp not dividing heads, batch not divisible, ...);
- *   SC_ENOFIT   the busiest GPU needs more memory than dev->mem_bytes (unless allow_oom),
+ *   SC_ENOFIT   the busiest GPU's device figure (model states, activations and the
+ *               overhead of stepcast/memory.h) is refused by sc_memory_refused: past
+ *               dev->mem_bytes by more than SC_MEMORY_REFUSE_MARGIN of it (unless allow_oom),
  *               with the figures by category;
  *   SC_EUNSUPPORTED  the dtype has no peak on dev, or a non-analytical estimator has no
  *               fitted residual;

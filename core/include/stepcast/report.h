@@ -31,9 +31,17 @@ typedef struct sc_memory_usage {
   double grads_bytes;
   double optimizer_bytes;       /* optimizer states (+ fp32 master weights) */
   double activations_bytes;     /* peak stored activations (all in-flight micro-batches) */
-  double other_bytes;           /* workspace, communication buffers, fragmentation */
-  double total_bytes;           /* sum of the above; sc_result_finish fills it when 0 */
+  double other_bytes;           /* workspace + fragmentation + context + communication
+                                   (the four below; stepcast/memory.h) */
+  double total_bytes;           /* sum of the above: the device figure (nvidia-smi);
+                                   sc_result_finish fills it when 0 */
   double capacity_bytes;        /* device memory (0 = unknown) */
+  /* The parts of other_bytes (stepcast/memory.h, sc_memory_overhead) */
+  double workspace_bytes;       /* cuBLAS/cuBLASLt/Transformer Engine workspaces */
+  double fragmentation_bytes;   /* the caching allocator's reserve beyond what it hands out */
+  double context_bytes;         /* CUDA context */
+  double comm_bytes;            /* NCCL (and NVLS, userbuffers) buffers */
+  uint32_t communicators;       /* NCCL communicators that carry traffic */
 } sc_memory_usage;
 
 /* One prediction. The caller fills the inputs and primary quantities; sc_result_finish

@@ -69,6 +69,9 @@ typedef struct sc_stack {
    * overlap_*), as the stack's recipes set them. 0 = the stack does not turn it on. The
    * programs apply them to the switches a job leaves unstated (sc_stack_overlap_defaults). */
   int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm;
+  /* 1: the stack runs Transformer Engine's modules, which hold TE's own cuBLAS workspace
+   * (and, under TP overlap, its userbuffers): memory per GPU (stepcast/memory.h). */
+  int te_workspace;
   uint32_t nkernels, ntraffic;
   sc_stack_rule kernels[SC_STACK_RULES_MAX]; /* kernels launched per operator (default 1) */
   sc_stack_rule traffic[SC_STACK_RULES_MAX]; /* multiple of the operator's bytes (default 1) */

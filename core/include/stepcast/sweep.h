@@ -51,7 +51,8 @@ typedef enum {
   SC_SWEEP_SKIP_DUPLICATE,  /* same prediction as another point: sequence parallel with
                                tp = 1, distributed optimizer with dp*cp = 1 */
   SC_SWEEP_SKIP_INVALID,    /* refused by sc_workload_validate for another reason */
-  SC_SWEEP_SKIP_MEMORY,     /* the busiest GPU needs more than the device's memory */
+  SC_SWEEP_SKIP_MEMORY,     /* the busiest GPU's memory is refused (sc_memory_refused, as
+                               sc_predict refuses it) */
   SC_SWEEP_SKIP_ERROR,      /* the prediction failed otherwise (counted, not fatal) */
   SC_SWEEP_NSKIP
 } sc_sweep_skip;

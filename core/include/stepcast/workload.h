@@ -239,7 +239,9 @@ typedef struct sc_memory {
                                      included) */
   double inflight_micro;          /* micro-batches whose activations are live at the peak
                                      (stage-equivalents; fractional when interleaved) */
-  double activations_bytes;       /* activation_per_micro_bytes * inflight_micro */
+  double activations_bytes;       /* activation_per_micro_bytes * inflight_micro; when
+                                     interleaved, each chunk's times its own micro-batches
+                                     in flight (core/src/memory/memory.c) */
   double total_bytes;             /* weights + grads + optimizer + activations */
 } sc_memory;
 

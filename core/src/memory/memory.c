@@ -49,8 +49,12 @@
  * pp - stage micro-batches on stage `stage` (p on the first stage); the interleaved
  * schedule keeps 2(pp-stage-1) + (v-1)pp + 1 chunk micro-batches, which is
  * p (1 + (p-1)/(pv)) stage-equivalents on the first stage; GPipe keeps all of them. Never
- * more than the iteration's micro-batches.
+ * more than the iteration's micro-batches. Interleaved, each chunk's activations count its
+ * own micro-batches in flight (the forwards go chunk by chunk in groups of pp micro-batches,
+ * Megatron-LM's get_model_chunk_id), so the last stage's output layer, in its last chunk,
+ * counts once.
  */
+#include <math.h>
 #include <string.h>
 
 #include "stepcast/stepcast.h"
@@ -102,36 +106,53 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   sc__dims_fill(m, p, &d);
   uint32_t v = p->virtual_stages;
 
-  int64_t params = 0;
-  double act = 0.0;
-  double per_layer = layer_activation_bytes(p, &d);
-  for (uint32_t c = 0; c < v; c++) {
-    uint32_t first = 0, L = 0;
-    rc = sc_workload_chunk_layers(m, p, stage, c, &first, &L, err);
-    if (rc != SC_OK) return rc;
-    params += (int64_t)L * sc__layer_params(m, &d);
-    act += (double)L * per_layer;
-    if (stage == 0 && c == 0) {
-      params += sc__embedding_params(m, &d);
-      act += embedding_activation_bytes(&d);
-    }
-    if (stage == p->pp - 1 && c == v - 1) {
-      params += sc__output_params(m, p, &d);
-      act += output_activation_bytes(&d);
-    }
-  }
-
   double mb = (double)sc_parallel_microbatches(p);
-  double inflight;
+  double inflight, chunks = 0.0;
   if (p->schedule == SC_SCHED_GPIPE) {
     inflight = mb;
   } else if (v > 1) {
-    double chunks = 2.0 * (double)(p->pp - stage - 1) + (double)(v - 1) * p->pp + 1.0;
+    chunks = 2.0 * (double)(p->pp - stage - 1) + (double)(v - 1) * p->pp + 1.0;
     if (chunks > mb * v) chunks = mb * v;
     inflight = chunks / v;
   } else {
     inflight = (double)(p->pp - stage);
     if (inflight > mb) inflight = mb;
+  }
+
+  int64_t params = 0;
+  double act = 0.0, act_inflight = 0.0;
+  double per_layer = layer_activation_bytes(p, &d);
+  for (uint32_t c = 0; c < v; c++) {
+    uint32_t first = 0, L = 0;
+    rc = sc_workload_chunk_layers(m, p, stage, c, &first, &L, err);
+    if (rc != SC_OK) return rc;
+    double a = (double)L * per_layer;
+    params += (int64_t)L * sc__layer_params(m, &d);
+    if (stage == 0 && c == 0) {
+      params += sc__embedding_params(m, &d);
+      a += embedding_activation_bytes(&d);
+    }
+    if (stage == p->pp - 1 && c == v - 1) {
+      params += sc__output_params(m, p, &d);
+      a += output_activation_bytes(&d);
+    }
+    act += a;
+    /* Micro-batches of chunk c in flight. Interleaved: the forwards before the first
+     * backward run chunk by chunk in groups of pp micro-batches (Megatron-LM's
+     * get_model_chunk_id: chunk (k / pp) % v for the k-th forward), so of the `chunks`
+     * forwards chunk c holds R pp + min(max(rem - c pp, 0), pp) (R full rounds of pp v,
+     * rem the rest): the last stage's output layer, in its last chunk, holds one
+     * micro-batch, the first stage's embedding the most. */
+    double n_c = inflight;
+    if (p->schedule != SC_SCHED_GPIPE && v > 1) {
+      double round = (double)p->pp * v;
+      double R = floor(chunks / round), rem = chunks - R * round;
+      double part = rem - (double)c * p->pp;
+      if (part < 0) part = 0;
+      if (part > p->pp) part = p->pp;
+      n_c = R * p->pp + part;
+    }
+    act_inflight += n_c * a;
   }
 
   int mixed = d.e < 4.0;
@@ -156,7 +177,7 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   }
   out->activation_per_micro_bytes = act;
   out->inflight_micro = inflight;
-  out->activations_bytes = act * inflight;
+  out->activations_bytes = act_inflight;
   out->total_bytes =
       out->weights_bytes + out->grads_bytes + out->optimizer_bytes + out->activations_bytes;
   return SC_OK;

@@ -228,13 +228,22 @@ static void collmemo_key(const sc_work_coll *wc, const char *algo, sc__collmemo_
   k->bytes = wc->bytes;
 }
 
-void sc__memory_usage_of(const sc_memory *worst, double capacity_bytes, sc_memory_usage *mu) {
+void sc__memory_usage_of(const sc_memory *worst, const sc_memory_overhead *o,
+                         double capacity_bytes, sc_memory_usage *mu) {
   memset(mu, 0, sizeof *mu);
   mu->weights_bytes = worst->weights_bytes;
   mu->grads_bytes = worst->grads_bytes;
   mu->optimizer_bytes = worst->optimizer_bytes;
   mu->activations_bytes = worst->activations_bytes;
-  mu->total_bytes = worst->total_bytes;
+  mu->workspace_bytes = o->workspace_bytes;
+  mu->fragmentation_bytes =
+      sc_memory_reserved_bytes(worst, o) - sc_memory_allocated_bytes(worst, o);
+  mu->context_bytes = o->context_bytes;
+  mu->comm_bytes = o->comm_bytes;
+  mu->communicators = o->communicators;
+  mu->other_bytes =
+      mu->workspace_bytes + mu->fragmentation_bytes + mu->context_bytes + mu->comm_bytes;
+  mu->total_bytes = sc_memory_device_bytes(worst, o);
   mu->capacity_bytes = capacity_bytes;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stepcast/memory.h"
 #include "stepcast/parallel.h"
 #include "stepcast/plugin.h"
 #include "stepcast/predict.h"
@@ -140,7 +141,9 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
 int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
                    sc_sched_chunk *ch, double *t_opt, sc_error *err);
 
-/* The reported memory per GPU: the worst stage's, against the device's capacity. */
-void sc__memory_usage_of(const sc_memory *worst, double capacity_bytes, sc_memory_usage *mu);
+/* The reported memory per GPU: the worst stage's (its model states and activations, and o,
+ * its overhead: stepcast/memory.h), against the device's capacity. */
+void sc__memory_usage_of(const sc_memory *worst, const sc_memory_overhead *o,
+                         double capacity_bytes, sc_memory_usage *mu);
 
 #endif

@@ -122,9 +122,11 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, double *host_s
   return SC_OK;
 }
 
-static int fill_memory(const sc_model *m, const sc_parallel *p, const sc_device *dev,
-                       const sc_predict_opts *o, sc_memory_usage *mu, sc_error *err) {
+static int fill_memory(const sc_model *m, const sc_parallel *p, const sc_topology *t,
+                       const sc_device *dev, const sc_predict_opts *o, sc_memory_usage *mu,
+                       sc_error *err) {
   sc_memory worst;
+  sc_memory_overhead ov;
   uint32_t worst_stage = 0;
   memset(&worst, 0, sizeof worst);
   for (uint32_t r = 0; r < p->pp; r++) {
@@ -136,15 +138,21 @@ static int fill_memory(const sc_model *m, const sc_parallel *p, const sc_device 
       worst_stage = r;
     }
   }
-  sc__memory_usage_of(&worst, dev->mem_bytes, mu);
-  if (!o->allow_oom && dev->mem_bytes > 0 && worst.total_bytes > dev->mem_bytes) {
+  /* the overhead is the same on every stage but for the fragmentation reserve, a fraction
+   * of the stage's allocated bytes: the worst stage stays the worst */
+  int rc = sc_memory_overhead_of(m, p, dev, o->stack, t, &ov, err);
+  if (rc != SC_OK) return rc;
+  sc__memory_usage_of(&worst, &ov, dev->mem_bytes, mu);
+  if (!o->allow_oom && sc_memory_refused(mu->total_bytes, dev->mem_bytes)) {
     return sc_error_set(err, SC_ENOFIT,
                         "memory: pipeline stage %u needs %.1f GB per GPU, more than the %.1f GB "
-                        "of %s (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f "
-                        "GB); raise tp/pp, use --distributed-optimizer or --recompute",
-                        worst_stage, worst.total_bytes / 1e9, dev->mem_bytes / 1e9, dev->name,
-                        worst.weights_bytes / 1e9, worst.grads_bytes / 1e9,
-                        worst.optimizer_bytes / 1e9, worst.activations_bytes / 1e9);
+                        "of %s by over the %.0f %% margin (weights %.1f, gradients %.1f, "
+                        "optimizer %.1f, activations %.1f, other %.1f GB); raise tp/pp, use "
+                        "--distributed-optimizer or --recompute",
+                        worst_stage, mu->total_bytes / 1e9, dev->mem_bytes / 1e9, dev->name,
+                        100.0 * SC_MEMORY_REFUSE_MARGIN, worst.weights_bytes / 1e9,
+                        worst.grads_bytes / 1e9, worst.optimizer_bytes / 1e9,
+                        worst.activations_bytes / 1e9, mu->other_bytes / 1e9);
   }
   return SC_OK;
 }
@@ -221,7 +229,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   rc = sc_comm_check_gpus(t, gpus, err);
   if (rc != SC_OK) return rc;
   memset(res, 0, sizeof *res);
-  rc = fill_memory(m, p, dev, o, &res->memory, err);
+  rc = fill_memory(m, p, t, dev, o, &res->memory, err);
   if (rc != SC_OK) return rc;
   rc = sc__spans_make(t, p, &sp, err);
   if (rc != SC_OK) return rc;

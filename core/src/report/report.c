@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report/report_int.h"
+#include "stepcast/memory.h"
 #include "stepcast/report.h"
 #include "stepcast/stepcast.h"
 
@@ -42,7 +43,11 @@ int sc_result_finish(sc_result *r, sc_error *err) {
             {"memory.activations_bytes", r->memory.activations_bytes},
             {"memory.other_bytes", r->memory.other_bytes},
             {"memory.total_bytes", r->memory.total_bytes},
-            {"memory.capacity_bytes", r->memory.capacity_bytes}};
+            {"memory.capacity_bytes", r->memory.capacity_bytes},
+            {"memory.workspace_bytes", r->memory.workspace_bytes},
+            {"memory.fragmentation_bytes", r->memory.fragmentation_bytes},
+            {"memory.context_bytes", r->memory.context_bytes},
+            {"memory.comm_bytes", r->memory.comm_bytes}};
   for (size_t i = 0; i < sizeof nn / sizeof nn[0]; i++)
     if (bad_nonneg(nn[i].v))
       return sc_error_set(err, SC_EINVAL, "report: %s = %g must be finite and >= 0", nn[i].name,
@@ -154,7 +159,11 @@ int sc__result_check_finite(const sc_result *r, const char *who, sc_error *err) 
       {"memory.activations_bytes", r->memory.activations_bytes},
       {"memory.other_bytes", r->memory.other_bytes},
       {"memory.total_bytes", r->memory.total_bytes},
-      {"memory.capacity_bytes", r->memory.capacity_bytes}};
+      {"memory.capacity_bytes", r->memory.capacity_bytes},
+      {"memory.workspace_bytes", r->memory.workspace_bytes},
+      {"memory.fragmentation_bytes", r->memory.fragmentation_bytes},
+      {"memory.context_bytes", r->memory.context_bytes},
+      {"memory.comm_bytes", r->memory.comm_bytes}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (!isfinite(f[i].v))
       return sc_error_set(err, SC_ERANGE, "report: %s: %s is %g, not a finite number", who,
@@ -238,15 +247,37 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   const struct {
     const char *n;
     double v;
-  } mm[] = {{"weights", m->weights_bytes},         {"gradients", m->grads_bytes},
-            {"optimizer states", m->optimizer_bytes}, {"activations", m->activations_bytes},
-            {"other", m->other_bytes},             {"total", m->total_bytes}};
-  for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++)
-    fprintf(out, "  %-26s %9.2f GiB\n", mm[i].n, mm[i].v / GiB);
-  if (m->capacity_bytes > 0)
-    fprintf(out, "  %-26s %9.2f GiB (%s %.2f GiB)\n", "device capacity", m->capacity_bytes / GiB,
-            m->total_bytes <= m->capacity_bytes ? "fits, headroom" : "DOES NOT FIT, over by",
-            fabs(m->capacity_bytes - m->total_bytes) / GiB);
+  } mm[] = {{"weights", m->weights_bytes},
+            {"gradients", m->grads_bytes},
+            {"optimizer states", m->optimizer_bytes},
+            {"activations", m->activations_bytes},
+            {"other", m->other_bytes},
+            {"  workspaces", m->workspace_bytes},
+            {"  allocator reserve", m->fragmentation_bytes},
+            {"  CUDA context", m->context_bytes},
+            {"  communication buffers", m->comm_bytes},
+            {"total", m->total_bytes}};
+  for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
+    fprintf(out, "  %-26s %9.2f GiB", mm[i].n, mm[i].v / GiB);
+    if (i == 8 && m->communicators > 0) /* the communication buffers */
+      fprintf(out, " (%u NCCL communicator%s)", m->communicators,
+              m->communicators > 1 ? "s" : "");
+    fputc('\n', out);
+  }
+  if (m->capacity_bytes > 0) {
+    double over = m->total_bytes - m->capacity_bytes;
+    if (over <= 0)
+      fprintf(out, "  %-26s %9.2f GiB (fits, headroom %.2f GiB)\n", "device capacity",
+              m->capacity_bytes / GiB, -over / GiB);
+    else if (!sc_memory_refused(m->total_bytes, m->capacity_bytes))
+      fprintf(out, "  %-26s %9.2f GiB (over by %.2f GiB, within the %.0f %% margin: "
+              "accepted)\n", "device capacity", m->capacity_bytes / GiB, over / GiB,
+              100.0 * SC_MEMORY_REFUSE_MARGIN);
+    else
+      fprintf(out, "  %-26s %9.2f GiB (DOES NOT FIT, over by %.2f GiB, past the %.0f %% "
+              "margin)\n", "device capacity", m->capacity_bytes / GiB, over / GiB,
+              100.0 * SC_MEMORY_REFUSE_MARGIN);
+  }
   return sc__io_status(out, "table", err);
 }
 
@@ -399,14 +430,27 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jnum(out, "optimizer_bytes", r->memory.optimizer_bytes, &f);
   jnum(out, "activations_bytes", r->memory.activations_bytes, &f);
   jnum(out, "other_bytes", r->memory.other_bytes, &f);
+  jnum(out, "workspace_bytes", r->memory.workspace_bytes, &f);
+  jnum(out, "fragmentation_bytes", r->memory.fragmentation_bytes, &f);
+  jnum(out, "context_bytes", r->memory.context_bytes, &f);
+  jnum(out, "comm_bytes", r->memory.comm_bytes, &f);
+  jkey(out, "communicators", &f);
+  fprintf(out, "%u", r->memory.communicators);
   jnum(out, "total_bytes", r->memory.total_bytes, &f);
   jnum(out, "capacity_bytes", r->memory.capacity_bytes, &f);
   /* what is left (negative: missing); 0 with no capacity stated */
   jnum(out, "headroom_bytes",
        r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes - r->memory.total_bytes : 0.0, &f);
+  jnum(out, "refuse_margin", SC_MEMORY_REFUSE_MARGIN, &f);
   jkey(out, "fits", &f);
   if (r->memory.capacity_bytes > 0)
     fputs(r->memory.total_bytes <= r->memory.capacity_bytes ? "true" : "false", out);
+  else
+    fputs("null", out);
+  jkey(out, "refused", &f);
+  if (r->memory.capacity_bytes > 0)
+    fputs(sc_memory_refused(r->memory.total_bytes, r->memory.capacity_bytes) ? "true" : "false",
+          out);
   else
     fputs("null", out);
   fputs("\n  },\n  \"training\": {", out);
@@ -435,7 +479,8 @@ static const char *const csv_cols[] = {
     "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu",
     "memory_total_bytes", "memory_weights_bytes", "memory_grads_bytes",
     "memory_optimizer_bytes", "memory_activations_bytes", "memory_other_bytes",
-    "memory_capacity_bytes", "token_budget", "time_to_train_s"};
+    "memory_capacity_bytes", "token_budget", "time_to_train_s", "memory_workspace_bytes",
+    "memory_fragmentation_bytes", "memory_context_bytes", "memory_comm_bytes"};
 
 size_t sc_report_csv_columns(void) { return sizeof csv_cols / sizeof csv_cols[0]; }
 
@@ -537,6 +582,10 @@ int sc_report_csv_row(FILE *out, const sc_result *r, sc_error *err) {
   C_D(r->memory.capacity_bytes);
   C_D(r->token_budget);
   C_D(r->time_to_train_s);
+  C_D(r->memory.workspace_bytes);
+  C_D(r->memory.fragmentation_bytes);
+  C_D(r->memory.context_bytes);
+  C_D(r->memory.comm_bytes);
 #undef C_SEP
 #undef C_U
 #undef C_D

@@ -866,8 +866,8 @@ static int sc__stack_attention(const sc_table *st, sc_stack *s, sc_error *err) {
 int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   static const char *const known[] = {"name", "description", "host_per_kernel_s",
                                       "vocab_divisible_by", "p2p_blocking", "overlap_grad_reduce",
-                                      "overlap_param_gather", "overlap_tp_comm", "kernels",
-                                      "traffic", "attention", NULL};
+                                      "overlap_param_gather", "overlap_tp_comm", "te_workspace",
+                                      "kernels", "traffic", "attention", NULL};
   char path[SC_PATH_MAX];
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
@@ -916,9 +916,9 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   }
   {
     static const char *const sw[] = {"p2p_blocking", "overlap_grad_reduce",
-                                     "overlap_param_gather", "overlap_tp_comm"};
+                                     "overlap_param_gather", "overlap_tp_comm", "te_workspace"};
     int *dst[] = {&st->p2p_blocking, &st->overlap_grad_reduce, &st->overlap_param_gather,
-                  &st->overlap_tp_comm};
+                  &st->overlap_tp_comm, &st->te_workspace};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0] && rc == SC_OK; i++) {
       rc = sc__table_bool(t, sw[i], dst[i], err);
       if (rc == SC_ENOTFOUND) rc = SC_OK;

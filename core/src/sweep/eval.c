@@ -120,27 +120,31 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
   return sc__chunk_iter(w, op_time, &c, &cc, &out->ch, &out->t_opt, err);
 }
 
-int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_device *dev,
-                     int allow_oom, sc_memory_usage *mu, sc_error *err) {
+int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology *t,
+                     const sc_device *dev, const sc_stack *s, int allow_oom,
+                     sc_memory_usage *mu, sc_error *err) {
   uint32_t cand[3], n = 0;
   sc_memory worst;
+  sc_memory_overhead ov;
   memset(&worst, 0, sizeof worst);
+  int rc = sc_memory_overhead_of(m, p, dev, s, t, &ov, err);
+  if (rc != SC_OK) return rc;
   cand[n++] = 0;
   if (p->pp > 2) cand[n++] = 1;
   if (p->pp > 1) cand[n++] = p->pp - 1;
   for (uint32_t i = 0; i < n; i++) {
     sc_memory mem;
-    int rc = sc_memory_per_gpu(m, p, cand[i], &mem, err);
+    rc = sc_memory_per_gpu(m, p, cand[i], &mem, err);
     if (rc != SC_OK) return rc;
-    /* The worst exceeds the device iff one stage does: stop at the first. */
-    if (!allow_oom && dev->mem_bytes > 0 && mem.total_bytes > dev->mem_bytes)
+    /* The worst is refused iff one stage is (the device figure grows with the stage's
+     * own bytes): stop at the first. sc_predict's test, sc_memory_refused. */
+    if (!allow_oom && sc_memory_refused(sc_memory_device_bytes(&mem, &ov), dev->mem_bytes))
       return SC_ENOFIT; /* counted by the caller; no message to format */
     if (cand[i] == 0 || mem.total_bytes > worst.total_bytes) worst = mem;
   }
-  sc__memory_usage_of(&worst, dev->mem_bytes, mu);
+  sc__memory_usage_of(&worst, &ov, dev->mem_bytes, mu);
   return SC_OK;
 }
-
 
 double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_chunk *chunks,
                              const double *opt_s) {

@@ -421,7 +421,8 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *
   int rc;
   *pruned = 0;
   memset(res, 0, sizeof *res);
-  rc = sc__sweep_memory(sh->m, p, sh->dev, sh->o->predict.allow_oom, &res->memory, &w->err);
+  rc = sc__sweep_memory(sh->m, p, sh->t, sh->dev, sh->o->predict.stack,
+                        sh->o->predict.allow_oom, &res->memory, &w->err);
   if (rc != SC_OK) return rc;
   uint32_t pp = p->pp, vp = p->virtual_stages, G = pp * vp;
   uint32_t mb = sc_parallel_microbatches(p);

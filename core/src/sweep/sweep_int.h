@@ -53,10 +53,12 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err);
 
-/* The worst stage's memory as sc_predict's fill_memory finds it; SC_ENOFIT (no message)
- * when it does not fit (and allow_oom is 0). */
-int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_device *dev,
-                     int allow_oom, sc_memory_usage *mu, sc_error *err);
+/* The worst stage's memory as sc_predict's fill_memory finds it (its overhead with stack s
+ * on topology t: stepcast/memory.h); SC_ENOFIT (no message) when sc_memory_refused refuses
+ * it (and allow_oom is 0). */
+int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology *t,
+                     const sc_device *dev, const sc_stack *s, int allow_oom,
+                     sc_memory_usage *mu, sc_error *err);
 
 /* A lower bound on the simulated iteration time from the chunk times alone: every rank
  * runs its passes one after another, the first of them not before the first micro-batch
