@@ -52,6 +52,8 @@ int sc_cli_comm(int argc, char **argv);
 int sc_cli_ops(int argc, char **argv);
 int sc_cli_predict(int argc, char **argv);
 int sc_cli_validate(int argc, char **argv);
+/* validate --memory FILE (validate_memory.c); NULL prints its help. */
+int sc_cli_validate_memory(const char *file);
 int sc_cli_sweep(int argc, char **argv);
 int sc_cli_trace(int argc, char **argv);
 int sc_cli_sample(int argc, char **argv);

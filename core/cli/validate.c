@@ -13,7 +13,8 @@
 
 static void validate_usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast validate RUNS.csv [--json] [--estimator NAME] [--algo auto]\n\n"
+          "usage: stepcast validate RUNS.csv [--json] [--estimator NAME] [--algo auto]\n"
+          "       stepcast validate --memory MEMORY.csv   (memory per GPU: --memory --help)\n\n"
           "Predicts every row of a CSV of measured training runs (docs/validation/README.md)\n"
           "and prints, per row, its id, the GPU type, the measured and predicted iteration\n"
           "time, the signed error (predicted - measured) / measured, and what was assumed for\n"
@@ -544,7 +545,7 @@ typedef struct group {
 
 int sc_cli_validate(int argc, char **argv) {
   const char *file = NULL;
-  int json = 0, rc = 1;
+  int json = 0, rc = 1, memory = 0, other = 0, help = 0;
   sc_cli_job opts;
   sc_error err;
   sc_csv *csv = NULL;
@@ -562,12 +563,10 @@ int sc_cli_validate(int argc, char **argv) {
   sc_error_clear(&err);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      validate_usage(stdout);
-      return 0;
-    }
-    if (strcmp(a, "--json") == 0) { json = 1; continue; }
-    if (strcmp(a, "--allow-oom") == 0) { opts.opts.allow_oom = 1; continue; }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { help = 1; continue; }
+    if (strcmp(a, "--memory") == 0) { memory = 1; continue; }
+    if (strcmp(a, "--json") == 0) { json = other = 1; continue; }
+    if (strcmp(a, "--allow-oom") == 0) { opts.opts.allow_oom = other = 1; continue; }
     if (strncmp(a, "--estimator", 11) == 0 || strncmp(a, "--algo", 6) == 0) {
       const char *eq = strchr(a, '=');
       const char *name = strncmp(a, "--algo", 6) == 0 ? "algo" : "estimator";
@@ -579,11 +578,27 @@ int sc_cli_validate(int argc, char **argv) {
       else return sc_cli_usage_error("validate", "option '--%s' needs a value", name);
       if (sc_cli_job_set(&opts, name, val, &err) != SC_OK)
         return sc_cli_usage_error("validate", "%s", err.msg);
+      other = 1;
       continue;
     }
     if (strncmp(a, "--", 2) == 0) return sc_cli_usage_error("validate", "unknown option '%s'", a);
     if (file != NULL) return sc_cli_usage_error("validate", "one CSV file only ('%s')", a);
     file = a;
+  }
+  if (help) {
+    if (memory) return sc_cli_validate_memory(NULL);
+    validate_usage(stdout);
+    return 0;
+  }
+  if (memory) {
+    /* memory is not timed: no estimator, algorithm or JSON output there */
+    if (other)
+      return sc_cli_usage_error("validate", "--memory takes a CSV file only (no --json, "
+                                "--estimator, --algo or --allow-oom)");
+    if (file == NULL)
+      return sc_cli_usage_error("validate", "--memory: a CSV file of measured memory is "
+                                "required");
+    return sc_cli_validate_memory(file);
   }
   if (file == NULL)
     return sc_cli_usage_error("validate", "a CSV file of measured runs is required");
