@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "csvrow.h"
 #include "common/checked.h"
 #include "stepcast/estimate.h"
 #include "job.h"
@@ -102,13 +103,6 @@ typedef struct vstacks {
   int opt[O_COUNT];         /* the optional columns' indices, -1 where absent */
 } vstacks;
 
-/* The value of choices (NULL-terminated) that text names, or -1. */
-static int choice_of(const char *const *choices, const char *text) {
-  for (int i = 0; choices[i] != NULL; i++)
-    if (strcmp(choices[i], text) == 0) return i;
-  return -1;
-}
-
 typedef struct vtopo {
   char name[SC_PATH_MAX];
   sc_topology topo;
@@ -126,19 +120,6 @@ typedef struct vtopo {
 static void add_assumed(vrow *r, const char *what) {
   size_t n = strlen(r->assumed);
   snprintf(r->assumed + n, sizeof r->assumed - n, "%s%s", n ? ", " : "", what);
-}
-
-/* A field's text, trimmed of spaces, into buf. */
-static const char *text_of(const sc_csv *c, size_t row, int col, char *buf, size_t cap) {
-  const char *s = sc_csv_field(c, row, (size_t)col);
-  size_t n;
-  while (*s == ' ' || *s == '\t') s++;
-  n = strlen(s);
-  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  return buf;
 }
 
 /* Pass a non-empty field to the job parser under the column's name; an error becomes
@@ -172,7 +153,7 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   r->line = line;
   sc_cli_job_init(&r->job);
   char idbuf[4 * SC_NAME_MAX];
-  text_of(c, row, idx[C_ID], idbuf, sizeof idbuf);
+  sc__csv_text(c, row, idx[C_ID], idbuf, sizeof idbuf);
   if (idbuf[0] == '\0')
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': empty", path, line);
   if (strlen(idbuf) >= sizeof r->id)
@@ -209,7 +190,7 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
                         "(0, 1e6] seconds", path, line);
 
   /* Topology (cached with its device). */
-  text_of(c, row, idx[C_TOPOLOGY], buf, sizeof buf);
+  sc__csv_text(c, row, idx[C_TOPOLOGY], buf, sizeof buf);
   if (buf[0] == '\0')
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'topology': empty", path, line);
   r->topo = -1;
@@ -235,7 +216,7 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   /* The software stack, when the file has the column and the row names one. */
   r->stack = -1;
   if (stacks->col >= 0) {
-    text_of(c, row, stacks->col, buf, sizeof buf);
+    sc__csv_text(c, row, stacks->col, buf, sizeof buf);
     if (buf[0] != '\0') {
       for (size_t k = 0; k < stacks->n; k++)
         if (strcmp(stacks->s[k].name, buf) == 0 || strcmp(stacks->s[k].path, buf) == 0)
@@ -254,32 +235,27 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
   }
 
   /* Enumerations and booleans: parsed by the job keys (which accept '_' spellings). */
-  text_of(c, row, idx[C_ACT], buf, sizeof buf);
+  sc__csv_text(c, row, idx[C_ACT], buf, sizeof buf);
   if (buf[0] == '\0') {
     add_assumed(r, "activation=gelu");
     r->model.activation = SC_ACT_GELU;
-  } else {
-    static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu", NULL};
-    int k = choice_of(acts, buf);
-    if (k < 0)
-      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'activation': '%s' is not gelu, "
-                          "swiglu, relu, squared_relu or geglu", path, line, buf);
-    r->model.activation = (sc_activation)k;
+  } else if ((rc = sc__csv_activation(path, line, buf, &r->model.activation, err)) != SC_OK) {
+    return rc;
   }
-  text_of(c, row, idx[C_SCHED], buf, sizeof buf);
+  sc__csv_text(c, row, idx[C_SCHED], buf, sizeof buf);
   if (strcmp(buf, "interleaved-1f1b") == 0) snprintf(buf, sizeof buf, "interleaved");
   if (buf[0] != '\0' && (rc = job_field(c, row, C_SCHED, r, buf, err)) != SC_OK) return rc;
   int sched_known = buf[0] != '\0';
-  text_of(c, row, idx[C_RECOMP], buf, sizeof buf);
+  sc__csv_text(c, row, idx[C_RECOMP], buf, sizeof buf);
   if (buf[0] == '\0') r->recompute_unknown = 1;
   else if ((rc = job_field(c, row, C_RECOMP, r, buf, err)) != SC_OK) return rc;
-  text_of(c, row, idx[C_DTYPE], buf, sizeof buf);
+  sc__csv_text(c, row, idx[C_DTYPE], buf, sizeof buf);
   if (buf[0] == '\0') add_assumed(r, "dtype=bf16");
   else if ((rc = job_field(c, row, C_DTYPE, r, buf, err)) != SC_OK) return rc;
   int sp_unknown = 0;
   for (size_t k = 0; k < sizeof bools / sizeof bools[0]; k++) {
     int col = bools[k];
-    text_of(c, row, idx[col], buf, sizeof buf);
+    sc__csv_text(c, row, idx[col], buf, sizeof buf);
     if (buf[0] == '\0' && col == C_SP) {
       sp_unknown = 1; /* decided below, once tp is known */
     } else if (buf[0] == '\0' && col == C_DOPT) {
@@ -345,33 +321,29 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
     add_assumed(r, "kv_heads=heads");
     r->model.kv_heads = v[C_HEADS];
   }
-  /* GPT-style (gelu, relu, squared_relu) or Llama-style (the gated swiglu, geglu) */
-  int gpt = !sc_activation_gated(r->model.activation);
-  r->model.norm = gpt ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
-  r->model.position = gpt ? SC_POS_LEARNED : SC_POS_ROPE;
-  r->model.linear_bias = gpt;
+  sc__model_style_defaults(&r->model);
   for (int o = 0; o < O_COUNT; o++) { /* the optional columns the file has */
     static const char *const pos[] = {"learned", "rope", "alibi", "none", NULL};
     static const char *const norms[] = {"layernorm", "rmsnorm", NULL};
     static const char *const bools[] = {"false", "true", NULL};
     int k;
     if (stacks->opt[o] < 0) continue;
-    text_of(c, row, stacks->opt[o], buf, sizeof buf);
+    sc__csv_text(c, row, stacks->opt[o], buf, sizeof buf);
     if (buf[0] == '\0') continue;
     if (o == O_POSITION) {
-      if ((k = choice_of(pos, buf)) < 0)
-        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'position': '%s' is not learned, "
-                            "rope, alibi or none", path, line, buf);
+      if ((rc = sc__csv_choice(path, line, "position", buf, pos, "learned, rope, alibi or none",
+                               &k, err)) != SC_OK)
+        return rc;
       r->model.position = (sc_pos_embedding)k;
     } else if (o == O_NORM) {
-      if ((k = choice_of(norms, buf)) < 0)
-        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'norm': '%s' is not layernorm or "
-                            "rmsnorm", path, line, buf);
+      if ((rc = sc__csv_choice(path, line, "norm", buf, norms, "layernorm or rmsnorm", &k,
+                               err)) != SC_OK)
+        return rc;
       r->model.norm = (sc_norm_kind)k;
     } else if (o == O_TIED) {
-      if ((k = choice_of(bools, buf)) < 0)
-        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'tied_embeddings': '%s' is not "
-                            "true or false", path, line, buf);
+      if ((rc = sc__csv_choice(path, line, "tied_embeddings", buf, bools, "true or false", &k,
+                               err)) != SC_OK)
+        return rc;
       r->model.tied_embeddings = k;
     } else {
       sc_error e;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "csvrow.h"
 #include "job.h"
 #include "stepcast/csv.h"
 #include "stepcast/memory.h"
@@ -75,26 +76,6 @@ static void add_reason(mrow *r, const char *what) {
   snprintf(r->reason + n, sizeof r->reason - n, "%s%s", n ? ", " : "unknown: ", what);
 }
 
-/* A field's text, trimmed of spaces, into buf. */
-static const char *text_of(const sc_csv *c, size_t row, int col, char *buf, size_t cap) {
-  const char *s = sc_csv_field(c, row, (size_t)col);
-  size_t n;
-  if (s == NULL) s = "";
-  while (*s == ' ' || *s == '\t') s++;
-  n = strlen(s);
-  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  return buf;
-}
-
-static int choice_of(const char *const *choices, const char *text) {
-  for (int i = 0; choices[i] != NULL; i++)
-    if (strcmp(choices[i], text) == 0) return i;
-  return -1;
-}
-
 /* A value through the job keys; an error becomes "file:line: column 'name': message". */
 static int job_field(const sc_csv *c, size_t row, int col, mrow *r, const char *key,
                      const char *value, sc_error *err) {
@@ -113,9 +94,9 @@ static int load_specs(const sc_csv *c, size_t row, const int *idx, mrow *r, cach
   uint32_t line = sc_csv_line(c, row);
   char topo[SC_PATH_MAX], hw[SC_PATH_MAX], stk[SC_PATH_MAX];
   sc_error e;
-  text_of(c, row, idx[M_TOPOLOGY], topo, sizeof topo);
-  text_of(c, row, idx[M_HARDWARE], hw, sizeof hw);
-  text_of(c, row, idx[M_STACK], stk, sizeof stk);
+  sc__csv_text(c, row, idx[M_TOPOLOGY], topo, sizeof topo);
+  sc__csv_text(c, row, idx[M_HARDWARE], hw, sizeof hw);
+  sc__csv_text(c, row, idx[M_STACK], stk, sizeof stk);
   r->topo = r->stack = -1;
   int hw_of_topo = hw[0] == '\0';
   if (topo[0] == '\0' && hw[0] == '\0')
@@ -150,7 +131,7 @@ static int load_specs(const sc_csv *c, size_t row, const int *idx, mrow *r, cach
                           hw_of_topo ? "topology" : "hardware", e.msg);
     r->dev = (int)k->ndev++;
   }
-  text_of(c, row, idx[M_STACK], stk, sizeof stk);
+  sc__csv_text(c, row, idx[M_STACK], stk, sizeof stk);
   if (stk[0] != '\0') {
     for (size_t i = 0; i < k->nstack; i++)
       if (strcmp(k->stack[i].name, stk) == 0 || strcmp(k->stack[i].path, stk) == 0)
@@ -188,7 +169,7 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, int tied_col, m
   memset(v, 0, sizeof v);
   r->line = line;
   sc_cli_job_init(&r->job);
-  text_of(c, row, idx[M_ID], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_ID], buf, sizeof buf);
   if (buf[0] == '\0')
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'id': empty", path, line);
   if (strlen(buf) >= sizeof r->id)
@@ -220,13 +201,13 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, int tied_col, m
   if (ck && !(r->capacity_bytes >= 1 && r->capacity_bytes <= 1e16))
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'capacity_bytes': must be in [1, 1e16] "
                         "bytes", path, line);
-  text_of(c, row, idx[M_COUNTER], buf, sizeof buf);
-  int cnt = buf[0] ? choice_of(counters, buf) : -1;
+  sc__csv_text(c, row, idx[M_COUNTER], buf, sizeof buf);
+  int cnt = buf[0] ? sc__choice_of(counters, buf) : -1;
   if (buf[0] && cnt < 0)
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'counter': '%s' is not allocated, "
                         "reserved or device", path, line, buf);
   r->counter = cnt < 0 ? CNT_ALLOCATED : (counter_kind)cnt;
-  text_of(c, row, idx[M_STAGE], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_STAGE], buf, sizeof buf);
   if (buf[0] && strcmp(buf, "last") != 0 && strcmp(buf, "max") != 0)
     return sc_error_set(err, SC_EPARSE, "%s:%u: column 'stage_measured': '%s' is not max or "
                         "last", path, line, buf);
@@ -237,17 +218,12 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, int tied_col, m
   if (!ck) r->capacity_bytes = k->dev[r->dev].dev.mem_bytes;
 
   /* The model from its columns (GPT-style or Llama-style by the activation, as validate) */
-  text_of(c, row, idx[M_ACT], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_ACT], buf, sizeof buf);
   if (buf[0] == '\0') {
     add_assumed(r, "activation=gelu");
     r->model.activation = SC_ACT_GELU;
-  } else {
-    static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu", NULL};
-    int a = choice_of(acts, buf);
-    if (a < 0)
-      return sc_error_set(err, SC_EPARSE, "%s:%u: column 'activation': '%s' is not gelu, "
-                          "swiglu, relu, squared_relu or geglu", path, line, buf);
-    r->model.activation = (sc_activation)a;
+  } else if ((rc = sc__csv_activation(path, line, buf, &r->model.activation, err)) != SC_OK) {
+    return rc;
   }
   snprintf(r->model.name, sizeof r->model.name, "%s", r->id);
   r->model.layers = v[M_LAYERS];
@@ -259,18 +235,15 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, int tied_col, m
   if (!known[M_FFN]) add_assumed(r, "ffn_hidden=4*hidden");
   r->model.kv_heads = known[M_KV] ? v[M_KV] : v[M_HEADS];
   if (!known[M_KV]) add_assumed(r, "kv_heads=heads");
-  int gpt = !sc_activation_gated(r->model.activation);
-  r->model.norm = gpt ? SC_NORM_LAYERNORM : SC_NORM_RMSNORM;
-  r->model.position = gpt ? SC_POS_LEARNED : SC_POS_ROPE;
-  r->model.linear_bias = gpt;
+  sc__model_style_defaults(&r->model);
   if (tied_col >= 0) {
-    text_of(c, row, tied_col, buf, sizeof buf);
+    sc__csv_text(c, row, tied_col, buf, sizeof buf);
     if (buf[0] != '\0') {
       static const char *const bools[] = {"false", "true", NULL};
-      int b = choice_of(bools, buf);
-      if (b < 0)
-        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'tied_embeddings': '%s' is not "
-                            "true or false", path, line, buf);
+      int b = 0;
+      if ((rc = sc__csv_choice(path, line, "tied_embeddings", buf, bools, "true or false", &b,
+                               err)) != SC_OK)
+        return rc;
       r->model.tied_embeddings = b;
     }
   }
@@ -289,24 +262,24 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, int tied_col, m
     add_assumed(r, "cp=1");
     if ((rc = job_field(c, row, M_CP, r, "cp", "1", err)) != SC_OK) return rc;
   }
-  text_of(c, row, idx[M_SCHED], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_SCHED], buf, sizeof buf);
   if (strcmp(buf, "interleaved-1f1b") == 0) snprintf(buf, sizeof buf, "interleaved");
   if (buf[0] == '\0') snprintf(buf, sizeof buf, known[M_VS] && v[M_VS] > 1 ? "interleaved"
                                                                             : "1f1b");
   if ((rc = job_field(c, row, M_SCHED, r, "schedule", buf, err)) != SC_OK) return rc;
   int interleaved = strcmp(buf, "interleaved") == 0;
-  text_of(c, row, idx[M_RECOMP], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_RECOMP], buf, sizeof buf);
   int recompute_known = buf[0] != '\0';
   if (recompute_known && (rc = job_field(c, row, M_RECOMP, r, "recompute", buf, err)) != SC_OK)
     return rc;
-  text_of(c, row, idx[M_DTYPE], buf, sizeof buf);
+  sc__csv_text(c, row, idx[M_DTYPE], buf, sizeof buf);
   if (buf[0] == '\0') add_assumed(r, "dtype=bf16");
   else if ((rc = job_field(c, row, M_DTYPE, r, "dtype", buf, err)) != SC_OK) return rc;
   static const struct { int col; const char *key; const char *dflt; } bcols[] = {
       {M_SP, "sequence_parallel", NULL}, {M_DOPT, "distributed_optimizer", "false"},
       {M_FA, "flash_attention", "true"}};
   for (size_t i = 0; i < sizeof bcols / sizeof bcols[0]; i++) {
-    const char *val = text_of(c, row, idx[bcols[i].col], buf, sizeof buf);
+    const char *val = sc__csv_text(c, row, idx[bcols[i].col], buf, sizeof buf);
     char a[64];
     if (val[0] == '\0') {
       /* sequence parallelism: on whenever tp > 1, as Megatron-Core and NeMo run it */
