@@ -15,7 +15,17 @@ extern "C" {
 #endif
 
 typedef enum { SC_RECOMPUTE_NONE = 0, SC_RECOMPUTE_SELECTIVE, SC_RECOMPUTE_FULL } sc_recompute;
-typedef enum { SC_SCHED_GPIPE = 0, SC_SCHED_1F1B, SC_SCHED_INTERLEAVED } sc_schedule_kind;
+/* Pipeline schedules (docs/schedule.md): GPipe; 1F1B (PipeDream-flush); Megatron's
+ * interleaved 1F1B; ZB-H1 (Qi et al. 2023, zero bubble: the backward split into B and W,
+ * 1F1B's peak activation memory); DualPipe (DeepSeek-V3, Sec. 3.2.1: bidirectional, two
+ * stage copies per rank, needs an even pp and at least 2*pp micro-batches, an even number). */
+typedef enum {
+  SC_SCHED_GPIPE = 0,
+  SC_SCHED_1F1B,
+  SC_SCHED_INTERLEAVED,
+  SC_SCHED_ZB_H1,
+  SC_SCHED_DUALPIPE
+} sc_schedule_kind;
 
 /* Parallel groups, for placement and for tagging collectives. */
 typedef enum {
@@ -69,7 +79,8 @@ typedef struct sc_parallel {
 /* Names as the CLI, job files, validation CSVs and reports spell them: recompute "none",
  * "selective", "full" ("?" outside the enum). The parse functions accept exactly those,
  * dtype names as sc_dtype_name spells them, and schedules "gpipe", "1f1b", "interleaved"
- * (or sc_schedule_kind_name's "interleaved-1f1b"); SC_OK or SC_EINVAL. */
+ * (or sc_schedule_kind_name's "interleaved-1f1b"), "zb-h1", "dualpipe"; SC_OK or
+ * SC_EINVAL. */
 const char *sc_recompute_name(sc_recompute r);
 int sc_recompute_parse(const char *s, sc_recompute *out);
 int sc_schedule_kind_parse(const char *s, sc_schedule_kind *out);

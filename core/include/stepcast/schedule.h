@@ -5,8 +5,9 @@
  * The caller (the predictor) gives, per virtual pipeline stage, per-micro-batch compute and
  * communication times and per-iteration data-parallel times; the simulation places every
  * forward, recomputation and backward pass of every micro-batch on its stage in the order
- * the schedule prescribes (GPipe, 1F1B = PipeDream-flush, Megatron's interleaved 1F1B),
- * honours the data dependencies between neighbouring stages, and returns the iteration
+ * the schedule prescribes (GPipe, 1F1B = PipeDream-flush, Megatron's interleaved 1F1B, the
+ * zero-bubble ZB-H1 and DeepSeek's DualPipe, whose backwards split into an input-gradient
+ * pass B and a weight-gradient pass W), honours the data dependencies between neighbouring stages, and returns the iteration
  * time, a breakdown whose terms sum to it on the critical stage, and optionally the busy
  * intervals of every stream (the timeline behind the Chrome/Perfetto trace).
  * docs/schedule.md describes the model, the overlap rules and the breakdown.
@@ -60,15 +61,23 @@ typedef enum {
   SC_IV_DP_GRAD,       /* one gradient-reduction bucket */
   SC_IV_DP_PARAM,      /* one parameter all-gather bucket (distributed optimizer) */
   SC_IV_OPTIMIZER,
+  SC_IV_WGRAD,         /* weight-gradient pass W (ZB-H1, DualPipe): its own interval, after
+                          the input-gradient part of the backward or deferred to a later slot */
   SC_IV_COUNT
 } sc_interval_kind;
 
 /* Per-micro-batch times of one model chunk (one virtual pipeline stage). For the plain
  * schedules a pipeline rank holds one chunk; interleaved 1F1B gives each rank vp chunks:
- * chunk c of rank r is virtual stage c*pp + r (Megatron's layer assignment). */
+ * chunk c of rank r is virtual stage c*pp + r (Megatron's layer assignment). DualPipe takes
+ * pp entries, one per model stage s, and runs stage s on rank s (micro-batches fed from
+ * rank 0) and on rank pp-1-s (micro-batches fed from rank pp-1). */
 typedef struct sc_sched_chunk {
   double fwd_s;               /* forward compute of one micro-batch */
   double bwd_s;               /* backward compute of one micro-batch (without recompute) */
+  double wgrad_s;             /* the part of bwd_s that computes weight gradients (W), in
+                                 [0, bwd_s]; ZB-H1 and DualPipe run it as its own pass W
+                                 (the rest, B, propagates the gradient); the other schedules
+                                 ignore it. 0 = nothing to defer (W passes of zero length) */
   double recompute_s;         /* recomputation forward run just before the backward (0 = none) */
   double tp_fwd_s, tp_bwd_s;  /* TP comm per micro-batch; tp_bwd_s includes the TP comm of
                                  the recomputation forward */
@@ -97,8 +106,10 @@ typedef struct sc_sched_input {
   sc_schedule_kind kind;
   uint32_t pp;                /* pipeline ranks (>= 1) */
   uint32_t vp;                /* chunks per rank: 1, or >= 2 with SC_SCHED_INTERLEAVED */
-  uint32_t microbatches;      /* m >= 1; interleaved needs m % pp == 0 (as Megatron) */
-  const sc_sched_chunk *chunks; /* pp*vp entries indexed by virtual stage c*pp + r; borrowed */
+  uint32_t microbatches;      /* m >= 1; interleaved needs m % pp == 0 (as Megatron);
+                                 DualPipe an even m >= 2*pp (half fed from each end) */
+  const sc_sched_chunk *chunks; /* pp*vp entries indexed by virtual stage c*pp + r (DualPipe:
+                                   pp entries, one per model stage); borrowed */
   const double *optimizer_s;  /* pp entries: optimizer step time of each rank; NULL = 0 */
   /* Fraction in [0,1] of TP / CP comm that can hide under the compute of the same pass
    * (0 = all exposed; 1 = exposed only beyond the compute time). */
@@ -145,8 +156,11 @@ typedef struct sc_sched_interval {
   uint32_t stage;             /* pipeline rank */
   uint16_t lane;              /* sc_lane */
   uint16_t kind;              /* sc_interval_kind */
-  uint32_t chunk;             /* model chunk on this rank (0 when vp = 1) */
-  int32_t microbatch;         /* -1 for per-iteration work (DP, optimizer) */
+  uint32_t chunk;             /* model chunk on this rank (0 when vp = 1; DualPipe: 0 for
+                                 the copy fed from rank 0, stage r, 1 for the one fed from
+                                 rank pp-1, stage pp-1-r) */
+  int32_t microbatch;         /* -1 for per-iteration work (DP, optimizer); DualPipe counts
+                                 each direction's micro-batches from 0 */
   int32_t bucket;             /* DP bucket index, -1 otherwise */
 } sc_sched_interval;
 
@@ -182,9 +196,10 @@ void sc_sched_workspace_free(sc_sched_workspace *ws);
 /* Simulate one iteration. in and its arrays are borrowed for the call; out's arrays point
  * into ws and stay valid until the next run on ws or its free. Errors (out untouched):
  * SC_EINVAL naming the parameter (pp or vp or microbatches zero or too large, vp > 1
- * without the interleaved schedule, a negative or non-finite time, a family split not
- * summing to its total, an overlap fraction outside [0,1], chunks NULL), SC_ECONFIG for
- * interleaved with microbatches % pp != 0, SC_ENOMEM when the workspace cannot grow. */
+ * without the interleaved schedule, a negative or non-finite time, wgrad_s above bwd_s, a
+ * family split not summing to its total, an overlap fraction outside [0,1], chunks NULL),
+ * SC_ECONFIG for interleaved with microbatches % pp != 0 and for DualPipe with an odd pp,
+ * an odd microbatches or microbatches < 2*pp, SC_ENOMEM when the workspace cannot grow. */
 int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_result *out,
                     sc_error *err);
 

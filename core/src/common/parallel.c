@@ -42,8 +42,8 @@ int sc_recompute_parse(const char *s, sc_recompute *out) {
 }
 
 int sc_schedule_kind_parse(const char *s, sc_schedule_kind *out) {
-  static const char *const cli[] = {"gpipe", "1f1b", "interleaved"};
-  for (int i = SC_SCHED_GPIPE; s != NULL && i <= SC_SCHED_INTERLEAVED; i++) {
+  static const char *const cli[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe"};
+  for (int i = SC_SCHED_GPIPE; s != NULL && i <= SC_SCHED_DUALPIPE; i++) {
     if (strcmp(s, cli[i]) == 0 || strcmp(s, sc_schedule_kind_name((sc_schedule_kind)i)) == 0) {
       *out = (sc_schedule_kind)i;
       return SC_OK;

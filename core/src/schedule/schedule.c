@@ -20,11 +20,16 @@
 #include "stepcast/schedule.h"
 #include "stepcast/stepcast.h"
 
-/* Encoding of one pass in a rank's order: bit 31 backward, bits 24..29 chunk, 0..23 mb. */
-#define OP_BWD 0x80000000u
-#define OP_CHUNK_SHIFT 24
+/* Encoding of one pass in a rank's order: bits 28..31 its kind, bits 20..25 the chunk (vp
+ * <= 64; DualPipe: the direction), bits 0..19 the micro-batch (< 2^20). */
+#define OP_BWD 0x80000000u   /* a backward: B and W together unless OP_SPLIT */
+#define OP_W 0x40000000u     /* the weight-gradient pass W of a split backward */
+#define OP_SPLIT 0x20000000u /* with OP_BWD: the input-gradient part B alone (W later) */
+#define OP_PAIR 0x10000000u  /* a forward run as one pass with the backward after it in the
+                                order (DualPipe's overlapped F&B chunk pair) */
+#define OP_CHUNK_SHIFT 20
 #define OP_CHUNK_MASK 0x3Fu
-#define OP_MB_MASK 0x00FFFFFFu
+#define OP_MB_MASK 0x000FFFFFu
 
 typedef struct sc__slot {
   double arr, prod;
@@ -41,9 +46,15 @@ struct sc_sched_workspace {
   sc__slot *fwd_in, *bwd_in;
   int32_t *fwd_send_iv, *bwd_send_iv; /* G*m: interval index of the send (timeline only) */
   uint32_t *fcount, *bcount;    /* G: passes done per chunk */
+  uint32_t *gdone;              /* G: passes done per chunk that finished a micro-batch's
+                                   weight gradients (a whole backward, or a W) */
   double *gather_first, *gather_end; /* G: param all-gather bucket 0 / last bucket end */
   /* per rank */
   uint32_t *next, *worklist;
+  uint32_t *nops_r;         /* entries of each rank's order (ZB-H1 and DualPipe: W passes
+                               and F&B pairs make them differ) */
+  uint32_t *wq;             /* pp + 2: DualPipe's queue of deferred W passes while the
+                               orders are built (first in, first out, as WeightGradStore) */
   uint8_t *inq, *done;
   double *cfree, *pnext_free, *pprev_free, *dpfree, *gather_all;
   sc_sched_breakdown *stages;
@@ -59,7 +70,7 @@ struct sc_sched_workspace {
   uint32_t *rank_lvl;          /* pp */
   uint32_t *seq_tmp, *pass_lvl, *lvl_count;
   int key_kind;
-  uint32_t key_pp, key_vp, key_m;
+  uint32_t key_pp, key_vp, key_m; /* key_m: in->microbatches */
   sc_sched_interval *iv;
   size_t niv;
   sc_sched_flow *flows;
@@ -92,6 +103,9 @@ void sc_sched_workspace_free(sc_sched_workspace *ws) {
   free(ws->bwd_send_iv);
   free(ws->fcount);
   free(ws->bcount);
+  free(ws->gdone);
+  free(ws->nops_r);
+  free(ws->wq);
   free(ws->gather_first);
   free(ws->gather_end);
   free(ws->next);
@@ -157,6 +171,8 @@ static int ws_reserve(sc_sched_workspace *ws, size_t pp, size_t G, size_t m, siz
     c = 0;
     if (grow((void **)&ws->bcount, &c, G, sizeof(uint32_t))) return -1;
     c = 0;
+    if (grow((void **)&ws->gdone, &c, G, sizeof(uint32_t))) return -1;
+    c = 0;
     if (grow((void **)&ws->gather_first, &c, G, sizeof(double))) return -1;
     c = 0;
     if (grow((void **)&ws->gather_end, &c, G, sizeof(double))) return -1;
@@ -173,6 +189,10 @@ static int ws_reserve(sc_sched_workspace *ws, size_t pp, size_t G, size_t m, siz
     if (grow((void **)&ws->done, &c, pp, 1)) return -1;
     c = 0;
     if (grow((void **)&ws->rank_lvl, &c, pp, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->nops_r, &c, pp, sizeof(uint32_t))) return -1;
+    c = 0;
+    if (grow((void **)&ws->wq, &c, pp + 2, sizeof(uint32_t))) return -1;
     double **d[] = {&ws->cfree, &ws->pnext_free, &ws->pprev_free, &ws->dpfree,
                     &ws->gather_all};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
@@ -207,12 +227,136 @@ static inline uint32_t il_op(uint32_t k, int bwd, uint32_t pp, uint32_t vp) {
   return enc(bwd, chunk, mb);
 }
 
-static void build_orders(const sc_sched_input *in, uint32_t *ops,
-                         uint32_t stride) {
+static inline uint32_t mk(uint32_t flags, uint32_t chunk, uint32_t mb) {
+  return flags | (chunk << OP_CHUNK_SHIFT) | mb;
+}
+
+/* ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Sec. 3.1 and
+ * Fig. 3), in the order InternLM's ZeroBubblePipelineScheduler runs it: 1F1B's warm-up of
+ * min(pp - r - 1, m) forwards, then forward / B pairs where the i-th pair is followed by the
+ * oldest pending W once i >= r (rank r defers its first r W passes into the cooldown), then
+ * B / W pairs, then the W passes still pending. Every backward is split; a rank never holds
+ * more than pp micro-batches in flight (stage 0 exactly 1F1B's pp). */
+static uint32_t build_zbh1(uint32_t *o, uint32_t pp, uint32_t m, uint32_t r) {
+  uint32_t n = 0, w = 0;
+  uint32_t warm = pp - r - 1 < m ? pp - r - 1 : m;
+  uint32_t steady = m - warm;
+  for (uint32_t i = 0; i < warm; i++) o[n++] = mk(0, 0, i);
+  for (uint32_t i = 0; i < steady; i++) {
+    o[n++] = mk(0, 0, warm + i);
+    o[n++] = mk(OP_BWD | OP_SPLIT, 0, i);
+    if (i >= r) o[n++] = mk(OP_W, 0, w++);
+  }
+  for (uint32_t i = steady; i < m; i++) {
+    o[n++] = mk(OP_BWD | OP_SPLIT, 0, i);
+    o[n++] = mk(OP_W, 0, w++);
+  }
+  while (w < m) o[n++] = mk(OP_W, 0, w++);
+  return n;
+}
+
+/* DualPipe's order for one rank, built as DeepSeek's reference implementation
+ * (github.com/deepseek-ai/DualPipe, dualpipe.py, DualPipe.step) issues it. Phase 0 of a rank
+ * is the direction in which it is nearer the start (the forward direction on the first half
+ * of the ranks, the reverse one on the second half), phase 1 the other. */
+typedef struct dp_build {
+  uint32_t *o, n;
+  uint32_t second;       /* 1 on the second half of the ranks: phase 0 is direction 1 */
+  uint32_t fc[2], bc[2]; /* next forward / backward micro-batch of each direction */
+  uint32_t *q, qh, qt, qn; /* deferred W passes, first in first out */
+} dp_build;
+
+static void dp_f(dp_build *b, uint32_t ph, uint32_t flags) {
+  uint32_t d = ph ^ b->second;
+  b->o[b->n++] = mk(flags, d, b->fc[d]++);
+}
+static void dp_b(dp_build *b, uint32_t ph, int zb) {
+  uint32_t d = ph ^ b->second;
+  uint32_t op = mk(OP_BWD | (zb ? OP_SPLIT : 0u), d, b->bc[d]++);
+  b->o[b->n++] = op;
+  if (zb) b->q[b->qt++ % b->qn] = op;
+}
+static void dp_w(dp_build *b) {
+  uint32_t op = b->q[b->qh++ % b->qn];
+  b->o[b->n++] = (op & ~(OP_BWD | OP_SPLIT)) | OP_W;
+}
+static void dp_fb(dp_build *b, uint32_t ph_f, uint32_t ph_b) {
+  dp_f(b, ph_f, OP_PAIR);
+  dp_b(b, ph_b, 0);
+}
+
+static uint32_t build_dualpipe(uint32_t *o, uint32_t *q, uint32_t pp, uint32_t m, uint32_t r) {
+  uint32_t half = pp / 2, h = r < pp - 1 - r ? r : pp - 1 - r;
+  int middle = r == half - 1 || r == half;
+  dp_build b;
+  memset(&b, 0, sizeof b);
+  b.o = o;
+  b.q = q;
+  b.qn = pp + 2; /* at most h + 1 <= pp / 2 are pending at once */
+  b.second = r >= half;
+  /* 1: nF0 */
+  for (uint32_t i = 0; i < (half - h - 1) * 2; i++) dp_f(&b, 0, 0);
+  /* 2: nF0F1 */
+  for (uint32_t i = 0; i < h + 1; i++) {
+    dp_f(&b, 0, 0);
+    dp_f(&b, 1, 0);
+  }
+  /* 3: nB1W1F1, zero bubble */
+  for (uint32_t i = 0; i < half - h - 1; i++) {
+    dp_b(&b, 1, 1);
+    dp_w(&b);
+    dp_f(&b, 1, 0);
+  }
+  /* 4: nF0B1F1B0, the overlapped pairs; the middle ranks run their first F0 and B1 apart */
+  uint32_t s4 = m / 2 - pp + h + 1;
+  for (uint32_t i = 0; i < s4; i++) {
+    if (i == 0 && middle) {
+      dp_f(&b, 0, 0);
+      dp_b(&b, 1, 0);
+    } else {
+      dp_fb(&b, 0, 1);
+    }
+    dp_fb(&b, 1, 0);
+  }
+  /* 5: nB1F1B0 */
+  for (uint32_t i = 0; i < half - h - 1; i++) {
+    dp_b(&b, 1, 0);
+    dp_fb(&b, 1, 0);
+  }
+  /* 6: nB1B0, the second half of them split (zero bubble) */
+  int zb = 0;
+  for (uint32_t i = 0; i < h + 1; i++) {
+    if (i == (h + 1) / 2 && h % 2 == 1) zb = 1;
+    dp_b(&b, 1, zb);
+    if (i == (h + 1) / 2 && h % 2 == 0) zb = 1;
+    dp_b(&b, 0, zb);
+  }
+  /* 7: nWB0, zero bubble */
+  for (uint32_t i = 0; i < half - h - 1; i++) {
+    dp_w(&b);
+    dp_b(&b, 0, 1);
+  }
+  /* 8: nW */
+  for (uint32_t i = 0; i < h + 1; i++) dp_w(&b);
+  return b.n;
+}
+
+/* Each rank's order into ops (rows of stride entries) and its length into nops_r. */
+static void build_orders(const sc_sched_input *in, uint32_t *ops, uint32_t stride,
+                         uint32_t *nops_r, uint32_t *wq) {
   uint32_t pp = in->pp, m = in->microbatches, vp = in->vp;
   for (uint32_t r = 0; r < pp; r++) {
     uint32_t *o = ops + (size_t)r * stride;
     uint32_t n = 0;
+    if (in->kind == SC_SCHED_ZB_H1) {
+      nops_r[r] = build_zbh1(o, pp, m, r);
+      continue;
+    }
+    if (in->kind == SC_SCHED_DUALPIPE) {
+      nops_r[r] = build_dualpipe(o, wq, pp, m, r);
+      continue;
+    }
+    nops_r[r] = 2u * vp * m;
     if (in->kind == SC_SCHED_GPIPE) {
       for (uint32_t i = 0; i < m; i++) o[n++] = enc(0, 0, i);
       for (uint32_t i = 0; i < m; i++) o[n++] = enc(1, 0, i);
@@ -270,7 +414,8 @@ static int check_split(const double *split, uint32_t n, double total, uint32_t g
 static int validate(const sc_sched_input *in, sc_error *err) {
   if (in == NULL) return sc_error_set(err, SC_EINVAL, "schedule: input is NULL");
   if (in->kind != SC_SCHED_GPIPE && in->kind != SC_SCHED_1F1B &&
-      in->kind != SC_SCHED_INTERLEAVED)
+      in->kind != SC_SCHED_INTERLEAVED && in->kind != SC_SCHED_ZB_H1 &&
+      in->kind != SC_SCHED_DUALPIPE)
     return sc_error_set(err, SC_EINVAL, "schedule: unknown schedule kind %d", (int)in->kind);
   if (in->pp < 1 || in->pp > SC_SCHED_MAX_PP)
     return sc_error_set(err, SC_EINVAL, "schedule: pp = %u must be in [1, %u]", in->pp,
@@ -296,7 +441,21 @@ static int validate(const sc_sched_input *in, sc_error *err) {
                           "multiple of pp (%u), as Megatron-LM requires",
                           in->microbatches, in->pp);
   }
-  if ((uint64_t)in->microbatches * in->vp * 2u * in->pp > 0x7FFFFFFFull / 8u)
+  if (in->kind == SC_SCHED_DUALPIPE) {
+    if (in->pp % 2 != 0)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: dualpipe needs an even pp (pp = %u): each rank holds "
+                          "stage r and stage pp-1-r", in->pp);
+    if (in->microbatches % 2 != 0)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: dualpipe needs an even microbatches (%u): half enter at "
+                          "each end", in->microbatches);
+    if (in->microbatches < 2u * in->pp)
+      return sc_error_set(err, SC_ECONFIG,
+                          "schedule: dualpipe needs microbatches (%u) >= 2*pp (%u), as "
+                          "DeepSeek's implementation requires", in->microbatches, 2u * in->pp);
+  }
+  if ((uint64_t)in->microbatches * in->vp * 3u * in->pp > 0x7FFFFFFFull / 8u)
     return sc_error_set(err, SC_EINVAL,
                         "schedule: pp * vp * microbatches = %llu passes is too large",
                         (unsigned long long)in->microbatches * in->vp * in->pp);
@@ -331,7 +490,7 @@ static int validate(const sc_sched_input *in, sc_error *err) {
     const struct {
       const char *name;
       double v;
-    } f[] = {{"fwd_s", c->fwd_s},       {"bwd_s", c->bwd_s},
+    } f[] = {{"fwd_s", c->fwd_s},       {"bwd_s", c->bwd_s}, {"wgrad_s", c->wgrad_s},
              {"recompute_s", c->recompute_s}, {"tp_fwd_s", c->tp_fwd_s},
              {"tp_bwd_s", c->tp_bwd_s}, {"cp_fwd_s", c->cp_fwd_s},
              {"cp_bwd_s", c->cp_bwd_s}, {"p2p_fwd_s", c->p2p_fwd_s},
@@ -343,6 +502,10 @@ static int validate(const sc_sched_input *in, sc_error *err) {
       if (bad_time(f[i].v))
         return sc_error_set(err, SC_EINVAL, "schedule: chunks[%u].%s = %g must be finite and >= 0",
                             g, f[i].name, f[i].v);
+    if (c->wgrad_s > c->bwd_s)
+      return sc_error_set(err, SC_EINVAL,
+                          "schedule: chunks[%u].wgrad_s = %g exceeds bwd_s = %g (it is a part "
+                          "of it)", g, c->wgrad_s, c->bwd_s);
     if (c->shard_fwd_hide_s > c->shard_fwd_s || c->shard_bwd_hide_s > c->shard_bwd_s)
       return sc_error_set(err, SC_EINVAL,
                           "schedule: chunks[%u]: the hidden part of the sharded communication "
@@ -371,8 +534,14 @@ static int validate(const sc_sched_input *in, sc_error *err) {
 typedef struct sim {
   const sc_sched_input *in;
   sc_sched_workspace *ws;
+  /* m: micro-batches through each chunk (DualPipe: half of them, one direction's); G:
+   * virtual stages (DualPipe: 2 pp, direction d's stage s at d*pp + s); nops: the longest
+   * rank order */
   uint32_t pp, vp, m, G, nops, stride, gb, pb;
   int timeline;
+  int general; /* ZB-H1, DualPipe: passes placed by step_general (split backwards, W, F&B) */
+  int dual;    /* DualPipe */
+  uint32_t nch; /* chunks per rank: vp, or 2 for DualPipe */
 } sim;
 
 /* Exposed part of a comm of length c, a fraction f of which can hide under compute x. */
@@ -658,10 +827,350 @@ static void account_rank(sim *S, uint32_t r) {
   }
 }
 
+
+/* ------------------------------------------------------------------------- */
+/* ZB-H1 and DualPipe: split backwards, W passes, overlapped F&B pairs        */
+
+/* Chunk k (< S->nch) of rank r: its chunk number c (the interval's; DualPipe: the
+ * direction, the rank's phase-k one first), virtual stage g and entry of in->chunks. */
+static inline void rank_chunk(const sim *S, uint32_t r, uint32_t k, uint32_t *c, uint32_t *g,
+                              uint32_t *ci) {
+  if (S->dual) {
+    uint32_t d = k ^ (r >= S->pp / 2 ? 1u : 0u);
+    uint32_t pos = d == 0 ? r : S->pp - 1 - r;
+    *c = d;
+    *g = d * S->pp + pos;
+    *ci = pos;
+  } else {
+    *c = k;
+    *g = k * S->pp + r;
+    *ci = *g;
+  }
+}
+
+/* A pass's place on the chain of virtual stages: chunk c of rank r is virtual stage g, at
+ * position pos of its chain (model stage, its times in->chunks[pos]); the next stage of
+ * the chain is on rank nr, the previous on rank pr. Only for S->general (vp = 1). */
+typedef struct gpass {
+  uint32_t c, mb, g, pos, nr, pr;
+  size_t idx;
+} gpass;
+
+static inline void gpass_of(const sim *S, uint32_t r, uint32_t op, gpass *p) {
+  p->c = (op >> OP_CHUNK_SHIFT) & OP_CHUNK_MASK;
+  p->mb = op & OP_MB_MASK;
+  int rev = S->dual && p->c == 1;
+  p->pos = rev ? S->pp - 1 - r : r;
+  p->g = p->c * S->pp + p->pos;
+  p->nr = rev ? r - 1 : r + 1;
+  p->pr = rev ? r + 1 : r - 1;
+  p->idx = (size_t)p->mb * S->G + p->g;
+}
+
+/* The timing of one general pass (a forward, a backward whole or split, or an F&B pair)
+ * from its start, shared by step_general and account_general so that both compute the
+ * same times with the same arithmetic. */
+typedef struct gtimes {
+  double xf, fend;        /* forward compute; when the forward part ends */
+  double rc, bin, wpart;  /* recomputation, input-gradient part, weight part (whole B) */
+  double etp, ecp, esh;   /* exposed TP, CP and sharded communication */
+  double xend, end;       /* end of the compute; end of the pass */
+} gtimes;
+
+static inline void gtimes_of(const sim *S, const sc_sched_chunk *cf, const sc_sched_chunk *cb,
+                             int split, double start, double stretch, gtimes *t) {
+  const sc_sched_input *in = S->in;
+  t->xf = cf ? cf->fwd_s : 0.0;
+  t->rc = t->bin = t->wpart = 0.0;
+  if (cb) {
+    t->rc = cb->recompute_s;
+    t->bin = cb->bwd_s - cb->wgrad_s;
+    if (t->bin < 0.0) t->bin = 0.0;
+    t->wpart = split ? 0.0 : cb->wgrad_s;
+  }
+  double xb = t->rc + t->bin + t->wpart;
+  if (cf && cb) {
+    /* DualPipe's F&B: each chunk's communication runs beside the other's computation, so
+     * the pair's TP and CP communication hides under the pair's compute as far as it lasts */
+    t->etp = sc__exposed(cf->tp_fwd_s + cb->tp_bwd_s, 1.0, t->xf + xb);
+    t->ecp = sc__exposed(cf->cp_fwd_s + cb->cp_bwd_s, 1.0, t->xf + xb);
+    t->esh = sc__exposed_part(cf->shard_fwd_s, cf->shard_fwd_hide_s, t->xf) +
+             sc__exposed_part(cb->shard_bwd_s, cb->shard_bwd_hide_s, xb);
+  } else if (cf) {
+    t->etp = sc__exposed(cf->tp_fwd_s, in->tp_overlap_frac, t->xf);
+    t->ecp = sc__exposed(cf->cp_fwd_s, in->cp_overlap_frac, t->xf);
+    t->esh = sc__exposed_part(cf->shard_fwd_s, cf->shard_fwd_hide_s, t->xf);
+  } else {
+    /* a split B carries the backward's communication and only its own compute hides it */
+    t->etp = sc__exposed(cb->tp_bwd_s, in->tp_overlap_frac, xb);
+    t->ecp = sc__exposed(cb->cp_bwd_s, in->cp_overlap_frac, xb);
+    t->esh = sc__exposed_part(cb->shard_bwd_s, cb->shard_bwd_hide_s, xb);
+  }
+  t->fend = cf ? dmax(start + t->xf, stretch) : start;
+  t->xend = t->fend + xb;
+  t->end = t->xend + t->etp + t->ecp + t->esh;
+}
+
+/* A chunk's weight gradients of one more micro-batch are complete at end (the pass that
+ * computed them ran [s, end]): with overlap_grad_reduce, the last one starts the chunk's
+ * bucketed reduction, as the last backward does in the other schedules. */
+static inline void grad_done(sim *S, uint32_t r, uint32_t g, uint32_t c,
+                             const sc_sched_chunk *ch, double s0, double end) {
+  sc_sched_workspace *ws = S->ws;
+  ws->gdone[g]++;
+  if (S->in->overlap_grad_reduce && ws->gdone[g] == S->m && ch->dp_grad_s > 0.0) {
+    double dur = end - s0, piece = ch->dp_grad_s / S->gb;
+    for (uint32_t j = 0; j < S->gb; j++) {
+      double ready = s0 + dur * (double)(j + 1) / (double)S->gb;
+      double s = ready > ws->dpfree[r] ? ready : ws->dpfree[r];
+      ws->dpfree[r] = s + piece;
+      if (S->timeline) add_iv(S, s, s + piece, r, SC_LANE_DP, SC_IV_DP_GRAD, c, -1, (int32_t)j);
+    }
+  }
+}
+
+/* Try to run rank r's next pass (op, and for an F&B pair the backward after it) under
+ * ZB-H1 or DualPipe; 0 when an input has not arrived. As step(), otherwise. */
+static int step_general(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *lvp,
+                        const int check) {
+  sc_sched_workspace *ws = S->ws;
+  const sc_sched_input *in = S->in;
+  double t0 = ws->cfree[r];
+  gpass f, b;
+  if (op & OP_W) {
+    gpass_of(S, r, op, &b);
+    const sc_sched_chunk *ch = &in->chunks[b.pos];
+    if (check) *lvp = ws->rank_lvl[r] = ws->rank_lvl[r] + 1;
+    double end = t0 + ch->wgrad_s;
+    ws->cfree[r] = end;
+    if (S->timeline)
+      add_iv(S, t0, end, r, SC_LANE_COMPUTE, SC_IV_WGRAD, b.c, (int32_t)b.mb, -1);
+    grad_done(S, r, b.g, b.c, ch, t0, end);
+    ws->next[r]++;
+    return 1;
+  }
+  int hasf = !(op & OP_BWD), hasb = !hasf || (op & OP_PAIR);
+  uint32_t bop = op;
+  if (hasf && hasb) bop = ws->ops[(size_t)r * S->stride + ws->next[r] + 1]; /* the pair's B */
+  const sc_sched_chunk *cf = NULL, *cb = NULL;
+  double af = 0.0, pef = 0.0, ab = 0.0, peb = 0.0;
+  if (hasf) {
+    gpass_of(S, r, op, &f);
+    cf = &in->chunks[f.pos];
+    if (f.pos > 0) {
+      af = ws->fwd_in[f.idx].arr;
+      if (check && af < 0.0) return 0;
+      pef = ws->fwd_in[f.idx].prod;
+    }
+  }
+  if (hasb) {
+    gpass_of(S, r, bop, &b);
+    cb = &in->chunks[b.pos];
+    ab = ws->bwd_in[b.idx].arr;
+    if (check && ab < 0.0) return 0;
+    peb = ws->bwd_in[b.idx].prod;
+  }
+  if (check) {
+    uint32_t lv = ws->rank_lvl[r];
+    if (hasf && f.pos > 0 && ws->fwd_lvl[f.idx] > lv) lv = ws->fwd_lvl[f.idx];
+    if (hasb && ws->bwd_lvl[b.idx] > lv) lv = ws->bwd_lvl[b.idx];
+    *lvp = ws->rank_lvl[r] = lv + 1;
+  }
+  (void)pef;
+  (void)peb;
+  double gmin = 0.0, stretch = 0.0;
+  if (hasf && ws->fcount[f.g] == 0) {
+    if (in->overlap_param_gather) {
+      gmin = ws->gather_first[f.g];
+      stretch = ws->gather_end[f.g] + cf->fwd_s / S->pb;
+    } else {
+      gmin = ws->gather_all[r];
+    }
+  }
+  double start = dmax(dmax(t0, dmax(af, ab)), gmin);
+  int split = hasb && (bop & OP_SPLIT);
+  gtimes t;
+  gtimes_of(S, cf, cb, split, start, stretch, &t);
+  ws->cfree[r] = t.end;
+  uint32_t f_iv = 0, b_iv = 0;
+  if (hasf) ws->fcount[f.g]++;
+  if (hasb) ws->bcount[b.g]++;
+  if (S->timeline) {
+    if (hasf) {
+      f_iv = add_iv(S, start, hasb ? t.fend : t.end, r, SC_LANE_COMPUTE, SC_IV_FORWARD, f.c,
+                    (int32_t)f.mb, -1);
+      if (f.pos > 0 && ws->fwd_send_iv[f.idx] >= 0) {
+        sc_sched_flow *fl = &ws->flows[ws->nflows++];
+        fl->send = (uint32_t)ws->fwd_send_iv[f.idx];
+        fl->recv = f_iv;
+      }
+    }
+    if (hasb) {
+      double s0 = t.fend;
+      if (t.rc > 0.0)
+        b_iv = add_iv(S, s0, s0 + t.rc, r, SC_LANE_COMPUTE, SC_IV_RECOMPUTE, b.c,
+                      (int32_t)b.mb, -1);
+      double be = split ? t.end : s0 + t.rc + t.bin;
+      uint32_t bi = add_iv(S, s0 + t.rc, be, r, SC_LANE_COMPUTE, SC_IV_BACKWARD, b.c,
+                           (int32_t)b.mb, -1);
+      if (t.rc <= 0.0) b_iv = bi;
+      if (!split)
+        add_iv(S, be, t.end, r, SC_LANE_COMPUTE, SC_IV_WGRAD, b.c, (int32_t)b.mb, -1);
+      if (b.pos + 1 < S->pp && ws->bwd_send_iv[b.idx] >= 0) {
+        sc_sched_flow *fl = &ws->flows[ws->nflows++];
+        fl->send = (uint32_t)ws->bwd_send_iv[b.idx];
+        fl->recv = b_iv;
+      }
+    }
+    uint32_t lc = hasb ? b.c : f.c;
+    int32_t lmb = (int32_t)(hasb ? b.mb : f.mb);
+    double tp = (cf ? cf->tp_fwd_s : 0.0) + (cb ? cb->tp_bwd_s : 0.0);
+    double cp = (cf ? cf->cp_fwd_s : 0.0) + (cb ? cb->cp_bwd_s : 0.0);
+    double shf = cf ? cf->shard_fwd_s : 0.0, shb = cb ? cb->shard_bwd_s : 0.0;
+    if (tp > 0.0)
+      add_iv(S, dmax(t.xend + t.etp - tp, start), t.xend + t.etp, r, SC_LANE_TP, SC_IV_TP, lc,
+             lmb, -1);
+    if (cp > 0.0)
+      add_iv(S, dmax(t.end - t.esh - cp, start), t.end - t.esh, r, SC_LANE_CP, SC_IV_CP, lc,
+             lmb, -1);
+    if (shf > 0.0)
+      add_iv(S, dmax(t.end - shb - shf, start), t.end - shb, r, SC_LANE_DP, SC_IV_DP_PARAM,
+             hasf ? f.c : lc, (int32_t)(hasf ? f.mb : b.mb), -1);
+    if (shb > 0.0)
+      add_iv(S, dmax(t.end - shb, start), t.end, r, SC_LANE_DP, SC_IV_DP_GRAD, b.c,
+             (int32_t)b.mb, -1);
+  }
+  double hold = t.end; /* p2p_blocking: the compute stream waits for its sends */
+  /* sends: to rank r+1 on the P2P-next stream, to rank r-1 on the P2P-prev one; the
+   * forward's first (DualPipe: both may go to the same neighbour, in that order) */
+  if (hasf) {
+    if (f.pos + 1 < S->pp) {
+      double *fr = f.nr > r ? &ws->pnext_free[r] : &ws->pprev_free[r];
+      double s = dmax(t.end, *fr);
+      double e = s + cf->p2p_fwd_s;
+      *fr = e;
+      hold = dmax(hold, e);
+      size_t nidx = f.idx + 1;
+      ws->fwd_in[nidx].arr = e;
+      ws->fwd_in[nidx].prod = t.end;
+      if (check) ws->fwd_lvl[nidx] = *lvp;
+      if (S->timeline)
+        ws->fwd_send_iv[nidx] =
+            (int32_t)add_iv(S, s, e, r, f.nr > r ? SC_LANE_P2P_NEXT : SC_LANE_P2P_PREV,
+                            SC_IV_P2P_ACT, f.c, (int32_t)f.mb, -1);
+      if (check) push(ws, wn, f.nr);
+    } else {
+      ws->bwd_in[f.idx].arr = t.end;
+      ws->bwd_in[f.idx].prod = t.end;
+      if (check) ws->bwd_lvl[f.idx] = *lvp;
+    }
+  }
+  if (hasb) {
+    if (b.pos > 0) {
+      double *fr = b.pr > r ? &ws->pnext_free[r] : &ws->pprev_free[r];
+      double s = dmax(t.end, *fr);
+      double e = s + cb->p2p_bwd_s;
+      *fr = e;
+      hold = dmax(hold, e);
+      size_t pidx = b.idx - 1;
+      ws->bwd_in[pidx].arr = e;
+      ws->bwd_in[pidx].prod = t.end;
+      if (check) ws->bwd_lvl[pidx] = *lvp;
+      if (S->timeline)
+        ws->bwd_send_iv[pidx] =
+            (int32_t)add_iv(S, s, e, r, b.pr > r ? SC_LANE_P2P_NEXT : SC_LANE_P2P_PREV,
+                            SC_IV_P2P_GRAD, b.c, (int32_t)b.mb, -1);
+      if (check) push(ws, wn, b.pr);
+    }
+    if (!split) grad_done(S, r, b.g, b.c, cb, t.fend, t.end);
+  }
+  if (in->p2p_blocking) ws->cfree[r] = hold;
+  ws->next[r] += hasf && hasb ? 2u : 1u;
+  return 1;
+}
+
+/* account_rank for ZB-H1 and DualPipe: the same walk with step_general's arithmetic. */
+static void account_general(sim *S, uint32_t r) {
+  sc_sched_workspace *ws = S->ws;
+  const sc_sched_input *in = S->in;
+  sc_sched_breakdown *bd = &ws->stages[r];
+  const uint32_t *ops = ws->ops + (size_t)r * S->stride;
+  uint32_t seen = 0; /* chunks whose first forward has run */
+  double t0 = 0.0;
+  for (uint32_t i = 0; i < ws->nops_r[r]; i++) {
+    uint32_t op = ops[i];
+    gpass f, b;
+    if (op & OP_W) {
+      gpass_of(S, r, op, &b);
+      double w = in->chunks[b.pos].wgrad_s;
+      bd->compute_bwd_s += w;
+      t0 += w;
+      continue;
+    }
+    int hasf = !(op & OP_BWD), hasb = !hasf || (op & OP_PAIR);
+    uint32_t bop = op;
+    if (hasf && hasb) bop = ops[++i]; /* the pair's backward */
+    const sc_sched_chunk *cf = NULL, *cb = NULL;
+    double a = 0.0, pe = 0.0, gmin = 0.0, stretch = 0.0;
+    if (hasf) {
+      gpass_of(S, r, op, &f);
+      cf = &in->chunks[f.pos];
+      if (f.pos > 0) {
+        a = ws->fwd_in[f.idx].arr;
+        pe = ws->fwd_in[f.idx].prod;
+      }
+      if (!(seen & (1u << f.c))) {
+        seen |= 1u << f.c;
+        if (in->overlap_param_gather) {
+          gmin = ws->gather_first[f.g];
+          stretch = ws->gather_end[f.g] + cf->fwd_s / S->pb;
+        } else {
+          gmin = ws->gather_all[r];
+        }
+      }
+    }
+    if (hasb) {
+      gpass_of(S, r, bop, &b);
+      cb = &in->chunks[b.pos];
+      double ab = ws->bwd_in[b.idx].arr;
+      if (!hasf || ab > a) { /* the input that arrived last decides the wait */
+        a = ab;
+        pe = ws->bwd_in[b.idx].prod;
+      }
+    }
+    double start = dmax(dmax(t0, a), gmin);
+    gap(bd, t0, pe, a, start);
+    int split = hasb && (bop & OP_SPLIT);
+    gtimes t;
+    gtimes_of(S, cf, cb, split, start, stretch, &t);
+    bd->compute_fwd_s += t.xf;
+    bd->dp_exposed_s += t.fend - (hasf ? start + t.xf : start);
+    bd->compute_recompute_s += t.rc;
+    bd->compute_bwd_s += t.bin + t.wpart;
+    bd->tp_exposed_s += t.etp;
+    bd->cp_exposed_s += t.ecp;
+    bd->dp_exposed_s += t.esh;
+    t0 = t.end;
+    if (in->p2p_blocking) {
+      double hold = t.end;
+      if (hasf && f.pos + 1 < S->pp) hold = dmax(hold, ws->fwd_in[f.idx + 1].arr);
+      if (hasb && b.pos > 0) hold = dmax(hold, ws->bwd_in[b.idx - 1].arr);
+      bd->p2p_exposed_s += hold - t0;
+      t0 = hold;
+    }
+  }
+}
+
 static int step_checked(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *lv) {
+  if (S->general) return step_general(S, r, op, wn, lv, 1);
   return step(S, r, op, wn, lv, 1);
 }
 static void step_replay(sim *S, uint32_t r, uint32_t op) {
+  if (S->general) {
+    uint32_t lv = 0;
+    (void)step_general(S, r, op, NULL, &lv, 0);
+    return;
+  }
   (void)step(S, r, op, NULL, NULL, 0);
 }
 
@@ -672,9 +1181,11 @@ static void finish_rank(sim *S, uint32_t r) {
   sc_sched_breakdown *bd = &ws->stages[r];
   double last = ws->cfree[r];
   if (!in->overlap_grad_reduce) {
-    for (uint32_t k = 0; k < S->vp; k++) {
-      uint32_t c = S->vp - 1 - k; /* chunks finish their backwards last-chunk first */
-      const sc_sched_chunk *ch = &in->chunks[c * S->pp + r];
+    for (uint32_t k = 0; k < S->nch; k++) {
+      /* chunks finish their backwards last-chunk first */
+      uint32_t c, g, ci;
+      rank_chunk(S, r, S->nch - 1 - k, &c, &g, &ci);
+      const sc_sched_chunk *ch = &in->chunks[ci];
       if (ch->dp_grad_s <= 0.0) continue;
       double piece = ch->dp_grad_s / S->gb;
       for (uint32_t j = 0; j < S->gb; j++) {
@@ -710,9 +1221,14 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
   S.ws = ws;
   S.pp = in->pp;
   S.vp = in->vp;
-  S.m = in->microbatches;
-  S.G = in->pp * in->vp;
-  S.nops = 2u * in->vp * in->microbatches;
+  S.general = in->kind == SC_SCHED_ZB_H1 || in->kind == SC_SCHED_DUALPIPE;
+  S.dual = in->kind == SC_SCHED_DUALPIPE;
+  S.nch = S.dual ? 2u : in->vp;
+  S.m = S.dual ? in->microbatches / 2 : in->microbatches;
+  S.G = in->pp * S.nch;
+  /* the longest rank order: a forward and a backward per chunk and micro-batch, and under
+   * ZB-H1 and DualPipe up to one W each */
+  S.nops = (S.general ? 3u : 2u) * S.nch * S.m;
   S.stride = S.nops + 16u; /* rows not 4 KiB apart: no cache-set aliasing across ranks */
   S.gb = in->grad_buckets ? in->grad_buckets : 1;
   S.pb = in->param_buckets ? in->param_buckets : 1;
@@ -721,7 +1237,9 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
   size_t gm = (size_t)S.G * S.m;
   size_t niv = 0, nflow = 0;
   if (S.timeline) {
-    niv = gm * 9u + (size_t)S.G * (S.gb + S.pb) + S.pp;
+    /* per chunk and micro-batch at most: a forward with its TP, CP and sharded intervals
+     * and its send (5); a recomputation, B, W, TP, CP, sharded and send (7); a W pass */
+    niv = gm * 13u + (size_t)S.G * (S.gb + S.pb) + S.pp;
     nflow = 2u * gm;
   }
   if (ws_reserve(ws, S.pp, S.G, S.m, S.stride, S.timeline, niv, nflow) != 0)
@@ -738,6 +1256,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     for (size_t i = 0; i < gm; i++) ws->fwd_send_iv[i] = ws->bwd_send_iv[i] = -1;
   memset(ws->fcount, 0, S.G * sizeof *ws->fcount);
   memset(ws->bcount, 0, S.G * sizeof *ws->bcount);
+  memset(ws->gdone, 0, S.G * sizeof *ws->gdone);
   memset(ws->next, 0, S.pp * sizeof *ws->next);
   memset(ws->inq, 0, S.pp);
   memset(ws->done, 0, S.pp);
@@ -748,9 +1267,10 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     /* Parameter all-gather (distributed optimizer): issued at the start of the iteration
      * on the DP stream, chunk 0 first (the order the forwards need them). */
     double t = 0.0;
-    for (uint32_t c = 0; c < S.vp; c++) {
-      uint32_t g = c * S.pp + r;
-      double piece = in->chunks[g].dp_param_gather_s / S.pb;
+    for (uint32_t k = 0; k < S.nch; k++) {
+      uint32_t c, g, ci;
+      rank_chunk(&S, r, k, &c, &g, &ci);
+      double piece = in->chunks[ci].dp_param_gather_s / S.pb;
       ws->gather_first[g] = t + piece;
       for (uint32_t j = 0; j < S.pb && piece > 0.0; j++) {
         if (S.timeline)
@@ -762,13 +1282,13 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     ws->gather_all[r] = t;
     ws->dpfree[r] = t;
   }
-  size_t npass = (size_t)S.pp * S.nops;
-  if (ws->nseq == npass && ws->key_kind == (int)in->kind && ws->key_pp == S.pp &&
-      ws->key_vp == S.vp && ws->key_m == S.m) {
-    for (size_t i = 0; i < npass; i++) step_replay(&S, ws->seq[2 * i], ws->seq[2 * i + 1]);
+  if (ws->nseq > 0 && ws->key_kind == (int)in->kind && ws->key_pp == S.pp &&
+      ws->key_vp == S.vp && ws->key_m == in->microbatches) {
+    /* the last run had this shape and placed every pass: replay its order */
+    for (size_t i = 0; i < ws->nseq; i++) step_replay(&S, ws->seq[2 * i], ws->seq[2 * i + 1]);
     for (uint32_t r = 0; r < S.pp; r++) finish_rank(&S, r);
   } else {
-    build_orders(in, ws->ops, S.stride);
+    build_orders(in, ws->ops, S.stride, ws->nops_r, ws->wq);
     ws->nseq = 0;
     memset(ws->rank_lvl, 0, S.pp * sizeof *ws->rank_lvl);
     uint32_t maxlvl = 0;
@@ -777,7 +1297,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     while (wn > 0) {
       uint32_t r = ws->worklist[--wn];
       ws->inq[r] = 0;
-      while (ws->next[r] < S.nops) {
+      while (ws->next[r] < ws->nops_r[r]) {
         uint32_t op = ws->ops[(size_t)r * S.stride + ws->next[r]];
         uint32_t lv = 0;
         if (!step_checked(&S, r, op, &wn, &lv)) break;
@@ -787,7 +1307,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
         if (lv > maxlvl) maxlvl = lv;
         ws->nseq++;
       }
-      if (ws->next[r] == S.nops && !ws->done[r]) finish_rank(&S, r);
+      if (ws->next[r] == ws->nops_r[r] && !ws->done[r]) finish_rank(&S, r);
     }
     /* Counting sort of the passes by level (stable: a rank's passes keep their order,
      * and levels strictly increase along every dependency). */
@@ -802,7 +1322,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     ws->key_kind = (int)in->kind;
     ws->key_pp = S.pp;
     ws->key_vp = S.vp;
-    ws->key_m = S.m;
+    ws->key_m = in->microbatches;
   }
   for (uint32_t r = 0; r < S.pp; r++)
     if (!ws->done[r] && (ws->nseq = 0) == 0)
@@ -820,15 +1340,20 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
     }
   for (uint32_t r = 0; r < S.pp; r++) {
     if (!S.timeline && r != crit) continue; /* sweeps need the critical stage only */
-    account_rank(&S, r);
+    if (S.general)
+      account_general(&S, r);
+    else
+      account_rank(&S, r);
     sc_sched_breakdown *bd = &ws->stages[r];
     bd->iteration_s = T;
     bd->bubble_s += T - bd->end_s;
     bd->nfamilies = in->nfamilies;
     for (uint32_t f = 0; f < in->nfamilies; f++) {
       double s = 0.0;
-      for (uint32_t c = 0; c < S.vp; c++) {
-        const sc_sched_chunk *ch = &in->chunks[c * S.pp + r];
+      for (uint32_t k = 0; k < S.nch; k++) {
+        uint32_t c, g, ci;
+        rank_chunk(&S, r, k, &c, &g, &ci);
+        const sc_sched_chunk *ch = &in->chunks[ci];
         s += ch->fwd_family_s ? ch->fwd_family_s[f] : 0.0;
         s += ch->bwd_family_s ? ch->bwd_family_s[f] : 0.0;
         s += ch->recompute_family_s ? ch->recompute_family_s[f] : 0.0;
@@ -844,7 +1369,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
   out->stages = S.timeline ? ws->stages : NULL;
   out->pp = S.pp;
   out->vp = S.vp;
-  out->microbatches = S.m;
+  out->microbatches = in->microbatches;
   if (S.timeline) {
     out->intervals = ws->iv;
     out->nintervals = ws->niv;
@@ -863,7 +1388,8 @@ const char *sc_lane_name(sc_lane lane) {
 const char *sc_interval_kind_name(sc_interval_kind kind) {
   static const char *const names[SC_IV_COUNT] = {
       "forward", "recompute", "backward",     "tp-comm",       "cp-comm",
-      "send-activation", "send-gradient", "dp-grad-reduce", "dp-param-gather", "optimizer"};
+      "send-activation", "send-gradient", "dp-grad-reduce", "dp-param-gather", "optimizer",
+      "wgrad"};
   return (unsigned)kind < SC_IV_COUNT ? names[kind] : "unknown";
 }
 
@@ -872,6 +1398,8 @@ const char *sc_schedule_kind_name(sc_schedule_kind kind) {
   case SC_SCHED_GPIPE: return "gpipe";
   case SC_SCHED_1F1B: return "1f1b";
   case SC_SCHED_INTERLEAVED: return "interleaved-1f1b";
+  case SC_SCHED_ZB_H1: return "zb-h1";
+  case SC_SCHED_DUALPIPE: return "dualpipe";
   }
   return "unknown";
 }
