@@ -354,6 +354,19 @@ START_TEST(test_model_states) {
   ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
   ck_assert_double_eq_tol(mem.optimizer_bytes, 12.0 * 104910848 / 2.0, 1e-3);
   ck_assert_double_eq_tol(mem.grads_bytes, 4.0 * (104910848 / 2.0 + 12596224), 1e-3);
+  /* Gradients kept and reduced in bf16 (Megatron-Core's grad_reduce_in_fp32 = False): 2 B
+   * a parameter in place of 4, sharded alike under ZeRO-2; 16 B a parameter unsharded. */
+  p = base(1);
+  p.grad_reduce_dtype = SC_DTYPE_BF16;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.grads_bytes, 2.0 * 104910848);
+  ck_assert_double_eq(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                      16.0 * 104910848);
+  p.dp = 8;
+  p.global_batch = 64;
+  p.zero_stage = 2;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.grads_bytes, 2.0 * (104910848 / 8.0 + 12596224), 1e-3);
   /* fp32 training: 4 + 4 + 8 = 16 bytes per parameter. */
   p = base(1);
   p.dtype = SC_DTYPE_FP32;
@@ -384,6 +397,16 @@ START_TEST(test_errors) {
   p.global_batch = 3;
   ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
   ck_assert_ptr_nonnull(strstr(err.msg, "global_batch"));
+  /* gradients in a type that is not a gradient precision, or below fp32 training's */
+  p = base(1);
+  p.grad_reduce_dtype = SC_DTYPE_FP8;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "grad_reduce_dtype: fp8 is not fp32, bf16 or fp16"));
+  p = base(1);
+  p.dtype = SC_DTYPE_FP32;
+  p.grad_reduce_dtype = SC_DTYPE_BF16;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "needs mixed precision"));
 }
 END_TEST
 

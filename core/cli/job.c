@@ -21,6 +21,8 @@ typedef struct job_key {
 static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const dtype_names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", NULL};
+static const char *const grad_dtype_names[] = {"fp32", "bf16", "fp16", NULL};
+static const sc_dtype grad_dtypes[] = {SC_DTYPE_FP32, SC_DTYPE_BF16, SC_DTYPE_FP16};
 static const char *const estimator_names[] = {"analytical", "hybrid", "learned", NULL};
 
 static const job_key keys[] = {
@@ -42,6 +44,11 @@ static const job_key keys[] = {
     {"virtual-stages", K_U32, NULL, "model chunks per pipeline rank"},
     {"recompute", K_ENUM, recompute_names, "activation recomputation"},
     {"dtype", K_ENUM, dtype_names, "compute data type"},
+    {"grad-reduce-dtype", K_ENUM, grad_dtype_names, "gradients accumulated and reduced in "
+                                                    "(mixed precision; default fp32: "
+                                                    "Megatron-LM's, 4 B a parameter; bf16 or "
+                                                    "fp16: 2 B, Megatron-Core's "
+                                                    "grad_reduce_in_fp32 = False)"},
     {"sequence-parallel", K_BOOL, NULL, "Megatron sequence parallelism"},
     {"distributed-optimizer", K_BOOL, NULL, "shard optimizer state over data parallel"},
     {"zero-stage", K_U32, NULL, "sharded data parallelism: ZeRO stage 0-3 (1 = the "
@@ -271,6 +278,7 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     if (strcmp(k->name, "schedule") == 0) j->par.schedule = (sc_schedule_kind)i;
     else if (strcmp(k->name, "recompute") == 0) j->par.recompute = (sc_recompute)i;
     else if (strcmp(k->name, "dtype") == 0) j->par.dtype = (sc_dtype)i;
+    else if (strcmp(k->name, "grad-reduce-dtype") == 0) j->par.grad_reduce_dtype = grad_dtypes[i];
     else {
       j->opts.estimator = (sc_estimator)i;
       j->estimator_given = 1;

@@ -42,7 +42,8 @@ static void validate_usage(FILE *out) {
           "first_stage_layers and last_stage_layers (the others split evenly), and\n"
           "vocab_divisible_by (default the stack's, else 128), zero_stage (0-3; 3 = FSDP;\n"
           "default 0: the distributed_optimizer column alone) and shard_size (HSDP: ranks\n"
-          "a shard spans; default the whole DP x CP group) state what a run did.\n\n"
+          "a shard spans; default the whole DP x CP group) and grad_reduce_dtype (fp32,\n"
+          "bf16 or fp16: the gradients' precision; default fp32) state what a run did.\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -86,13 +87,14 @@ typedef struct vrow {
  * untied embeddings). */
 enum {
   O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_FIRST_LAYERS, O_LAST_LAYERS,
-  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_COUNT
+  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_GRAD_DTYPE, O_COUNT
 };
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
                                               "overlap_tp_comm", "stage_layers",
                                               "first_stage_layers", "last_stage_layers",
                                               "vocab_divisible_by", "position", "norm",
-                                              "tied_embeddings", "zero_stage", "shard_size"};
+                                              "tied_embeddings", "zero_stage", "shard_size",
+                                              "grad_reduce_dtype"};
 
 /* The software stacks the rows name (the optional column 'stack'), each loaded once; and
  * the optional columns above. */

@@ -74,6 +74,12 @@ typedef struct sc_parallel {
    * make_vocab_size_divisible_by); 0 = Megatron's default, 128. A software stack that does
    * not pad (PyTorch eager: 1) sets it (stepcast/stack.h). */
   uint32_t vocab_divisible_by;
+  /* The precision gradients are accumulated in and reduced over data parallelism (mixed
+   * precision only): SC_DTYPE_FP32 (0, the default) = fp32 main gradients, 4 B a parameter
+   * (Megatron-LM's --accumulate-allreduce-grads-in-fp32, which it forces for bf16); bf16 or
+   * fp16 = gradients kept and reduced in that type, 2 B (Megatron-Core's DDP
+   * grad_reduce_in_fp32 = False; NeMo's optim.grad_sync_dtype). */
+  sc_dtype grad_reduce_dtype;
 } sc_parallel;
 
 /* Names as the CLI, job files, validation CSVs and reports spell them: recompute "none",
@@ -101,6 +107,11 @@ static inline uint32_t sc_parallel_zero(const sc_parallel *p) {
 static inline uint32_t sc_parallel_shard_ranks(const sc_parallel *p) {
   if (sc_parallel_zero(p) == 0) return 1;
   return p->shard_size > 0 ? p->shard_size : p->dp * p->cp;
+}
+
+/* Bytes of one gradient element as accumulated and reduced (grad_reduce_dtype). */
+static inline double sc_parallel_grad_bytes(const sc_parallel *p) {
+  return p->grad_reduce_dtype == SC_DTYPE_FP32 ? 4.0 : 2.0;
 }
 
 /* Number of micro-batches per iteration: global_batch / (micro_batch * dp). */

@@ -9,6 +9,9 @@
  *   sharded over the data-parallel (x context-parallel) group: 6 + 12/dp B/param.
  *   fp8 compute keeps bf16 weights (Transformer Engine casts on the fly): counted as 2 B.
  *   fp32 training: 4 B weight + 4 B gradient + 8 B moments (no separate master copy).
+ *   Gradients kept in the training type (sc_parallel.grad_reduce_dtype bf16/fp16:
+ *   Megatron-Core's DDP grad_reduce_in_fp32 = False, NeMo's optim.grad_sync_dtype) are
+ *   2 B, not 4: 16 B/param.
  *
  * Sharded data parallelism (Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054, Sec. 5 and
  * Fig. 1: the optimizer states (stage 1), the gradients too (stage 2), the parameters too
@@ -164,7 +167,9 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   memset(out, 0, sizeof *out);
   out->params = params;
   out->weights_bytes = wbytes * (double)params;
-  out->grads_bytes = 4.0 * (double)params;
+  /* fp32 main gradients, or gradients kept in the training type (grad_reduce_dtype) */
+  double gbytes = mixed ? sc_parallel_grad_bytes(p) : 4.0;
+  out->grads_bytes = gbytes * (double)params;
   out->optimizer_bytes = obytes * (double)params / shard;
   if (z >= 2) {
     /* ZeRO-2 keeps a 1/shard of the fp32 gradients, plus the unsharded gradients of the
@@ -172,7 +177,7 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
      * weights of two layers (the one computing and the one prefetched; FSDP's default
      * limit of in-flight all-gathers, limit_all_gathers, holds two) */
     int64_t lp = sc__layer_params(m, &d);
-    out->grads_bytes = 4.0 * ((double)params / shard + (double)lp);
+    out->grads_bytes = gbytes * ((double)params / shard + (double)lp);
     if (z >= 3) out->weights_bytes = wbytes * ((double)params / shard + 2.0 * (double)lp);
   }
   out->activation_per_micro_bytes = act;

@@ -217,9 +217,12 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   else if (z >= 1)
     snprintf(shard, sizeof shard, ", ZeRO-%u%s over %u ranks%s", z, z == 3 ? " (FSDP)" : "", S,
              S < dpc ? " (HSDP: replicated across the rest)" : "");
-  fprintf(out, "  %-26s global batch %u x seq %u, %s, recompute %s%s%s\n", "batch", p->global_batch,
-          p->seq_len, sc_dtype_name(p->dtype), sc_recompute_name(p->recompute),
-          p->sequence_parallel ? ", sequence parallel" : "", shard);
+  char grads[48] = "";
+  if (p->grad_reduce_dtype != SC_DTYPE_FP32)
+    snprintf(grads, sizeof grads, ", %s gradients", sc_dtype_name(p->grad_reduce_dtype));
+  fprintf(out, "  %-26s global batch %u x seq %u, %s, recompute %s%s%s%s\n", "batch",
+          p->global_batch, p->seq_len, sc_dtype_name(p->dtype), sc_recompute_name(p->recompute),
+          p->sequence_parallel ? ", sequence parallel" : "", shard, grads);
   fprintf(out, "  %-26s gradient reduction %s, parameter gather %s, TP communication %s\n",
           "overlapped with compute", p->overlap_grad_reduce ? "yes" : "no",
           p->overlap_param_gather ? "yes" : "no", p->overlap_tp_comm ? "yes" : "no");
@@ -376,6 +379,7 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jint(out, "shard_ranks", sc_parallel_shard_ranks(p), &f);
   jbool(out, "flash_attention", p->flash_attention, &f);
   jstr(out, "dtype", sc_dtype_name(p->dtype), &f);
+  jstr(out, "grad_reduce_dtype", sc_dtype_name(p->grad_reduce_dtype), &f);
   jbool(out, "overlap_grad_reduce", p->overlap_grad_reduce, &f);
   jbool(out, "overlap_param_gather", p->overlap_param_gather, &f);
   jbool(out, "overlap_tp_comm", p->overlap_tp_comm, &f);

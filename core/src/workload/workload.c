@@ -250,6 +250,13 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
       FAIL("shard_size: %u must divide dp*cp (%u)", p->shard_size, dpc);
   }
   if (sc__dtype_bytes(p->dtype) == 0.0) FAIL("dtype: unknown value %d", (int)p->dtype);
+  if (p->grad_reduce_dtype != SC_DTYPE_FP32) {
+    if (p->grad_reduce_dtype != SC_DTYPE_BF16 && p->grad_reduce_dtype != SC_DTYPE_FP16)
+      FAIL("grad_reduce_dtype: %s is not fp32, bf16 or fp16", sc_dtype_name(p->grad_reduce_dtype));
+    if (sc__dtype_bytes(p->dtype) >= 4.0)
+      FAIL("grad_reduce_dtype: %s needs mixed precision (dtype %s keeps fp32 gradients)",
+           sc_dtype_name(p->grad_reduce_dtype), sc_dtype_name(p->dtype));
+  }
   if ((unsigned)p->recompute > SC_RECOMPUTE_FULL) FAIL("recompute: unknown value %d", (int)p->recompute);
   if ((unsigned)p->schedule > SC_SCHED_INTERLEAVED) FAIL("schedule: unknown value %d", (int)p->schedule);
 
@@ -495,11 +502,12 @@ static void shard_micro(bld *B, sc_work_list *l, sc_phase ph, uint32_t L, int em
               (double)stage_p * d->e, d->act, p->overlap_param_gather, "zero.param_ag_stage");
   }
   if (reduce) {
-    dp_coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_REDUCESCATTER, SC_DP_SHARD, (double)lp * 4.0,
-            SC_DTYPE_FP32, p->overlap_grad_reduce, "zero.grad_rs");
+    double gb = sc_parallel_grad_bytes(p);
+    dp_coll(B, l, ph, L, SC_WHERE_LAYER, SC_COLL_REDUCESCATTER, SC_DP_SHARD, (double)lp * gb,
+            p->grad_reduce_dtype, p->overlap_grad_reduce, "zero.grad_rs");
     if (stage_p > 0)
       dp_coll(B, l, ph, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_DP_SHARD,
-              (double)stage_p * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce,
+              (double)stage_p * gb, p->grad_reduce_dtype, p->overlap_grad_reduce,
               "zero.grad_rs_stage");
   }
 }
@@ -806,26 +814,28 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   sc_work_list *it = &out->per_iter;
   uint32_t z = sc_parallel_zero(p), S = sc_parallel_shard_ranks(p);
   int64_t opt_params = z >= 1 ? (params + S - 1) / S : params;
+  /* gradients as accumulated: fp32 main gradients, or the training type's (grad_reduce_dtype) */
+  const double gb = sc_parallel_grad_bytes(p);
+  const sc_dtype gdt = p->grad_reduce_dtype;
   op(&B, it, SC_PHASE_OPTIMIZER, 1, SC_WHERE_STAGE, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, "adam",
      DIMS(opt_params));
   if (z == 0) {
     dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_WHOLE,
-            (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_ar");
+            (double)params * gb, gdt, p->overlap_grad_reduce, "dp.grad_ar");
   } else {
     if (z == 1)
       dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_DP_SHARD,
-              (double)params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce, "dp.grad_rs");
+              (double)params * gb, gdt, p->overlap_grad_reduce, "dp.grad_rs");
     /* HSDP: the shard's reduced gradients, all-reduced across the replicas of the shard */
     dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_REPLICA,
-            (double)opt_params * 4.0, SC_DTYPE_FP32, p->overlap_grad_reduce,
-            "dp.grad_ar_replicas");
+            (double)opt_params * gb, gdt, p->overlap_grad_reduce, "dp.grad_ar_replicas");
     if (z <= 2)
       dp_coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_DP_SHARD,
               (double)params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
   }
   if (m->tied_embeddings && p->pp > 1 && (out->has_embedding || out->has_output)) {
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
-         (double)d->V_t * d->h * 4.0, SC_DTYPE_FP32, 0, "embed.tied_grad_ar");
+         (double)d->V_t * d->h * gb, gdt, 0, "embed.tied_grad_ar");
   }
 
   /* Pipeline messages: s/cp * b * h / tp elements (sequence shard with SP, Megatron's
