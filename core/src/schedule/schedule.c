@@ -936,7 +936,7 @@ static int step_general(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t 
   sc_sched_workspace *ws = S->ws;
   const sc_sched_input *in = S->in;
   double t0 = ws->cfree[r];
-  gpass f, b;
+  gpass f = {0}, b = {0};
   if (op & OP_W) {
     gpass_of(S, r, op, &b);
     const sc_sched_chunk *ch = &in->chunks[b.pos];
@@ -1099,7 +1099,7 @@ static void account_general(sim *S, uint32_t r) {
   double t0 = 0.0;
   for (uint32_t i = 0; i < ws->nops_r[r]; i++) {
     uint32_t op = ops[i];
-    gpass f, b;
+    gpass f = {0}, b = {0};
     if (op & OP_W) {
       gpass_of(S, r, op, &b);
       double w = in->chunks[b.pos].wgrad_s;
