@@ -159,6 +159,16 @@ static void replay_within(sc_trace **t, size_t n, size_t min_iters) {
     double sum = it[i].compute_s + it[i].comm_exposed_s + it[i].memory_s + it[i].idle_s;
     ck_assert_msg(fabs(sum - it[i].replayed_s) <= 1e-9 + 1e-9 * it[i].replayed_s,
                   "breakdown %.9f != %.9f", sum, it[i].replayed_s);
+    /* Lumos's four parts sum to the span too; its compute is the HTA compute */
+    double lum = it[i].exposed_compute_s + it[i].overlapped_s + it[i].exposed_comm_s +
+                 it[i].other_s;
+    ck_assert_msg(fabs(lum - it[i].replayed_s) <= 1e-9 + 1e-9 * it[i].replayed_s,
+                  "Lumos breakdown %.9f != %.9f", lum, it[i].replayed_s);
+    ck_assert_msg(fabs(it[i].exposed_compute_s + it[i].overlapped_s - it[i].compute_s) <=
+                      1e-9 + 1e-9 * it[i].replayed_s, "compute %.9f", it[i].compute_s);
+    ck_assert_msg(isnan(it[i].comm_overlap_pct) ||
+                      (it[i].comm_overlap_pct >= 0 && it[i].comm_overlap_pct <= 100),
+                  "overlap %g %%", it[i].comm_overlap_pct);
   }
   sc_trace_result_free(r);
 }
@@ -327,6 +337,10 @@ START_TEST(whatif_collective_last_arrival) {
   sc_trace_graph_info g;
   sc_trace_result_graph(r, &g);
   ck_assert_uint_eq(g.collectives, 1);
+  /* no process group or sequence number: by order, and the ends agree (offset 0) */
+  ck_assert_uint_eq(g.coll_by_order, 1);
+  ck_assert_uint_eq(g.coll_by_key, 0);
+  ck_assert_uint_eq(g.order_refused, 0);
   ck_assert_msg(fabs(iter(r, "trace", 0)->replayed_s - 210e-6) < 1e-12, "rank 0 measured");
   sc_trace_result_free(r);
   sc_device a, b;
@@ -496,6 +510,12 @@ START_TEST(classify_table) {
                                                       "_kernel<4, FillFunctor>"),
                    SC_KFAM_ELEMENTWISE);
   ck_assert_int_eq(sc_trace_classify(SC_TRACE_MEMCPY, "Memcpy DtoH"), SC_KFAM_MEMCPY);
+  /* NCCL >= 2.19 and RCCL name some kernels without their collective; MSCCL's own */
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "ncclDevKernel_Generic_4("
+                                                      "ncclDevKernelArgsStorage<4096ul>)"),
+                   SC_KFAM_COMM);
+  ck_assert_int_eq(sc_trace_classify(SC_TRACE_KERNEL, "mscclKernel_Sum_bf16_LL128"),
+                   SC_KFAM_COMM);
   ck_assert_str_eq(sc_trace_family_name(SC_KFAM_ATTENTION), "attention");
 }
 END_TEST
@@ -525,6 +545,16 @@ START_TEST(malformed_inputs) {
             "key 'correlation': expected an integer");
   fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1}]}",
             SC_EPARSE, "missing key 'dur'");
+  /* the collective metadata: a sequence number that is not one, a named collective's name */
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\","
+            "\"ts\":1,\"dur\":1,\"args\":{\"Seq\":\"x\"}}]}", SC_EPARSE,
+            "event 0: key 'Seq': expected an integer");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,"
+            "\"dur\":1,\"args\":{\"Collective name\":3}}]}", SC_EPARSE,
+            "key 'Collective name': expected a string");
+  fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"k\",\"ts\":1,"
+            "\"dur\":1,\"args\":{\"Dst Rank\":[1]}}]}", SC_EPARSE,
+            "key 'Dst Rank': expected an integer");
   fails_mem("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,"
             "\"dur\":-3}]}", SC_EPARSE, "negative duration");
   fails_mem("{\"traceEvents\": {}}", SC_EPARSE, "key 'traceEvents': expected an array");
@@ -729,6 +759,288 @@ START_TEST(layers_refused) {
 }
 END_TEST
 
+/* ---- issue 33: every trace read or refused; the breakdowns users know ---- */
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-12)
+#define CK_NEAR(got, want) ck_assert_msg(NEAR(got, want), "%s = %.12g, want %.12g", #got, \
+                                         (double)(got), (double)(want))
+
+START_TEST(legacy_categories) {
+  /* legacy_1_8.json: Kineto as PyTorch 1.8 wrote it (output_json.cpp of the time, and the
+   * TensorBoard plugin's tests): "Operator", "Runtime", "Kernel", "Memcpy", "Memset"
+   * categories, every tid a string ("123", "stream 7"), ProfilerStep#1 an operator.
+   * Step [50, 450]: memcpy [235, 245], sgemm [285, 335], memset [360, 365], the NLL
+   * kernel [380, 395] on stream 7: compute 50 + 15 = 65 us, copies 10 + 5 = 15 us, idle
+   * 400 - 80 = 320 us; Lumos: exposed compute 65, other 335; HTA: non-compute 15, no
+   * communication (overlap undefined). */
+  sc_trace *t = load("legacy_1_8.json");
+  sc_trace_info in;
+  sc_trace_get_info(t, &in);
+  ck_assert_uint_eq(in.events, 19);
+  ck_assert_uint_eq(in.kept, 12);
+  ck_assert_uint_eq(in.legacy, 12);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_CPU_OP], 3);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_ANNOTATION], 1); /* the step */
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_RUNTIME], 4);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_KERNEL], 2);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_MEMCPY], 1);
+  ck_assert_uint_eq(in.by_kind[SC_TRACE_MEMSET], 1);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  const sc_trace_iter *it = iter(r, "ProfilerStep#1", 0);
+  CK_NEAR(it->measured_s, 400e-6);
+  CK_NEAR(it->replayed_s, 400e-6);
+  CK_NEAR(it->compute_s, 65e-6);
+  CK_NEAR(it->memory_s, 15e-6);
+  CK_NEAR(it->idle_s, 320e-6);
+  CK_NEAR(it->exposed_compute_s, 65e-6);
+  CK_NEAR(it->overlapped_s, 0);
+  CK_NEAR(it->exposed_comm_s, 0);
+  CK_NEAR(it->other_s, 335e-6);
+  ck_assert_msg(isnan(it->comm_overlap_pct), "%g", it->comm_overlap_pct);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.launch_edges, 4); /* correlation ids as in current traces */
+  ck_assert_uint_eq(g.stream_edges, 3);
+  /* threads "123" and "456" stay two threads: the timeline names both */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert_ptr_nonnull(f);
+  sc_error err = {0};
+  ck_assert_int_eq(sc_trace_timeline(f, r, &err), SC_OK);
+  fclose(f);
+  ck_assert_msg(strstr(buf, "\"tid\": 123,") != NULL && strstr(buf, "\"tid\": 456,") != NULL,
+                "%s", buf);
+  free(buf);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+  /* a current trace's cpu_op ProfilerStep#N (as PyTorch 1.9 wrote it) is a step too */
+  t = load_mem(HEAD CPU("cpu_op", "ProfilerStep#7", 0, 50) "," RT("cudaLaunchKernel", 1, 2, 1)
+               "," KER("gemm", 10, 20, 7, 1) TAIL);
+  r = replay(&t, 1, NULL);
+  CK_NEAR(iter(r, "ProfilerStep#7", 0)->replayed_s, 50e-6);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
+/* sc_trace_replay of one file refuses with code and a one-line message holding needle. */
+static void replay_refused(sc_trace *t, const char *needle) {
+  sc_trace_result *r = (sc_trace_result *)1;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_trace_replay(&t, 1, NULL, &r, &err), SC_EPARSE);
+  ck_assert_ptr_null(r);
+  ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' lacks '%s'", err.msg, needle);
+  ck_assert_msg(strchr(err.msg, '\n') == NULL, "not one line: %s", err.msg);
+}
+
+START_TEST(nothing_to_replay) {
+  /* no GPU activity: refused naming the file and the categories it did not read */
+  sc_trace *t = load("no_gpu.json");
+  replay_refused(t, "no_gpu.json: no GPU kernel, memcpy or memset events to replay (2 of 4 "
+                    "events kept; complete events of categories not read: X/Python 1;");
+  sc_trace_free(t);
+  /* a trace of another profiler: nothing kept */
+  t = load_mem(HEAD "{\"ph\":\"X\",\"cat\":\"gpu_op\",\"name\":\"k\",\"ts\":1,\"dur\":2}" TAIL);
+  replay_refused(t, "mem.json: no GPU kernel, memcpy or memset events to replay (0 of 1 "
+                    "events kept; complete events of categories not read: X/gpu_op 1;");
+  sc_trace_free(t);
+  /* kernels, but none inside the step: not a 100 % idle step */
+  t = load("outside_steps.json");
+  replay_refused(t, "outside_steps.json: nothing to replay: no GPU work inside its 1 "
+                    "ProfilerStep span");
+  sc_trace_free(t);
+  /* no step, and the events span no time */
+  t = load_mem(HEAD KER("gemm", 10, 0, 7, 1) TAIL);
+  replay_refused(t, "mem.json: nothing to replay: no ProfilerStep#N span and its events span "
+                    "no time");
+  sc_trace_free(t);
+}
+END_TEST
+
+/* The collective prediction ratio of the dp edit, 8 -> 16 ranks of dgx-a100-superpod. */
+static double dp_ratio(sc_registry *reg, const sc_topology *topo, sc_coll_kind kind,
+                       double bytes) {
+  double p[2];
+  uint32_t n[2] = {8, 16};
+  sc_error err = {0};
+  for (int i = 0; i < 2; i++) {
+    sc_coll_desc c;
+    sc_estimate e;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(sc_comm_group_flat(topo, n[i], &c, &err), SC_OK);
+    c.kind = kind;
+    c.bytes = bytes;
+    c.dtype = SC_DTYPE_BF16;
+    ck_assert_msg(sc_comm_estimate(reg, topo, &c, "auto", &e, NULL, &err) == SC_OK, "%s",
+                  err.msg);
+    p[i] = e.time_s;
+  }
+  return p[1] / p[0];
+}
+
+START_TEST(rccl_generic_kinds) {
+  /* rccl_generic.json: four ncclDevKernel_Generic_4 kernels back to back on stream 0
+   * [100, 800], waited for by hipDeviceSynchronize (tail 10 us), the step ending 1190 us
+   * after it. Their kinds: (a) all-gather from the enclosing record_param_comms' "Collective
+   * name", 300 us, 16 MiB; (b) reduce-scatter from the kernel's own, 200 us, 16 MiB; (c)
+   * broadcast from the enclosing nccl:broadcast annotation, 100 us, 1 MiB; (d) nothing
+   * states one: guessed all-reduce, 100 us, 2 MiB. dp 8 -> 16: the step lasts 2000 us +
+   * sum of dur * (ratio of its kind - 1). */
+  sc_trace *t = load("rccl_generic.json");
+  sc_registry *reg = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_registry_new(&reg, &err), SC_OK);
+  ck_assert_msg(sc_registry_add_builtins(reg, &err) == SC_OK, "%s", err.msg);
+  sc_topology topo;
+  ck_assert_msg(sc_topology_load(SC_SOURCE_DIR "/topologies/dgx-a100-superpod.toml", &topo,
+                                 &err) == SC_OK, "%s", err.msg);
+  const double mib = 1048576.0;
+  double want = 2000e-6 + 300e-6 * (dp_ratio(reg, &topo, SC_COLL_ALLGATHER, 16 * mib) - 1) +
+                200e-6 * (dp_ratio(reg, &topo, SC_COLL_REDUCESCATTER, 16 * mib) - 1) +
+                100e-6 * (dp_ratio(reg, &topo, SC_COLL_BROADCAST, 1 * mib) - 1) +
+                100e-6 * (dp_ratio(reg, &topo, SC_COLL_ALLREDUCE, 2 * mib) - 1);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.dp_from = 8;
+  ed.dp_to = 16;
+  ed.topology = &topo;
+  ed.reg = reg;
+  sc_trace_result *r = replay(&t, 1, &ed);
+  double got = iter(r, "ProfilerStep#1", 0)->replayed_s;
+  ck_assert_msg(fabs(got - want) < 1e-9 * want, "got %.9g want %.9g", got, want);
+  ck_assert_msg(got > 2000e-6 * 1.01, "the collectives were re-timed: %.9g", got);
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  ck_assert_uint_eq(g.kind_guessed, 1);
+  ck_assert_int_eq(g.kind_guessed_rank, 0);
+  ck_assert_str_eq(g.kind_guessed_name, "ncclDevKernel_Generic_4");
+  sc_trace_result_free(r);
+  sc_registry_free(reg);
+  sc_trace_free(t);
+}
+END_TEST
+
+/* The span of rank `rank` of a two-rank replay. */
+static sc_trace_iter two_rank_iter(sc_trace **t, const sc_trace_edits *ed, int rank,
+                                   sc_trace_graph_info *g) {
+  sc_trace_result *r = replay(t, 2, ed);
+  sc_trace_iter it = *iter(r, "ProfilerStep#1", rank);
+  if (g) sc_trace_result_graph(r, g);
+  sc_trace_result_free(r);
+  return it;
+}
+
+START_TEST(ranks_by_sequence) {
+  /* seq_rank0/1.json (gen_ranks.py): group "0"'s all-reduce on stream 13 of rank 0 but 20
+   * of rank 1, group "1"'s all-gather the other way round, a send / recv of group "0" on
+   * stream 30; every kernel ncclDevKernel_Generic. By process group and sequence number
+   * (and the pair of ranks for the send/recv): 3 collectives. Measured: rank 0 [100, 300]
+   * all-reduce (waiting for rank 1's GEMM [10, 200]), [310, 450], [410, 500]: exposed
+   * communication 200 + 190 = 390 us; rank 1: GEMM 190 us, communication 100 + 190.
+   * Rank 1's GEMM twice as fast ends at 105: the all-reduce starts on both at 105 and ends
+   * 100 us later, at 205: rank 0's communication 105 + 190 = 295 us (without the match,
+   * its all-reduce would keep its measured 200 us: 390). */
+  sc_trace *t[2] = {load("seq_rank0.json"), load("seq_rank1.json")};
+  sc_trace_graph_info g;
+  sc_trace_iter a = two_rank_iter(t, NULL, 0, &g), b = two_rank_iter(t, NULL, 1, NULL);
+  ck_assert_uint_eq(g.coll_by_key, 3);
+  ck_assert_uint_eq(g.coll_by_order, 0);
+  ck_assert_uint_eq(g.collectives, 3);
+  ck_assert_uint_eq(g.p2p_unpaired, 0);
+  ck_assert_uint_eq(g.comm_alone, 0);
+  ck_assert_uint_eq(g.kind_guessed, 0);
+  CK_NEAR(a.replayed_s, 1000e-6);
+  CK_NEAR(a.exposed_comm_s, 390e-6);
+  CK_NEAR(a.other_s, 610e-6);
+  CK_NEAR(b.replayed_s, 1000e-6);
+  CK_NEAR(b.exposed_compute_s, 190e-6);
+  CK_NEAR(b.exposed_comm_s, 290e-6);
+  CK_NEAR(b.comm_overlap_pct, 0);
+  sc_device from, to;
+  two_devices(&from, &to);
+  sc_trace_edits ed;
+  memset(&ed, 0, sizeof ed);
+  ed.hw_from = &from;
+  ed.hw_to = &to;
+  a = two_rank_iter(t, &ed, 0, NULL);
+  b = two_rank_iter(t, &ed, 1, NULL);
+  CK_NEAR(a.exposed_comm_s, 295e-6);
+  CK_NEAR(a.other_s, 705e-6);
+  CK_NEAR(b.exposed_compute_s, 95e-6);
+  CK_NEAR(b.exposed_comm_s, 290e-6);
+  CK_NEAR(b.other_s, 615e-6);
+  sc_trace_free(t[0]);
+  sc_trace_free(t[1]);
+  /* the same groups with different collectives on the two ranks: not one job */
+  const char *r0 = HEAD "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_Generic\","
+      "\"pid\":0,\"tid\":9,\"ts\":100,\"dur\":200,\"args\":{\"stream\":9,\"Process Group Name\":"
+      "\"0\",\"Seq\":4,\"Collective name\":\"allreduce\"}}" TAIL;
+  const char *r1 = HEAD "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_Generic\","
+      "\"pid\":0,\"tid\":9,\"ts\":100,\"dur\":200,\"args\":{\"stream\":9,\"Process Group Name\":"
+      "\"0\",\"Seq\":4,\"Collective name\":\"allgather\"}}" TAIL;
+  t[0] = load_mem(r0);
+  t[1] = load_mem(r1);
+  sc_trace_result *r = NULL;
+  sc_error err = {0};
+  ck_assert_int_eq(sc_trace_replay(t, 2, NULL, &r, &err), SC_ECONFIG);
+  ck_assert_msg(strstr(err.msg, "process group '0' sequence 4: allreduce on mem.json but "
+                       "allgather on mem.json; the traces are not of one job") != NULL, "%s",
+                err.msg);
+  sc_trace_free(t[0]);
+  sc_trace_free(t[1]);
+}
+END_TEST
+
+START_TEST(ranks_by_order) {
+  /* order_rank0/1.json: the same job without process groups and sequence numbers. By the
+   * order of the streams the all-reduce of one rank pairs with the all-gather of the other:
+   * their ends (300 and 450 us) disagree by 150 us, more than 100 us: both pairs refused
+   * (before: joined, 10 us of rank 0's exposed communication invented, 400 us); the
+   * send/recv kernels name no peer: kept as measured. */
+  sc_trace *t[2] = {load("order_rank0.json"), load("order_rank1.json")};
+  sc_trace_graph_info g;
+  sc_trace_iter a = two_rank_iter(t, NULL, 0, &g), b = two_rank_iter(t, NULL, 1, NULL);
+  ck_assert_uint_eq(g.coll_by_key, 0);
+  ck_assert_uint_eq(g.coll_by_order, 0);
+  ck_assert_uint_eq(g.order_refused, 2);
+  ck_assert_uint_eq(g.p2p_unpaired, 2);
+  ck_assert_uint_eq(g.collectives, 0);
+  ck_assert_uint_eq(g.kind_guessed, 0); /* nccl:all_reduce, nccl:all_gather annotations */
+  CK_NEAR(a.exposed_comm_s, 390e-6);
+  CK_NEAR(b.exposed_comm_s, 290e-6);
+  sc_trace_free(t[0]);
+  sc_trace_free(t[1]);
+}
+END_TEST
+
+START_TEST(breakdown_lumos_hta) {
+  /* Step [0, 200]: a GEMM [0, 100] on stream 7, an all-reduce [50, 150] on stream 9, a
+   * memcpy [160, 170]. Lumos: exposed compute 50, overlapped 50, exposed communication 50,
+   * other 50 (idle 40 + the copy 10). HTA: idle 40, compute 100, non-compute 60 (50 + 10),
+   * communication overlapped 50 of its 100 us: 50 %. */
+  const char *j = HEAD CPU("user_annotation", "ProfilerStep#1", 0, 200) ","
+      KER("sm80_xmma_gemm_bf16bf16", 0, 100, 7, 1) ","
+      KER("ncclKernel_AllReduce_RING_LL_Sum_float(x)", 50, 100, 9, 2) ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD\",\"pid\":0,\"tid\":7,"
+      "\"ts\":160,\"dur\":10,\"args\":{\"device\":0,\"stream\":7}}" TAIL;
+  sc_trace *t = load_mem(j);
+  sc_trace_result *r = replay(&t, 1, NULL);
+  const sc_trace_iter *it = iter(r, "ProfilerStep#1", 0);
+  CK_NEAR(it->replayed_s, 200e-6);
+  CK_NEAR(it->exposed_compute_s, 50e-6);
+  CK_NEAR(it->overlapped_s, 50e-6);
+  CK_NEAR(it->exposed_comm_s, 50e-6);
+  CK_NEAR(it->other_s, 50e-6);
+  CK_NEAR(it->idle_s, 40e-6);
+  CK_NEAR(it->compute_s, 100e-6);
+  CK_NEAR(it->comm_exposed_s + it->memory_s, 60e-6);
+  ck_assert_msg(fabs(it->comm_overlap_pct - 50.0) < 1e-9, "%g", it->comm_overlap_pct);
+  sc_trace_result_free(r);
+  sc_trace_free(t);
+}
+END_TEST
+
 static Suite *trace_suite(void) {
   Suite *s = suite_create("trace");
   TCase *tc = tcase_create("core");
@@ -752,6 +1064,12 @@ static Suite *trace_suite(void) {
   tcase_add_test(tc, layers_module_bucketed);
   tcase_add_test(tc, layers_real_trace);
   tcase_add_test(tc, layers_refused);
+  tcase_add_test(tc, legacy_categories);
+  tcase_add_test(tc, nothing_to_replay);
+  tcase_add_test(tc, rccl_generic_kinds);
+  tcase_add_test(tc, ranks_by_sequence);
+  tcase_add_test(tc, ranks_by_order);
+  tcase_add_test(tc, breakdown_lumos_hta);
   suite_add_tcase(s, tc);
   return s;
 }

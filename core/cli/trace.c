@@ -12,22 +12,26 @@
 #include "stepcast/afile.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
+#include "stepcast/report.h"
 #include "stepcast/trace.h"
 
 static const char *const CMD = "trace";
 
 static void trace_usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast trace replay FILE... [--timeline OUT.json] [--quiet]\n"
+          "usage: stepcast trace replay FILE... [--timeline OUT.json] [--json] [--quiet]\n"
           "       stepcast trace whatif FILE... --set KEY=VALUE... [--topology T]\n"
           "                                     [--estimator E [--residuals DIR]]\n"
-          "                                     [--timeline OUT.json] [--quiet]\n\n"
+          "                                     [--timeline OUT.json] [--json] [--quiet]\n\n"
           "FILE is a PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, one per\n"
-          "rank of one job. replay rebuilds the dependency graph (CPU threads, launches,\n"
-          "streams, event waits, synchronisation, collectives across ranks) and replays it\n"
-          "with the measured durations: per ProfilerStep#N span measured, replayed, error\n"
-          "and the breakdown of the GPU's time (compute, exposed communication, memory\n"
-          "copies, idle). whatif replays with edits:\n"
+          "rank of one job (PyTorch 1.8-1.9 category names are read too). replay rebuilds\n"
+          "the dependency graph (CPU threads, launches, streams, event waits,\n"
+          "synchronisation, collectives across ranks) and replays it with the measured\n"
+          "durations: per rank and ProfilerStep#N span measured, replayed, error and the\n"
+          "breakdown of the GPU's time (compute, exposed communication, memory copies,\n"
+          "idle), then Lumos's (exposed compute, overlapped, exposed communication, other)\n"
+          "and HTA's (idle, compute, non-compute, comm/comp overlap %%). whatif replays with\n"
+          "edits:\n"
           "  --set dp=N            data-parallel degree N (collectives re-timed on --topology;\n"
           "                        the measured degree is the trace's world_size, or\n"
           "                        --set dp_from=M)\n"
@@ -44,6 +48,7 @@ static void trace_usage(FILE *out) {
           "                        (stepcast fit --comm): --residuals DIR, else\n"
           "                        <name>/residuals beside the topology file\n"
           "  --timeline OUT.json   write the replayed timeline as a Chrome trace\n"
+          "  --json                the same as one JSON document (docs/schemas/trace.json)\n"
           "  --quiet               no per-file summary\n"
           "Rules and limits of every edit: docs/trace.md.\n");
 }
@@ -76,10 +81,12 @@ static void print_info(const sc_trace *t, const char *path) {
     printf("%s%s %llu", i ? ", " : " (", kind, (unsigned long long)count);
     if (sc_trace_skipped_kind(t, i + 1, NULL, NULL) != SC_OK) printf(")");
   }
+  if (in.legacy > 0)
+    printf("; %llu kept events of PyTorch 1.8-1.9 category names", (unsigned long long)in.legacy);
   printf("\n");
 }
 
-static void print_graph(const sc_trace_result *r) {
+static void print_graph(const sc_trace_result *r, size_t nf) {
   sc_trace_graph_info g;
   sc_trace_result_graph(r, &g);
   printf("graph: %llu nodes, %llu edges (launch %llu, stream %llu, event wait %llu, "
@@ -90,6 +97,128 @@ static void print_graph(const sc_trace_result *r) {
          (unsigned long long)g.event_edges, (unsigned long long)g.inferred_edges,
          (unsigned long long)g.sync_edges,
          (unsigned long long)g.collectives, (unsigned long long)g.unmatched_waits);
+  if (nf > 1)
+    printf("across ranks: %llu by process group and sequence number, %llu by order (%llu "
+           "pairs by order refused), %llu send/recv without a peer, %llu without a "
+           "counterpart: kept as measured\n",
+           (unsigned long long)g.coll_by_key, (unsigned long long)g.coll_by_order,
+           (unsigned long long)g.order_refused, (unsigned long long)g.p2p_unpaired,
+           (unsigned long long)g.comm_alone);
+}
+
+/* One-line warnings, once: collectives matched by order (the trace states no process
+ * group and sequence number), and collective kinds guessed. */
+static void warn_matching(const sc_trace_result *r, const char *const *files, size_t nf) {
+  sc_trace_graph_info g;
+  sc_trace_result_graph(r, &g);
+  if (nf > 1 && g.coll_by_order + g.order_refused + g.p2p_unpaired > 0)
+    sc_cli_eprintf("stepcast: warning: communication kernels without a process group and "
+                   "sequence number (record_param_comms 'Process Group Name', 'Seq'): %llu "
+                   "collectives matched across ranks by their order on each stream, %llu "
+                   "pairs by order refused (their ends disagree), %llu send/recv kernels "
+                   "without a peer kept as measured",
+                   (unsigned long long)g.coll_by_order, (unsigned long long)g.order_refused,
+                   (unsigned long long)g.p2p_unpaired);
+  if (g.kind_guessed > 0 && g.kind_guessed_rank >= 0 && (size_t)g.kind_guessed_rank < nf)
+    sc_cli_eprintf("stepcast: warning: %s: %llu communication kernels (first '%s') state no "
+                   "collective kind (not in their name, nor a 'Collective name' of theirs or "
+                   "of their record_param_comms, nor an nccl: annotation): taken as "
+                   "all-reduce", files[g.kind_guessed_rank],
+                   (unsigned long long)g.kind_guessed, g.kind_guessed_name);
+}
+
+/* The overlap percentage, "-" when the span has no communication. */
+static const char *pct(double v, char *buf, size_t n) {
+  if (isnan(v)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%.1f", v);
+  return buf;
+}
+
+/* Lumos's and HTA's breakdown of each span (ms). */
+static void print_breakdown(const sc_trace_iter *it, size_t ni, const char *what) {
+  printf("breakdown of the %s time, ms: Lumos (exposed compute, overlapped, exposed comm, "
+         "other = idle or copies only) | HTA (idle, compute, non-compute, comm/comp overlap "
+         "%%)\n", what);
+  printf("%-22s %4s %10s %10s %10s %10s | %10s %10s %10s %9s\n", "iteration", "rank",
+         "exp comp", "overlap", "exp comm", "other", "idle", "compute", "non-comp",
+         "overlap %");
+  for (size_t i = 0; i < ni; i++) {
+    char b[32];
+    printf("%-22s %4d %10.3f %10.3f %10.3f %10.3f | %10.3f %10.3f %10.3f %9s\n", it[i].name,
+           it[i].rank, it[i].exposed_compute_s * 1e3, it[i].overlapped_s * 1e3,
+           it[i].exposed_comm_s * 1e3, it[i].other_s * 1e3, it[i].idle_s * 1e3,
+           it[i].compute_s * 1e3, (it[i].comm_exposed_s + it[i].memory_s) * 1e3,
+           pct(it[i].comm_overlap_pct, b, sizeof b));
+  }
+}
+
+/* ---- --json (docs/schemas/trace.json) ---- */
+
+static void jnum(FILE *o, double v) {
+  if (isfinite(v)) fprintf(o, "%.9g", v);
+  else fputs("null", o);
+}
+
+static void json_breakdown(FILE *o, const sc_trace_iter *it) {
+  fputs("{\"gpu\": {\"compute_s\": ", o);
+  jnum(o, it->compute_s);
+  fputs(", \"comm_exposed_s\": ", o);
+  jnum(o, it->comm_exposed_s);
+  fputs(", \"memcpy_s\": ", o);
+  jnum(o, it->memory_s);
+  fputs(", \"idle_s\": ", o);
+  jnum(o, it->idle_s);
+  fputs("}, \"lumos\": {\"exposed_compute_s\": ", o);
+  jnum(o, it->exposed_compute_s);
+  fputs(", \"overlapped_s\": ", o);
+  jnum(o, it->overlapped_s);
+  fputs(", \"exposed_comm_s\": ", o);
+  jnum(o, it->exposed_comm_s);
+  fputs(", \"other_s\": ", o);
+  jnum(o, it->other_s);
+  fputs("}, \"hta\": {\"idle_s\": ", o);
+  jnum(o, it->idle_s);
+  fputs(", \"compute_s\": ", o);
+  jnum(o, it->compute_s);
+  fputs(", \"non_compute_s\": ", o);
+  jnum(o, it->comm_exposed_s + it->memory_s);
+  fputs(", \"comm_comp_overlap_pct\": ", o);
+  jnum(o, it->comm_overlap_pct);
+  fputs("}}", o);
+}
+
+static void json_head(FILE *o, int whatif, sc_trace *const *tr, const char *const *files,
+                      size_t nf, const sc_trace_result *base) {
+  fprintf(o, "{\n  \"schema_version\": %d,\n  \"command\": \"%s\",\n  \"files\": [",
+          SC_REPORT_SCHEMA_VERSION, whatif ? "trace whatif" : "trace replay");
+  for (size_t i = 0; i < nf; i++) {
+    sc_trace_info in;
+    sc_trace_get_info(tr[i], &in);
+    fprintf(o, "%s\n    {\"path\": ", i ? "," : "");
+    sc_json_string(o, files[i]);
+    fprintf(o, ", \"rank\": %d, \"world_size\": %d, \"device\": ", in.rank, in.world_size);
+    if (in.device_name[0]) sc_json_string(o, in.device_name);
+    else fputs("null", o);
+    fprintf(o, ", \"events\": %llu, \"kept\": %llu, \"skipped\": %llu, "
+            "\"legacy_events\": %llu}", (unsigned long long)in.events,
+            (unsigned long long)in.kept, (unsigned long long)in.skipped,
+            (unsigned long long)in.legacy);
+  }
+  sc_trace_graph_info g;
+  sc_trace_result_graph(base, &g);
+  fprintf(o, "\n  ],\n  \"graph\": {\"nodes\": %llu, \"edges\": %llu, \"launch_edges\": %llu, "
+          "\"stream_edges\": %llu, \"event_edges\": %llu, \"inferred_edges\": %llu, "
+          "\"sync_edges\": %llu, \"unmatched_waits\": %llu, \"collectives\": %llu, "
+          "\"coll_by_key\": %llu, \"coll_by_order\": %llu, \"order_refused\": %llu, "
+          "\"p2p_unpaired\": %llu, \"comm_alone\": %llu, \"kind_guessed\": %llu}",
+          (unsigned long long)g.nodes, (unsigned long long)g.edges,
+          (unsigned long long)g.launch_edges, (unsigned long long)g.stream_edges,
+          (unsigned long long)g.event_edges, (unsigned long long)g.inferred_edges,
+          (unsigned long long)g.sync_edges, (unsigned long long)g.unmatched_waits,
+          (unsigned long long)g.collectives, (unsigned long long)g.coll_by_key,
+          (unsigned long long)g.coll_by_order, (unsigned long long)g.order_refused,
+          (unsigned long long)g.p2p_unpaired, (unsigned long long)g.comm_alone,
+          (unsigned long long)g.kind_guessed);
 }
 
 static int write_timeline(const char *path, const sc_trace_result *r) {
@@ -121,7 +250,7 @@ int sc_cli_trace(int argc, char **argv) {
   const char *timeline = NULL, *topo_name = NULL, *hw_name = NULL, *hw_from_name = NULL;
   const char *resid_dir = NULL, *est_name = NULL;
   sc_residuals *cres = NULL;
-  int quiet = 0, rc = 0, nset = 0;
+  int quiet = 0, rc = 0, nset = 0, json = 0;
   uint32_t layers_to = 0;
   sc_trace **etr = NULL; /* the traces after the layers edit */
   sc_trace_layers_info lay;
@@ -222,6 +351,8 @@ int sc_cli_trace(int argc, char **argv) {
       }
     } else if (strcmp(a, "--quiet") == 0) {
       quiet = 1;
+    } else if (strcmp(a, "--json") == 0) {
+      json = 1;
     } else if (a[0] == '-' && a[1] != '\0') {
       rc = sc_cli_usage_error(CMD, "unknown option '%s'", a);
       goto out;
@@ -259,7 +390,7 @@ int sc_cli_trace(int argc, char **argv) {
       rc = sc_cli_fail(&err);
       goto out;
     }
-    if (!quiet) print_info(tr[i], files[i]);
+    if (!quiet && !json) print_info(tr[i], files[i]);
   }
   if (whatif && (ed.dp_to > 0 || hw_name != NULL)) {
     if (sc_cli_registry_open(&reg, &err) != SC_OK) {
@@ -317,23 +448,112 @@ int sc_cli_trace(int argc, char **argv) {
         rc = 1;
         goto out;
       }
-      printf("%s: layers: unit of %u operators (%s) repeated %u times in %u block%s per "
-             "iteration, %u iterations; %llu bucketed collectives scaled by %u/%u\n",
-             files[i], li.unit_ops, li.by_module ? "nn.Module annotation" :
-             "operator repetition", li.layers, li.blocks, li.blocks == 1 ? "" : "s",
-             li.iterations, (unsigned long long)li.scaled_comm, layers_to, li.layers);
+      if (!json)
+        printf("%s: layers: unit of %u operators (%s) repeated %u times in %u block%s per "
+               "iteration, %u iterations; %llu bucketed collectives scaled by %u/%u\n",
+               files[i], li.unit_ops, li.by_module ? "nn.Module annotation" :
+               "operator repetition", li.layers, li.blocks, li.blocks == 1 ? "" : "s",
+               li.iterations, (unsigned long long)li.scaled_comm, layers_to, li.layers);
     }
   }
   if (whatif && sc_trace_replay(etr ? etr : tr, nf, &ed, &res, &err) != SC_OK) {
     rc = sc_cli_fail(&err);
     goto out;
   }
-  print_graph(base);
+  warn_matching(base, files, nf);
   size_t ni, nw = 0;
   const sc_trace_iter *it = sc_trace_result_iters(base, &ni);
   const sc_trace_iter *wi = whatif ? sc_trace_result_iters(res, &nw) : NULL;
-  if (!whatif) {
-    double maxerr = 0;
+  if (whatif && nw != ni) {
+    /* the edits keep every span (the layers edit keeps the iterations' annotations) */
+    fprintf(stderr, "stepcast: the edited replay has %zu spans, the measured one %zu\n", nw,
+            ni);
+    rc = 1;
+    goto out;
+  }
+  double maxerr = 0, sm = 0, sp = 0;
+  for (size_t i = 0; i < ni; i++) {
+    double e = it[i].measured_s > 0
+                   ? 100.0 * (it[i].replayed_s - it[i].measured_s) / it[i].measured_s
+                   : 0;
+    if (fabs(e) > maxerr) maxerr = fabs(e);
+    sm += it[i].replayed_s;
+    if (whatif) sp += wi[i].replayed_s;
+  }
+  if (json) {
+    FILE *o = stdout;
+    json_head(o, whatif, tr, files, nf, base);
+    if (whatif) {
+      sc_trace_info in0;
+      sc_trace_get_info(tr[0], &in0);
+      fputs(",\n  \"edits\": {\"dp_from\": ", o);
+      if (ed.dp_to) fprintf(o, "%d", ed.dp_from ? (int)ed.dp_from : in0.world_size);
+      else fputs("null", o);
+      fputs(", \"dp_to\": ", o);
+      if (ed.dp_to) fprintf(o, "%u", ed.dp_to); else fputs("null", o);
+      fputs(", \"topology\": ", o);
+      if (ed.dp_to) sc_json_string(o, topo.name); else fputs("null", o);
+      fputs(", \"estimator\": ", o);
+      if (ed.dp_to) sc_json_string(o, sc_estimator_name(ed.estimator));
+      else fputs("null", o);
+      fputs(", \"hardware_from\": ", o);
+      if (hw_name) sc_json_string(o, hw_from.name); else fputs("null", o);
+      fputs(", \"hardware_to\": ", o);
+      if (hw_name) sc_json_string(o, hw_to.name); else fputs("null", o);
+      fputs(", \"default_dtype\": ", o);
+      sc_json_string(o, sc_dtype_name(ed.default_dtype));
+      fprintf(o, ", \"overlap\": \"%s\", \"layers_from\": ", ed.serialize_comm ? "none" :
+              "measured");
+      if (layers_to) fprintf(o, "%u", lay.layers); else fputs("null", o);
+      fputs(", \"layers_to\": ", o);
+      if (layers_to) fprintf(o, "%u", layers_to); else fputs("null", o);
+      fputs("}", o);
+    }
+    fputs(",\n  \"iterations\": [", o);
+    for (size_t i = 0; i < ni; i++) {
+      fprintf(o, "%s\n    {\"name\": ", i ? "," : "");
+      sc_json_string(o, it[i].name);
+      fprintf(o, ", \"rank\": %d, \"measured_s\": ", it[i].rank);
+      jnum(o, it[i].measured_s);
+      fputs(", \"replayed_s\": ", o);
+      jnum(o, it[i].replayed_s);
+      if (!whatif) {
+        fputs(", \"error_pct\": ", o);
+        jnum(o, it[i].measured_s > 0
+                    ? 100.0 * (it[i].replayed_s - it[i].measured_s) / it[i].measured_s
+                    : 0);
+      } else {
+        fputs(", \"predicted_s\": ", o);
+        jnum(o, wi[i].replayed_s);
+        fputs(", \"change_pct\": ", o);
+        jnum(o, it[i].replayed_s > 0
+                    ? 100.0 * (wi[i].replayed_s - it[i].replayed_s) / it[i].replayed_s
+                    : 0);
+      }
+      fputs(",\n     \"breakdown\": ", o);
+      json_breakdown(o, whatif ? &wi[i] : &it[i]);
+      fputs("}", o);
+    }
+    fputs("\n  ],\n  \"summary\": {", o);
+    if (!whatif) {
+      fprintf(o, "\"spans\": %zu, \"max_abs_error_pct\": ", ni);
+      jnum(o, maxerr);
+    } else {
+      fprintf(o, "\"spans\": %zu, \"mean_replayed_s\": ", ni);
+      jnum(o, ni ? sm / (double)ni : 0);
+      fputs(", \"mean_predicted_s\": ", o);
+      jnum(o, ni ? sp / (double)ni : 0);
+      fputs(", \"change_pct\": ", o);
+      jnum(o, sm > 0 ? 100.0 * (sp - sm) / sm : 0);
+    }
+    fputs("}\n}\n", o);
+    if (fflush(o) != 0 || ferror(o)) {
+      fprintf(stderr, "stepcast: writing the JSON to stdout failed\n");
+      rc = 1;
+      goto out;
+    }
+  } else if (!whatif) {
+    print_graph(base, nf);
     printf("%-22s %4s %12s %12s %8s %12s %12s %12s %12s\n", "iteration", "rank",
            "measured ms", "replayed ms", "error %", "compute ms", "comm exp ms", "memcpy ms",
            "idle ms");
@@ -341,14 +561,15 @@ int sc_cli_trace(int argc, char **argv) {
       double e = it[i].measured_s > 0
                      ? 100.0 * (it[i].replayed_s - it[i].measured_s) / it[i].measured_s
                      : 0;
-      if (fabs(e) > maxerr) maxerr = fabs(e);
       printf("%-22s %4d %12.3f %12.3f %8.3f %12.3f %12.3f %12.3f %12.3f\n", it[i].name,
              it[i].rank, it[i].measured_s * 1e3, it[i].replayed_s * 1e3, e,
              it[i].compute_s * 1e3, it[i].comm_exposed_s * 1e3, it[i].memory_s * 1e3,
              it[i].idle_s * 1e3);
     }
     printf("max |error| %.3f %% over %zu spans\n", maxerr, ni);
+    print_breakdown(it, ni, "replayed");
   } else {
+    print_graph(base, nf);
     printf("edits:");
     if (ed.dp_to) {
       sc_trace_info in;
@@ -363,13 +584,10 @@ int sc_cli_trace(int argc, char **argv) {
     printf("\n%-22s %4s %12s %12s %12s %8s %12s %12s %12s %12s\n", "iteration", "rank",
            "measured ms", "replayed ms", "predicted ms", "change %", "compute ms",
            "comm exp ms", "memcpy ms", "idle ms");
-    double sm = 0, sp = 0;
-    for (size_t i = 0; i < ni && i < nw; i++) {
+    for (size_t i = 0; i < ni; i++) {
       double ch = it[i].replayed_s > 0
                       ? 100.0 * (wi[i].replayed_s - it[i].replayed_s) / it[i].replayed_s
                       : 0;
-      sm += it[i].replayed_s;
-      sp += wi[i].replayed_s;
       printf("%-22s %4d %12.3f %12.3f %12.3f %8.2f %12.3f %12.3f %12.3f %12.3f\n", it[i].name,
              it[i].rank, it[i].measured_s * 1e3, it[i].replayed_s * 1e3,
              wi[i].replayed_s * 1e3, ch, wi[i].compute_s * 1e3, wi[i].comm_exposed_s * 1e3,
@@ -378,6 +596,7 @@ int sc_cli_trace(int argc, char **argv) {
     if (ni > 0)
       printf("mean iteration: replayed %.3f ms, predicted %.3f ms (%+.2f %%)\n", sm / ni * 1e3,
              sp / ni * 1e3, sm > 0 ? 100.0 * (sp - sm) / sm : 0);
+    print_breakdown(wi, nw, "predicted");
   }
   if (timeline != NULL) rc = write_timeline(timeline, whatif ? res : base);
 out:

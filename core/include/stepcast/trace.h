@@ -50,6 +50,9 @@ typedef struct sc_trace_info {
   uint64_t skipped;                      /* events of other phases or categories */
   uint64_t skipped_kinds;                /* distinct "ph/cat" pairs among the skipped */
   uint64_t json_bytes;                   /* uncompressed JSON bytes read */
+  uint64_t legacy;                       /* kept events of PyTorch 1.8-1.9 category names
+                                            ("Operator", "Runtime", "Kernel", "Memcpy",
+                                            "Memset"), read as the current kinds */
   int32_t rank;                          /* distributedInfo.rank (-1 when absent) */
   int32_t world_size;                    /* distributedInfo.world_size (0 when absent) */
   char device_name[64];                  /* deviceProperties[0].name ("" when absent) */
@@ -57,7 +60,10 @@ typedef struct sc_trace_info {
 
 /* Read one rank's trace: Chrome-trace JSON, plain or gzip-compressed (read through
  * zlib's gzread in chunks and parsed streaming with yajl: memory grows with the events
- * kept, not with the file). Keeps the kinds above, counts and skips everything else.
+ * kept, not with the file). Keeps the kinds above (and their PyTorch 1.8-1.9 names, with
+ * string thread ids; a ProfilerStep#N operator is kept as an annotation), counts and
+ * skips everything else. Loading does not judge whether anything can be replayed:
+ * sc_trace_replay does.
  * Errors (one line, naming path and the byte offset in the uncompressed JSON):
  * SC_EIO (cannot open; gzip stream truncated or corrupt), SC_EPARSE (malformed or
  * truncated JSON, a key with the wrong type, no "traceEvents" array), SC_ENOMEM.
@@ -151,8 +157,16 @@ typedef struct sc_trace_iter {
   double replayed_s;      /* the span's duration in the replay */
   /* Replayed GPU time of the span, by what the rank's GPU did (they sum to replayed_s):
    * compute kernels active; only communication active (exposed); only memcpy/memset;
-   * nothing (idle). As Holistic Trace Analysis's temporal breakdown. */
+   * nothing (idle). Holistic Trace Analysis's temporal breakdown is idle_s, compute_s
+   * and non-compute = comm_exposed_s + memory_s. */
   double compute_s, comm_exposed_s, memory_s, idle_s;
+  /* Lumos's four-way breakdown (they sum to replayed_s): compute kernels without
+   * communication; compute and communication at once; communication without compute
+   * (= comm_exposed_s); neither (idle, or only memcpy/memset: memory_s + idle_s). */
+  double exposed_compute_s, overlapped_s, exposed_comm_s, other_s;
+  /* HTA's communication/computation overlap: 100 * overlapped_s / (time any
+   * communication kernel runs); NAN when no communication kernel runs in the span. */
+  double comm_overlap_pct;
 } sc_trace_iter;
 
 /* Counts of the dependency graph. */
@@ -165,21 +179,44 @@ typedef struct sc_trace_graph_info {
   uint64_t sync_edges;     /* GPU op -> end of a blocking CPU call */
   uint64_t inferred_edges; /* GPU op -> GPU op of another stream, inferred from timing
                               where the trace records no cuda_sync (docs/trace.md) */
-  uint64_t collectives;    /* collectives matched across ranks (0 with one rank) */
+  uint64_t collectives;    /* collectives matched across ranks (0 with one rank):
+                              coll_by_key + coll_by_order */
   uint64_t unmatched_waits;/* stream waits or event syncs whose record was not found */
+  /* Matching communication kernels across ranks (docs/trace.md, "Collectives"): */
+  uint64_t coll_by_key;    /* matched by process group and sequence number (collectives)
+                              or by the pair of ranks and their order (send/recv) */
+  uint64_t coll_by_order;  /* matched by their order on each rank's stream: the trace
+                              states no process group and sequence number */
+  uint64_t order_refused;  /* pairs by order refused: their ends disagree once the ranks'
+                              clocks are aligned, so they are not one collective */
+  uint64_t p2p_unpaired;   /* send/recv kernels without a peer or a sequence number: not
+                              matched, kept as measured */
+  uint64_t comm_alone;     /* communication kernels with no counterpart in the other
+                              traces (their group's other ranks not given), as measured */
+  /* Communication kernels whose collective kind (all-reduce, ...) nothing states: not the
+   * kernel's name (ncclDevKernel_Generic), nor a "Collective name" of the kernel or of
+   * its enclosing record_param_comms, nor an enclosing nccl:<kind> annotation. They are
+   * taken as all-reduce. The first such kernel's rank (-1: none) and name. */
+  uint64_t kind_guessed;
+  int32_t kind_guessed_rank;
+  char kind_guessed_name[64];
 } sc_trace_graph_info;
 
 typedef struct sc_trace_result sc_trace_result;
 
-/* Build the graph of traces[0..ntraces) (one per rank; ranks are matched by the order of
- * their NCCL kernels within each stream, after aligning their clocks on collective ends)
- * and replay it: every node starts when its predecessors have finished (plus, on a CPU
- * thread, the measured gap before it), lasting its measured duration, or the edited one
- * when edits is not NULL. The traces are borrowed and must outlive *out.
- * Errors: SC_EINVAL (no traces, NULL), SC_ECONFIG (an edit that cannot apply: dp edit
- * without topology or registry; collectives of different kinds matched across ranks),
- * SC_EPARSE (a dependency cycle: inconsistent timestamps), SC_ENOMEM, and those of
- * sc_comm_estimate. Free with sc_trace_result_free. */
+/* Build the graph of traces[0..ntraces) (one per rank; their communication kernels are
+ * matched across ranks by process group and sequence number where the traces state them,
+ * else by their order within each stream, refusing pairs whose ends disagree once the
+ * clocks are aligned on collective ends: docs/trace.md) and replay it: every node starts
+ * when its predecessors have finished (plus, on a CPU thread, the measured gap before it),
+ * lasting its measured duration, or the edited one when edits is not NULL. The traces are
+ * borrowed and must outlive *out.
+ * Errors: SC_EINVAL (no traces, NULL), SC_EPARSE (a trace with nothing to replay: no GPU
+ * kernel, memcpy or memset, no span, or no GPU work inside its ProfilerStep spans; a
+ * dependency cycle: inconsistent timestamps), SC_ECONFIG (an edit that cannot apply: dp
+ * edit without topology or registry; collectives of different kinds matched across ranks),
+ * SC_ENOMEM, and those of sc_comm_estimate. Each message is one line naming the file.
+ * Free with sc_trace_result_free. */
 int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edits *edits,
                     sc_trace_result **out, sc_error *err);
 

@@ -31,7 +31,7 @@ static int any(const char *s, const char *const *needles) {
 }
 
 /* First match wins, in this order. Needles are lower case. */
-static const char *const k_comm[] = {"nccl", "rccl", NULL};
+static const char *const k_comm[] = {"nccl", "rccl", "msccl", NULL};
 static const char *const k_attention[] = {"flash", "fmha", "attention", "sdpa", "_attn",
                                           "mha_", NULL};
 static const char *const k_norm[] = {"norm", "softmax", "bn_fw", "bn_bw", NULL};
@@ -70,7 +70,9 @@ sc_dtype sc__trace_kernel_dtype(const char *name, sc_dtype dflt) {
   return dflt;
 }
 
-/* The collective kind a NCCL kernel name states; -1 when none. */
+/* The collective kind a NCCL kernel name, an "nccl:..." annotation or a record_param_comms
+ * "Collective name" states; SC__COLL_OTHER for one stepcast does not model; -1 when none
+ * (ncclDevKernel_Generic, "coalesced"). */
 int sc__trace_coll_kind(const char *name) {
   if (has(name, "allreduce") || has(name, "all_reduce")) return SC_COLL_ALLREDUCE;
   if (has(name, "allgather") || has(name, "all_gather")) return SC_COLL_ALLGATHER;
@@ -78,5 +80,8 @@ int sc__trace_coll_kind(const char *name) {
   if (has(name, "alltoall") || has(name, "all_to_all")) return SC_COLL_ALLTOALL;
   if (has(name, "broadcast")) return SC_COLL_BROADCAST;
   if (has(name, "sendrecv") || has(name, "send") || has(name, "recv")) return SC_COLL_SENDRECV;
+  /* ProcessGroupNCCL's barrier is an all-reduce of one element */
+  if (has(name, "barrier")) return SC_COLL_ALLREDUCE;
+  if (has(name, "reduce") || has(name, "gather") || has(name, "scatter")) return SC__COLL_OTHER;
   return -1;
 }

@@ -617,13 +617,17 @@ int sc_trace_edit_layers(const sc_trace *in, uint32_t layers_to, sc_trace **out,
   o->hash = malloc((in->caphash ? in->caphash : 1) * sizeof *o->hash);
   o->skip_kind = calloc(in->nskip ? in->nskip : 1, sizeof *o->skip_kind);
   o->skip_count = malloc((in->nskip ? in->nskip : 1) * sizeof *o->skip_count);
-  if (!o->path || !o->ev || !o->pool || !o->hash || !o->skip_kind || !o->skip_count) {
+  o->coll = malloc((in->ncoll ? in->ncoll : 1) * sizeof *o->coll);
+  if (!o->path || !o->ev || !o->pool || !o->hash || !o->skip_kind || !o->skip_count ||
+      !o->coll) {
     rc = SC_ENOMEM;
     goto done;
   }
   strcpy(o->path, in->path);
   memcpy(o->pool, in->pool, in->npool);
   o->npool = o->cappool = in->npool;
+  if (in->ncoll) memcpy(o->coll, in->coll, in->ncoll * sizeof *o->coll);
+  o->ncoll = o->capcoll = in->ncoll; /* copies of a unit share their originals' metadata */
   if (in->caphash) memcpy(o->hash, in->hash, in->caphash * sizeof *o->hash);
   o->caphash = in->caphash;
   o->nhash = in->nhash;

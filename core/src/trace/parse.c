@@ -112,6 +112,9 @@ typedef struct pstate {
   int has_ph, has_cat;
   double in_nelems, out_nelems, dtype_bytes;
   int64_t arg_stream, arg_device; /* args.stream / args.device, -1 when absent */
+  sc__tcoll coll;             /* collective metadata of the event's args */
+  int has_coll;               /* one of its keys was read */
+  int legacy;                 /* its category is a PyTorch 1.8-1.9 name ("Kernel", ...) */
 } pstate;
 
 static uint64_t offset(const pstate *p) {
@@ -147,6 +150,12 @@ static void reset_event(pstate *p) {
   p->drop = p->has_ph = p->has_cat = 0;
   p->in_nelems = p->out_nelems = p->dtype_bytes = 0;
   p->arg_stream = p->arg_device = -1;
+  p->coll.seq = -1;
+  p->coll.name = p->coll.pg = SC__NONE;
+  p->coll.peer = -1;
+  p->coll.group_size = 0;
+  p->has_coll = 0;
+  p->legacy = 0;
 }
 
 /* Microseconds with optional fraction/exponent -> integer nanoseconds. */
@@ -198,10 +207,12 @@ static double dtype_size(const char *s, size_t len) {
   return 0;
 }
 
-/* The kept kind of the event being read from its ph and cat; -1 when it is skipped. */
-static int event_kind(const pstate *p) {
-  if (p->ph[0] != 'X' || p->ph[1] != '\0') return -1;
-  const char *c = p->cat;
+/* The kept kind of the event being read from its ph and cat; -1 when it is skipped.
+ * Kineto of PyTorch 1.8-1.9 wrote other category names: "Operator" (CPU operators and
+ * the ProfilerStep#N span), "Runtime", "Kernel", "Memcpy", "Memset" (its output_json.cpp;
+ * the TensorBoard plugin reads both); *legacy is set for those. */
+static int cat_kind(const char *c, int *legacy) {
+  *legacy = 0;
   switch (c[0]) {
   case 'c':
     if (strcmp(c, "cpu_op") == 0) return SC_TRACE_CPU_OP;
@@ -214,8 +225,64 @@ static int event_kind(const pstate *p) {
     if (strcmp(c, "gpu_memcpy") == 0) return SC_TRACE_MEMCPY;
     if (strcmp(c, "gpu_memset") == 0) return SC_TRACE_MEMSET;
     return -1;
+  case 'O': *legacy = 1; return strcmp(c, "Operator") == 0 ? SC_TRACE_CPU_OP : -1;
+  case 'R': *legacy = 1; return strcmp(c, "Runtime") == 0 ? SC_TRACE_RUNTIME : -1;
+  case 'K': *legacy = 1; return strcmp(c, "Kernel") == 0 ? SC_TRACE_KERNEL : -1;
+  case 'M':
+    *legacy = 1;
+    if (strcmp(c, "Memcpy") == 0) return SC_TRACE_MEMCPY;
+    if (strcmp(c, "Memset") == 0) return SC_TRACE_MEMSET;
+    return -1;
   default: return -1;
   }
+}
+
+static int event_kind(pstate *p) {
+  if (p->ph[0] != 'X' || p->ph[1] != '\0') return -1;
+  return cat_kind(p->cat, &p->legacy);
+}
+
+/* A pid or tid written as a string (PyTorch 1.8-1.9 wrote every tid so: "123" for a
+ * thread, "stream 7" for a GPU stream): its integer, else an id of its own per distinct
+ * string (-2 - its pool offset), so that two named threads stay two. */
+static int str_id(sc_trace *t, const char *s, size_t len, int64_t *out) {
+  char buf[32];
+  const char *d = s;
+  size_t l = len;
+  if (l > 7 && memcmp(d, "stream ", 7) == 0) {
+    d += 7;
+    l -= 7;
+  }
+  if (l > 0 && l < sizeof buf) {
+    memcpy(buf, d, l);
+    buf[l] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (*end == '\0' && errno == 0 && (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9'))) {
+      *out = v;
+      return SC_OK;
+    }
+  }
+  uint32_t off;
+  if (sc__trace_intern(t, s, len, &off) != SC_OK) return SC_ENOMEM;
+  *out = -2 - (int64_t)off;
+  return SC_OK;
+}
+
+/* The type an args key this reader uses must have; NULL for a key it does not read. */
+static const char *arg_expect(const char *k) {
+  static const struct { const char *key, *type; } tab[] = {
+      {"correlation", "an integer"}, {"stream", "an integer"}, {"device", "an integer"},
+      {"wait_on_stream", "an integer"}, {"wait_on_cuda_event_record_corr_id", "an integer"},
+      {"Group size", "an integer"}, {"Seq", "an integer"}, {"Src Rank", "an integer"},
+      {"Dst Rank", "an integer"}, {"In msg nelems", "a number"},
+      {"Out msg nelems", "a number"}, {"cuda_sync_kind", "a string"},
+      {"Collective name", "a string"}, {"Process Group Name", "a string or a number"}};
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+    if (strcmp(k, tab[i].key) == 0) return tab[i].type;
+  }
+  return NULL;
 }
 
 static int cur_ctx(const pstate *p) { return p->depth > 0 ? p->ctx[p->depth - 1] : -1; }
@@ -274,6 +341,8 @@ static int scalar(pstate *p, const char *num, size_t nlen, const char *str, size
     } else if (strcmp(k, "pid") == 0 || strcmp(k, "tid") == 0) {
       int64_t v = -1;
       if (num != NULL && to_i64(num, nlen, &v) != 0) return wrong_type(p, "an integer");
+      if (str != NULL && str_id(p->t, str, slen, &v) != SC_OK)
+        return fail(p, SC_ENOMEM, "out of memory");
       if (k[0] == 'p') p->cur.pid = v; else p->cur.tid = v;
     }
     return 1;
@@ -284,7 +353,8 @@ static int scalar(pstate *p, const char *num, size_t nlen, const char *str, size
     if (p->drop) return 1;
     /* most args are of no interest: filter on the lengths of those that are */
     switch (p->keylen) {
-    case 5: case 6: case 10: case 11: case 13: case 14: case 33: break;
+    case 3: case 5: case 6: case 8: case 10: case 11: case 13: case 14: case 15: case 18:
+    case 33: break;
     default: return 1;
     }
     if (strcmp(k, "stream") == 0 && str != NULL) {
@@ -299,20 +369,39 @@ static int scalar(pstate *p, const char *num, size_t nlen, const char *str, size
       p->arg_stream = (*end == '\0' && errno == 0 && l > 0) ? sv : -1;
     } else if (strcmp(k, "correlation") == 0 || strcmp(k, "stream") == 0 ||
         strcmp(k, "device") == 0 || strcmp(k, "wait_on_stream") == 0 ||
-        strcmp(k, "wait_on_cuda_event_record_corr_id") == 0 || strcmp(k, "Group size") == 0) {
+        strcmp(k, "wait_on_cuda_event_record_corr_id") == 0 || strcmp(k, "Group size") == 0 ||
+        strcmp(k, "Seq") == 0 || strcmp(k, "Src Rank") == 0 || strcmp(k, "Dst Rank") == 0) {
       if (num == NULL) return wrong_type(p, "an integer");
       if (to_i64(num, nlen, &v) != 0) return wrong_type(p, "an integer");
       if (k[0] == 'c') p->cur.corr = v;
       else if (k[0] == 's') p->arg_stream = v;
       else if (k[0] == 'd') p->arg_device = v;
-      else if (k[0] == 'G') p->cur.group_size = v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
-      else if (strcmp(k, "wait_on_stream") == 0)
+      else if (k[0] == 'G') {
+        p->coll.group_size = v > 0 && v < UINT32_MAX ? (uint32_t)v : 0;
+        p->has_coll = 1;
+      } else if (k[0] == 'S' && k[1] == 'e') {
+        p->coll.seq = v >= 0 ? v : -1;
+        p->has_coll = 1;
+      } else if (k[0] == 'S' || k[0] == 'D') {
+        p->coll.peer = v >= 0 && v <= INT32_MAX ? (int32_t)v : -1;
+        p->has_coll = 1;
+      } else if (strcmp(k, "wait_on_stream") == 0)
         p->cur.wait_stream = v >= INT32_MIN && v <= INT32_MAX ? (int32_t)v : -1;
       else p->cur.wait_corr = v;
     } else if (strcmp(k, "In msg nelems") == 0 || strcmp(k, "Out msg nelems") == 0) {
       if (num == NULL) return wrong_type(p, "a number");
       double d = strtod(num, NULL);
       if (k[0] == 'I') p->in_nelems = d; else p->out_nelems = d;
+    } else if (strcmp(k, "Collective name") == 0 || strcmp(k, "Process Group Name") == 0) {
+      /* the group's name is a string ("0"); a number is read as its text */
+      const char *txt = str != NULL ? str : num;
+      size_t tl = str != NULL ? slen : nlen;
+      if (txt == NULL || (k[0] == 'C' && str == NULL))
+        return wrong_type(p, k[0] == 'C' ? "a string" : "a string or a number");
+      uint32_t off;
+      if (sc__trace_intern(p->t, txt, tl, &off) != SC_OK) return fail(p, SC_ENOMEM, "out of memory");
+      if (k[0] == 'C') p->coll.name = off; else p->coll.pg = off;
+      p->has_coll = 1;
     } else if (strcmp(k, "dtype") == 0 && str != NULL) {
       p->dtype_bytes = dtype_size(str, slen);
     } else if (strcmp(k, "cuda_sync_kind") == 0) {
@@ -375,6 +464,8 @@ static int cb_start_map(void *ctx) {
   if (c == CTX_EVENTS) { reset_event(p); return push(p, CTX_EVENT); }
   if (c == CTX_EVENT && p->drop) { p->skip = 1; return 1; }
   if (c == CTX_EVENT && strcmp(p->key, "args") == 0) return push(p, CTX_ARGS);
+  if (c == CTX_ARGS && !p->drop && arg_expect(p->key) != NULL)
+    return wrong_type(p, arg_expect(p->key));
   if (c == CTX_DEVPROPS) return push(p, CTX_DEVPROP);
   if (c == CTX_EVENT && (strcmp(p->key, "ts") == 0 || strcmp(p->key, "dur") == 0))
     return wrong_type(p, "a number");
@@ -400,6 +491,8 @@ static int cb_start_array(void *ctx) {
     return fail(p, SC_EPARSE, buf);
   }
   if (c == CTX_EVENT && strcmp(p->key, "args") == 0) return wrong_type(p, "an object");
+  if (c == CTX_ARGS && !p->drop && arg_expect(p->key) != NULL)
+    return wrong_type(p, arg_expect(p->key));
   if (c == CTX_EVENT && (strcmp(p->key, "ts") == 0 || strcmp(p->key, "dur") == 0))
     return wrong_type(p, "a number");
   if (c == CTX_EVENT && strcmp(p->key, "name") == 0) return wrong_type(p, "a string");
@@ -463,6 +556,9 @@ static int finish_event(pstate *p) {
              (unsigned long long)t->info.events - 1);
     return fail(p, SC_EPARSE, buf);
   }
+  /* PyTorch 1.8-1.9 recorded the step as an operator */
+  if (kind == SC_TRACE_CPU_OP && p->namelen >= 13 && memcmp(p->name, "ProfilerStep#", 13) == 0)
+    kind = SC_TRACE_ANNOTATION;
   p->cur.kind = (uint8_t)kind;
   if (kind == SC_TRACE_KERNEL || kind == SC_TRACE_MEMCPY || kind == SC_TRACE_MEMSET ||
       kind == SC_TRACE_SYNC) {
@@ -481,9 +577,22 @@ static int finish_event(pstate *p) {
     t->ev = e;
     t->capev = cap;
   }
+  if (p->has_coll) {
+    if (t->ncoll == t->capcoll) {
+      size_t cap = t->capcoll ? t->capcoll * 2 : 256;
+      if (cap >= UINT32_MAX) return fail(p, SC_ENOMEM, "out of memory");
+      sc__tcoll *c = realloc(t->coll, cap * sizeof *c);
+      if (c == NULL) return fail(p, SC_ENOMEM, "out of memory");
+      t->coll = c;
+      t->capcoll = cap;
+    }
+    t->coll[t->ncoll++] = p->coll;
+    p->cur.coll = (uint32_t)t->ncoll;
+  }
   t->ev[t->nev++] = p->cur;
   t->info.by_kind[kind]++;
   t->info.kept++;
+  if (p->legacy) t->info.legacy++;
   return 1;
 }
 
@@ -532,6 +641,7 @@ void sc_trace_free(sc_trace *t) {
   free(t->skip_kind);
   free(t->skip_count);
   free(t->ev);
+  free(t->coll);
   free(t->pool);
   free(t->hash);
   free(t->path);

@@ -44,6 +44,13 @@ typedef struct rank_g {
   int64_t *stream;        /* per event: effective stream of a GPU op */
   uint8_t *fam;           /* per event: sc_kernel_family of a GPU op, 255 otherwise */
   uint8_t *a2a;           /* per event: runtime call inside an all_to_all annotation */
+  int8_t *ckind;          /* per event: sc_coll_kind of a communication op (docs/trace.md,
+                             "Collectives"), -1 when unknown or not one */
+  uint8_t *cguess;        /* per event: 1 when ckind was guessed (nothing states it) */
+  sc__tcoll *cmeta;       /* per event: collective metadata of a communication op, the
+                             kernel's own args over its enclosing record_param_comms' */
+  double *cbytes;         /* per event: message bytes of a communication op (the kernel's,
+                             else its record_param_comms'), 0 = unknown */
   uint32_t *ops;          /* GPU ops sorted by (device, stream, ts) */
   size_t nops;
   int64_t *launch_ts;     /* per entry of ops: start of the launching call (or own ts) */
@@ -305,14 +312,13 @@ static int edited_durations(rank_g *g, const sc_trace_edits *ed, sc_error *err) 
       return sc_error_set(err, SC_ECONFIG, "dp edit: %s states no world_size; give the "
                           "measured data-parallel degree", t->path);
     for (size_t i = 0; i < t->nev; i++) {
-      const sc__tev *e = &t->ev[i];
       if (g->fam[i] != SC_KFAM_COMM) continue;
-      if (e->group_size != 0 && e->group_size != from) continue; /* another group */
-      int kind = sc__trace_coll_kind(sc__tname(t, e->name));
-      if (kind == SC_COLL_SENDRECV && g->a2a[i]) kind = SC_COLL_ALLTOALL;
+      uint32_t gs = g->cmeta[i].group_size;
+      if (gs != 0 && gs != from) continue; /* another group */
+      int kind = g->ckind[i];
       if (kind < 0) continue;
       double s;
-      int rc = dp_scale(ed, from, kind, e->coll_bytes, g->dur[i] * 1e-9, &s, err);
+      int rc = dp_scale(ed, from, kind, g->cbytes[i], g->dur[i] * 1e-9, &s, err);
       if (rc != SC_OK) return rc;
       g->dur[i] *= s;
     }
@@ -329,8 +335,15 @@ static int prepare_rank(rank_g *g, const imap *launch) {
   g->stream = malloc((n ? n : 1) * sizeof *g->stream);
   g->fam = malloc(n ? n : 1);
   g->a2a = calloc(n ? n : 1, 1);
+  g->ckind = malloc(n ? n : 1);
+  g->cguess = calloc(n ? n : 1, 1);
+  g->cmeta = malloc((n ? n : 1) * sizeof *g->cmeta);
+  g->cbytes = calloc(n ? n : 1, sizeof *g->cbytes);
   g->dur = malloc((n ? n : 1) * sizeof *g->dur);
-  if (!g->stream || !g->fam || !g->a2a || !g->dur) return SC_ENOMEM;
+  if (!g->stream || !g->fam || !g->a2a || !g->ckind || !g->cguess || !g->cmeta || !g->cbytes ||
+      !g->dur)
+    return SC_ENOMEM;
+  memset(g->ckind, -1, n ? n : 1);
   size_t nops = 0;
   imap fam; /* family of each kernel name (names are interned: one lookup per name) */
   if (imap_init(&fam, 2 * t->nhash) != SC_OK) {
@@ -514,6 +527,108 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A CPU event that can name the collective of the kernels launched inside it: one with
+ * collective metadata (record_param_comms) or an "nccl:<kind>" annotation. */
+typedef struct mev {
+  int64_t pid, tid, ts;
+  uint32_t ev;
+} mev;
+
+static int cmp_mev(const void *a, const void *b) {
+  const mev *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+/* Collective kind and metadata of every communication op of rank g (docs/trace.md,
+ * "Collectives"): the kernel's own args ("Collective name", "Process Group Name", "Seq",
+ * "Group size", peer) over those of the innermost enclosing record_param_comms of its
+ * launching call; the kind from that "Collective name", else the kernel's name (SendRecv
+ * inside an all_to_all annotation: all-to-all), else the innermost enclosing nccl:<kind>
+ * annotation, else guessed as all-reduce (cguess). */
+static int resolve_comm(rank_g *g, const imap *launch) {
+  const sc_trace *t = g->t;
+  size_t n = t->nev, nm = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sc__tev *e = &t->ev[i];
+    if (is_cpu(e->kind) && e->kind != SC_TRACE_RUNTIME &&
+        (e->coll != 0 || strncmp(sc__tname(t, e->name), "nccl:", 5) == 0))
+      nm++;
+  }
+  mev *m = malloc((nm ? nm : 1) * sizeof *m);
+  if (m == NULL) return SC_ENOMEM;
+  nm = 0;
+  for (size_t i = 0; i < n; i++) {
+    const sc__tev *e = &t->ev[i];
+    if (is_cpu(e->kind) && e->kind != SC_TRACE_RUNTIME &&
+        (e->coll != 0 || strncmp(sc__tname(t, e->name), "nccl:", 5) == 0)) {
+      m[nm].pid = e->pid;
+      m[nm].tid = e->tid;
+      m[nm].ts = e->ts_ns;
+      m[nm++].ev = (uint32_t)i;
+    }
+  }
+  qsort(m, nm, sizeof *m, cmp_mev);
+  for (size_t p = 0; p < g->nops; p++) {
+    uint32_t ev = g->ops[p], li;
+    if (g->fam[ev] != SC_KFAM_COMM) continue;
+    const sc__tev *k = &t->ev[ev];
+    sc__tcoll c = {-1, SC__NONE, SC__NONE, -1, 0};
+    const sc__tcoll *own = sc__tcoll_of(t, k), *rec = NULL;
+    const sc__tev *rec_ev = NULL;
+    const char *ann = NULL;
+    if (nm > 0 && imap_get(launch, k->corr, &li)) {
+      /* the enclosing events of the call on its thread: starts at or before it, ends at
+       * or after its start; the innermost first (nesting is shallow: a few steps back) */
+      const sc__tev *call = &t->ev[li];
+      mev key = {call->pid, call->tid, call->ts_ns, UINT32_MAX};
+      size_t a = 0, z = nm;
+      while (a < z) {
+        size_t mid = (a + z) / 2;
+        if (cmp_mev(&m[mid], &key) <= 0) a = mid + 1; else z = mid;
+      }
+      for (size_t q = a, steps = 0; q > 0 && steps < 64 && (rec == NULL || ann == NULL);
+           steps++) {
+        const mev *c2 = &m[--q];
+        if (c2->pid != call->pid || c2->tid != call->tid) break;
+        const sc__tev *o = &t->ev[c2->ev];
+        if (o->ts_ns + o->dur_ns < call->ts_ns) continue;
+        if (rec == NULL && o->coll != 0) {
+          rec = sc__tcoll_of(t, o);
+          rec_ev = o;
+        }
+        if (ann == NULL && strncmp(sc__tname(t, o->name), "nccl:", 5) == 0)
+          ann = sc__tname(t, o->name);
+      }
+    }
+    if (rec != NULL) c = *rec;
+    if (own != NULL) {
+      if (own->seq >= 0) c.seq = own->seq;
+      if (own->name != SC__NONE) c.name = own->name;
+      if (own->pg != SC__NONE) c.pg = own->pg;
+      if (own->peer >= 0) c.peer = own->peer;
+      if (own->group_size != 0) c.group_size = own->group_size;
+    }
+    g->cmeta[ev] = c;
+    g->cbytes[ev] = k->coll_bytes > 0 ? k->coll_bytes : rec_ev != NULL ? rec_ev->coll_bytes : 0;
+    int kind = c.name != SC__NONE ? sc__trace_coll_kind(sc__tname(t, c.name)) : -1;
+    if (kind == -1) {
+      kind = sc__trace_coll_kind(sc__tname(t, k->name));
+      if (kind == SC_COLL_SENDRECV && g->a2a[ev]) kind = SC_COLL_ALLTOALL;
+    }
+    if (kind == -1 && ann != NULL) kind = sc__trace_coll_kind(ann);
+    if (kind == -1) {
+      kind = SC_COLL_ALLREDUCE;
+      g->cguess[ev] = 1;
+    }
+    g->ckind[ev] = (int8_t)(kind >= 0 ? kind : -1);
+  }
+  free(m);
+  return SC_OK;
+}
+
 /* Build rank g's edges. */
 static int build_rank(rank_g *g, const sc_trace_edits *ed, builder *b,
                       sc_trace_graph_info *gi, sc_error *err) {
@@ -647,6 +762,7 @@ static int build_rank(rank_g *g, const sc_trace_edits *ed, builder *b,
     uint32_t ev = g->ops[p], li;
     if (imap_get(&launch, t->ev[ev].corr, &li) && g->a2a[li]) g->a2a[ev] = 1;
   }
+  if ((rc = resolve_comm(g, &launch)) != SC_OK) goto out;
 
   /* 3. event record -> stream wait across streams (HTA's matching) */
   for (size_t i = 0; i < n; i++) {
@@ -806,6 +922,10 @@ static void free_ranks(rank_g *r, size_t nr) {
     free(r[i].stream);
     free(r[i].fam);
     free(r[i].a2a);
+    free(r[i].ckind);
+    free(r[i].cguess);
+    free(r[i].cmeta);
+    free(r[i].cbytes);
     free(r[i].ops);
     free(r[i].launch_ts);
     free(r[i].by_launch);
@@ -823,41 +943,6 @@ void sc_trace_result_free(sc_trace_result *res) {
   free(res);
 }
 
-/* Communication ops of rank g grouped by stream: positions in g->ops of comm ops, and the
- * starts of each stream's run in that list. */
-typedef struct comm_list {
-  uint32_t *pos;
-  size_t n;
-  size_t *run;   /* nrun + 1 offsets into pos */
-  size_t nrun;
-} comm_list;
-
-static int comm_lists(const rank_g *g, comm_list *c) {
-  memset(c, 0, sizeof *c);
-  c->pos = malloc((g->nops ? g->nops : 1) * sizeof *c->pos);
-  c->run = malloc((g->nops + 2) * sizeof *c->run);
-  if (c->pos == NULL || c->run == NULL) return SC_ENOMEM;
-  int64_t pd = INT64_MIN, ps = INT64_MIN;
-  for (size_t p = 0; p < g->nops; p++) {
-    uint32_t ev = g->ops[p];
-    if (g->fam[ev] != SC_KFAM_COMM) continue;
-    int64_t d = g->t->ev[ev].pid, s = g->stream[ev];
-    if (d != pd || s != ps) {
-      c->run[c->nrun++] = c->n;
-      pd = d;
-      ps = s;
-    }
-    c->pos[c->n++] = (uint32_t)p;
-  }
-  c->run[c->nrun] = c->n;
-  return SC_OK;
-}
-
-static void comm_free(comm_list *c) {
-  free(c->pos);
-  free(c->run);
-}
-
 /* The kernel name up to '(' (template arguments differ in no way across ranks; arguments
  * may print differently). */
 static int same_kernel(const char *a, const char *b) {
@@ -865,9 +950,372 @@ static int same_kernel(const char *a, const char *b) {
   return la == lb && memcmp(a, b, la) == 0;
 }
 
+/* ---- communication kernels across ranks (docs/trace.md, "Collectives") ----
+ * Groups of kernels, one per rank at most, that are one collective (or one send/recv
+ * pair): found by key (process group and sequence number; for a send/recv with its peer,
+ * the pair of ranks and the order of their ops), else by order on each stream. */
+
+typedef struct cmem {
+  uint32_t rank, ev;
+} cmem;
+
+typedef struct cmatch {
+  cmem *m;          /* members, group after group */
+  size_t nm, capm;
+  size_t *start;    /* ng + 1 offsets into m */
+  uint8_t *by_key;  /* per group */
+  size_t ng, capg;
+} cmatch;
+
+static int cm_add(cmatch *c, const cmem *mem, size_t n, int by_key) {
+  if (c->nm + n > c->capm) {
+    size_t cap = c->capm ? c->capm : 256;
+    while (cap < c->nm + n) cap *= 2;
+    cmem *m = realloc(c->m, cap * sizeof *m);
+    if (m == NULL) return SC_ENOMEM;
+    c->m = m;
+    c->capm = cap;
+  }
+  if (c->ng + 2 > c->capg) {
+    size_t cap = c->capg ? c->capg * 2 : 128;
+    size_t *st = realloc(c->start, cap * sizeof *st);
+    if (st == NULL) return SC_ENOMEM;
+    c->start = st;
+    uint8_t *bk = realloc(c->by_key, cap);
+    if (bk == NULL) return SC_ENOMEM;
+    c->by_key = bk;
+    c->capg = cap;
+  }
+  if (c->ng == 0) c->start[0] = 0;
+  memcpy(c->m + c->nm, mem, n * sizeof *mem);
+  c->nm += n;
+  c->by_key[c->ng] = (uint8_t)by_key;
+  c->start[++c->ng] = c->nm;
+  return SC_OK;
+}
+
+static void cm_free(cmatch *c) {
+  free(c->m);
+  free(c->start);
+  free(c->by_key);
+  memset(c, 0, sizeof *c);
+}
+
+static uint64_t mix64(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+typedef struct kent {
+  uint64_t h;
+  int64_t ts;
+  uint32_t rank, ev, occ;
+} kent;
+
+static int cmp_kent_occ(const void *a, const void *b) {
+  const kent *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->ev < y->ev ? -1 : x->ev > y->ev;
+}
+
+static int cmp_kent_grp(const void *a, const void *b) {
+  const kent *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  if (x->occ != y->occ) return x->occ < y->occ ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Key of communication op ev of rank g: 1 with *h set, 0 when the trace states none. */
+static int comm_key(const rank_g *g, uint32_t ev, uint64_t *h) {
+  const sc_trace *t = g->t;
+  const sc__tcoll *c = &g->cmeta[ev];
+  int p2p = g->ckind[ev] == SC_COLL_SENDRECV;
+  if (c->pg == SC__NONE) return 0;
+  uint64_t k = hash_str(sc__tname(t, c->pg));
+  int32_t self = t->info.rank;
+  if (p2p && c->peer >= 0 && self >= 0 && c->peer != self) {
+    /* a send and its recv: the k-th op between two ranks on one, the k-th on the other */
+    int32_t lo = self < c->peer ? self : c->peer, hi = self < c->peer ? c->peer : self;
+    *h = mix64(mix64(mix64(k, 'P'), (uint64_t)lo), (uint64_t)hi);
+    return 1;
+  }
+  if (c->seq < 0) return 0;
+  *h = mix64(mix64(k, p2p ? 'p' : 'c'), (uint64_t)c->seq);
+  return 1;
+}
+
+/* End (measured, ns, the rank's own clock) of member x. */
+static int64_t mem_end(const sc_trace_result *res, const cmem *x) {
+  const sc__tev *e = &res->r[x->rank].t->ev[x->ev];
+  return e->ts_ns + e->dur_ns;
+}
+
+/* Clock offsets (ns, rank r's clock minus rank 0's) from the groups of c flagged in use:
+ * the median over shared groups of end_r - end_q + off_q, from rank 0 outwards; a rank
+ * that shares no group with a placed rank keeps 0. */
+static int clock_offsets(const sc_trace_result *res, const cmatch *c, const uint8_t *use,
+                         int64_t *off) {
+  size_t nr = res->nr;
+  uint8_t *known = calloc(nr, 1);
+  double *d = malloc((c->ng ? c->ng : 1) * sizeof *d);
+  if (known == NULL || d == NULL) {
+    free(known);
+    free(d);
+    return SC_ENOMEM;
+  }
+  for (size_t i = 0; i < nr; i++) off[i] = 0;
+  known[0] = 1;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 1; i < nr; i++) {
+      if (known[i]) continue;
+      size_t nd = 0;
+      for (size_t gi = 0; gi < c->ng; gi++) {
+        if (!use[gi]) continue;
+        const cmem *mi = NULL, *mq = NULL;
+        for (size_t k = c->start[gi]; k < c->start[gi + 1]; k++) {
+          if (c->m[k].rank == i) mi = &c->m[k];
+          else if (known[c->m[k].rank] && mq == NULL) mq = &c->m[k];
+        }
+        if (mi != NULL && mq != NULL)
+          d[nd++] = (double)(mem_end(res, mi) - mem_end(res, mq)) + (double)off[mq->rank];
+      }
+      if (nd > 0) {
+        off[i] = (int64_t)llround(sc__median(d, nd));
+        known[i] = 1;
+        changed = 1;
+      }
+    }
+  }
+  free(known);
+  free(d);
+  return SC_OK;
+}
+
+/* Do the ends of group gi agree once the clocks are aligned by off? Within 100 us (clock
+ * jitter, the ring's tail) or 5 % of its shortest kernel, whichever is larger. */
+static int group_agrees(const sc_trace_result *res, const cmatch *c, size_t gi,
+                        const int64_t *off) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN, mind = INT64_MAX;
+  for (size_t k = c->start[gi]; k < c->start[gi + 1]; k++) {
+    const cmem *x = &c->m[k];
+    int64_t e = mem_end(res, x) - off[x->rank];
+    int64_t du = res->r[x->rank].t->ev[x->ev].dur_ns;
+    if (e < lo) lo = e;
+    if (e > hi) hi = e;
+    if (du < mind) mind = du;
+  }
+  double tol = 0.05 * (double)mind;
+  if (tol < 100000.0) tol = 100000.0;
+  return (double)(hi - lo) <= tol;
+}
+
+/* Match the communication ops of all ranks (ntraces > 1): groups in *out (the keyed ones
+ * first, then those by order that were kept), the clock offsets in off, counts in gi. */
+static int match_comm(sc_trace_result *res, cmatch *out, int64_t *off, sc_error *err) {
+  size_t nr = res->nr;
+  sc_trace_graph_info *gi = &res->g;
+  cmatch ord;
+  memset(&ord, 0, sizeof ord);
+  kent *ke = NULL;
+  okey **lst = calloc(nr, sizeof *lst);
+  size_t *nl = calloc(nr, sizeof *nl);
+  uint8_t *use = NULL;
+  cmem *tmp = malloc(nr * sizeof *tmp);
+  int rc = SC_OK;
+  size_t nk = 0, capk = 0;
+  if (lst == NULL || nl == NULL || tmp == NULL) { rc = SC_ENOMEM; goto out; }
+  /* keyed ops, and per rank the keyless ones that may go by order */
+  for (size_t r = 0; r < nr; r++) {
+    const rank_g *g = &res->r[r];
+    const sc_trace *t = g->t;
+    lst[r] = malloc((g->nops ? g->nops : 1) * sizeof **lst);
+    if (lst[r] == NULL) { rc = SC_ENOMEM; goto out; }
+    for (size_t p = 0; p < g->nops; p++) {
+      uint32_t ev = g->ops[p];
+      if (g->fam[ev] != SC_KFAM_COMM) continue;
+      const sc__tev *e = &t->ev[ev];
+      uint64_t h;
+      if (comm_key(g, ev, &h)) {
+        if (nk == capk) {
+          size_t cap = capk ? capk * 2 : 256;
+          kent *x = realloc(ke, cap * sizeof *x);
+          if (x == NULL) { rc = SC_ENOMEM; goto out; }
+          ke = x;
+          capk = cap;
+        }
+        kent k = {h, e->ts_ns, (uint32_t)r, ev, 0};
+        ke[nk++] = k;
+      } else if (g->ckind[ev] == SC_COLL_SENDRECV) {
+        gi->p2p_unpaired++; /* a send/recv's peer is unknown: not paired by order */
+      } else {
+        okey o = {e->pid, e->tid, e->ts_ns, ev}; /* the measured stream */
+        lst[r][nl[r]++] = o;
+      }
+    }
+    qsort(lst[r], nl[r], sizeof **lst, cmp_okey);
+  }
+  /* by key: the k-th op of one key on every rank */
+  if (nk > 0) {
+    qsort(ke, nk, sizeof *ke, cmp_kent_occ);
+    for (size_t i = 0; i < nk; i++) {
+      ke[i].occ = (i > 0 && ke[i - 1].rank == ke[i].rank && ke[i - 1].h == ke[i].h)
+                      ? ke[i - 1].occ + 1 : 0;
+    }
+    qsort(ke, nk, sizeof *ke, cmp_kent_grp);
+    for (size_t a = 0; a < nk;) {
+      size_t z = a + 1;
+      while (z < nk && ke[z].h == ke[a].h && ke[z].occ == ke[a].occ) z++;
+      if (z - a < 2) {
+        gi->comm_alone++;
+      } else {
+        size_t nmem = 0;
+        int kind = -1;
+        size_t kr = 0;
+        for (size_t q = a; q < z; q++) {
+          const rank_g *g = &res->r[ke[q].rank];
+          int kq = g->cguess[ke[q].ev] ? -1 : g->ckind[ke[q].ev];
+          if (kq >= 0 && kind >= 0 && kq != kind) {
+            const sc__tcoll *c = &g->cmeta[ke[q].ev];
+            rc = sc_error_set(err, SC_ECONFIG, "communication kernel of process group '%.40s' "
+                              "sequence %lld: %s on %s but %s on %s; the traces are not of "
+                              "one job", sc__tname(g->t, c->pg), (long long)c->seq,
+                              sc_comm_kind_name((sc_coll_kind)kind), res->r[kr].t->path,
+                              sc_comm_kind_name((sc_coll_kind)kq), g->t->path);
+            goto out;
+          }
+          if (kq >= 0 && kind < 0) { kind = kq; kr = ke[q].rank; }
+          tmp[nmem].rank = ke[q].rank;
+          tmp[nmem++].ev = ke[q].ev;
+        }
+        if ((rc = cm_add(out, tmp, nmem, 1)) != SC_OK) goto out;
+        gi->coll_by_key++;
+      }
+      a = z;
+    }
+  }
+  /* by order: the k-th op of the j-th stream of every rank (kernel names must agree) */
+  {
+    size_t *pos = calloc(nr, sizeof *pos);
+    if (pos == NULL) { rc = SC_ENOMEM; goto out; }
+    for (size_t j = 0;; j++) {
+      /* the j-th stream's range on every rank */
+      int any = 0, all = 1;
+      size_t m = SIZE_MAX;
+      for (size_t r = 0; r < nr; r++) {
+        size_t a = pos[r], z = a;
+        while (z < nl[r] && lst[r][z].dev == lst[r][a].dev &&
+               lst[r][z].stream == lst[r][a].stream) z++;
+        if (z > a) any = 1; else all = 0;
+        if (z - a < m) m = z - a;
+      }
+      if (!any) break;
+      for (size_t k = 0; all && k < m; k++) {
+        size_t nmem = 0;
+        for (size_t r = 0; r < nr; r++) {
+          const okey *o = &lst[r][pos[r] + k];
+          if (r > 0) {
+            const sc_trace *t0 = res->r[0].t, *tr = res->r[r].t;
+            const char *n0 = sc__tname(t0, t0->ev[lst[0][pos[0] + k].ev].name);
+            const char *nrn = sc__tname(tr, tr->ev[o->ev].name);
+            if (!same_kernel(n0, nrn)) {
+              rc = sc_error_set(err, SC_ECONFIG, "collective %zu of NCCL stream %zu: '%.60s' "
+                                "on %s but '%.60s' on %s; the traces are not of one job",
+                                k, j, n0, t0->path, nrn, tr->path);
+              free(pos);
+              goto out;
+            }
+          }
+          tmp[nmem].rank = (uint32_t)r;
+          tmp[nmem++].ev = o->ev;
+        }
+        if ((rc = cm_add(&ord, tmp, nmem, 0)) != SC_OK) { free(pos); goto out; }
+      }
+      for (size_t r = 0; r < nr; r++) {
+        size_t a = pos[r], z = a;
+        while (z < nl[r] && lst[r][z].dev == lst[r][a].dev &&
+               lst[r][z].stream == lst[r][a].stream) z++;
+        gi->comm_alone += (z - a) - (all ? m : 0);
+        pos[r] = z;
+      }
+    }
+    free(pos);
+  }
+  /* clock offsets: from the keyed groups where there are any, else from the pairs by
+   * order; pairs by order whose ends then disagree are refused, all of them when they
+   * are the majority (the order is not the job's) */
+  {
+    size_t ng = out->ng + ord.ng;
+    use = malloc(ng ? ng : 1);
+    if (use == NULL) { rc = SC_ENOMEM; goto out; }
+    if (out->ng > 0) {
+      memset(use, 1, out->ng);
+      if ((rc = clock_offsets(res, out, use, off)) != SC_OK) goto out;
+    } else if (ord.ng > 0) {
+      memset(use, 1, ord.ng);
+      if ((rc = clock_offsets(res, &ord, use, off)) != SC_OK) goto out;
+    }
+    size_t ok = 0;
+    for (size_t g2 = 0; g2 < ord.ng; g2++) ok += (use[g2] = (uint8_t)group_agrees(res, &ord, g2, off));
+    if (ord.ng > 0 && 2 * ok < ord.ng) {
+      memset(use, 0, ord.ng);
+      ok = 0;
+      if (out->ng == 0) memset(off, 0, nr * sizeof *off);
+    } else if (ord.ng > 0 && out->ng == 0 && ok < ord.ng) {
+      /* the offsets again from the pairs kept, which then must still agree */
+      if ((rc = clock_offsets(res, &ord, use, off)) != SC_OK) goto out;
+      ok = 0;
+      for (size_t g2 = 0; g2 < ord.ng; g2++) {
+        if (use[g2]) ok += (use[g2] = (uint8_t)group_agrees(res, &ord, g2, off));
+      }
+    }
+    gi->order_refused = ord.ng - ok;
+    gi->coll_by_order = ok;
+    for (size_t g2 = 0; g2 < ord.ng; g2++) {
+      if (!use[g2]) continue;
+      if ((rc = cm_add(out, ord.m + ord.start[g2], ord.start[g2 + 1] - ord.start[g2], 0)) !=
+          SC_OK)
+        goto out;
+    }
+  }
+  gi->collectives = out->ng;
+out:
+  if (lst != NULL) {
+    for (size_t r = 0; r < nr; r++) free(lst[r]);
+  }
+  free(lst);
+  free(nl);
+  free(ke);
+  free(tmp);
+  free(use);
+  cm_free(&ord);
+  return rc;
+}
+
+/* What the GPU of a rank does at a time, by the ops active then. */
+enum {
+  ST_COMPUTE = 0,  /* compute kernels, no communication */
+  ST_COMM,         /* communication, no compute (exposed) */
+  ST_MEMORY,       /* only memcpy/memset */
+  ST_OVERLAP,      /* compute and communication at once */
+  ST_COUNT
+};
+
 typedef struct seg {
   double t0, t1;
-  int state; /* 0 compute, 1 comm exposed, 2 memory */
+  int state; /* ST_* */
 } seg;
 
 typedef struct bnd {
@@ -902,7 +1350,7 @@ static int add_iter(sc_trace_result *res, const char *name, size_t ri, double me
   it->rank = (int32_t)ri;
   it->measured_s = measured_s;
   it->replayed_s = (we - ws) * 1e-9;
-  double acc[3] = {0, 0, 0};
+  double acc[ST_COUNT] = {0, 0, 0, 0};
   size_t a = 0, b = ns;
   while (a < b) {
     size_t m = (a + b) / 2;
@@ -912,11 +1360,17 @@ static int add_iter(sc_trace_result *res, const char *name, size_t ri, double me
     double lo = sg[k].t0 > ws ? sg[k].t0 : ws, hi = sg[k].t1 < we ? sg[k].t1 : we;
     if (hi > lo) acc[sg[k].state] += hi - lo;
   }
-  it->compute_s = acc[0] * 1e-9;
-  it->comm_exposed_s = acc[1] * 1e-9;
-  it->memory_s = acc[2] * 1e-9;
+  it->compute_s = (acc[ST_COMPUTE] + acc[ST_OVERLAP]) * 1e-9;
+  it->comm_exposed_s = acc[ST_COMM] * 1e-9;
+  it->memory_s = acc[ST_MEMORY] * 1e-9;
   it->idle_s = it->replayed_s - it->compute_s - it->comm_exposed_s - it->memory_s;
   if (it->idle_s < 0) it->idle_s = 0;
+  it->exposed_compute_s = acc[ST_COMPUTE] * 1e-9;
+  it->overlapped_s = acc[ST_OVERLAP] * 1e-9;
+  it->exposed_comm_s = it->comm_exposed_s;
+  it->other_s = it->memory_s + it->idle_s;
+  double comm = acc[ST_OVERLAP] + acc[ST_COMM];
+  it->comm_overlap_pct = comm > 0 ? 100.0 * acc[ST_OVERLAP] / comm : NAN;
   return SC_OK;
 }
 
@@ -945,7 +1399,8 @@ static int rank_iters(sc_trace_result *res, size_t ri) {
   qsort(bd, nb, sizeof *bd, cmp_bnd);
   long cnt[3] = {0, 0, 0};
   for (size_t k = 0; k < nb; k++) {
-    int st = cnt[0] > 0 ? 0 : cnt[1] > 0 ? 1 : cnt[2] > 0 ? 2 : -1;
+    int st = cnt[0] > 0 ? (cnt[1] > 0 ? ST_OVERLAP : ST_COMPUTE)
+             : cnt[1] > 0 ? ST_COMM : cnt[2] > 0 ? ST_MEMORY : -1;
     if (st >= 0 && k > 0 && bd[k].t > bd[k - 1].t) {
       if (ns > 0 && sg[ns - 1].state == st && sg[ns - 1].t1 == bd[k - 1].t) {
         sg[ns - 1].t1 = bd[k].t;
@@ -1001,15 +1456,32 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
     if (traces[i] == NULL)
       return sc_error_set(err, SC_EINVAL, "sc_trace_replay: traces[%zu] is NULL", i);
     /* a trace without GPU work has no iteration to replay: refused, not a 0 % error */
-    const uint64_t *k = traces[i]->info.by_kind;
-    if (k[SC_TRACE_KERNEL] + k[SC_TRACE_MEMCPY] + k[SC_TRACE_MEMSET] == 0)
+    const sc_trace *t = traces[i];
+    const uint64_t *k = t->info.by_kind;
+    if (k[SC_TRACE_KERNEL] + k[SC_TRACE_MEMCPY] + k[SC_TRACE_MEMSET] == 0) {
+      /* name the complete events of categories not read: another profiler's names? */
+      char cats[160] = "";
+      size_t cl = 0, shown = 0;
+      for (size_t q = 0; q < t->nskip && shown < 4; q++) {
+        if (strncmp(t->skip_kind[q], "X/", 2) != 0 || strcmp(t->skip_kind[q], "X/Trace") == 0)
+          continue;
+        int w = snprintf(cats + cl, sizeof cats - cl, "%s%.40s %llu", shown ? ", " : "; complete "
+                         "events of categories not read: ", t->skip_kind[q],
+                         (unsigned long long)t->skip_count[q]);
+        if (w < 0 || (size_t)w >= sizeof cats - cl) break;
+        cl += (size_t)w;
+        shown++;
+      }
       return sc_error_set(err, SC_EPARSE, "%s: no GPU kernel, memcpy or memset events to "
-                          "replay (%llu events kept; a profiler trace without CUDA activity?)",
-                          traces[i]->path, (unsigned long long)traces[i]->info.kept);
+                          "replay (%llu of %llu events kept%s; a profiler trace without CUDA "
+                          "activity?)", t->path, (unsigned long long)t->info.kept,
+                          (unsigned long long)t->info.events, cats);
+    }
   }
   sc_trace_result *res = calloc(1, sizeof *res);
   builder b = {NULL, 0, 0};
-  comm_list *cl = NULL;
+  cmatch cm;
+  memset(&cm, 0, sizeof cm);
   uint32_t *indeg = NULL, *csr_to = NULL, *queue = NULL;
   uint64_t *csr_off = NULL;
   double *csr_lag = NULL;
@@ -1038,46 +1510,30 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
     rc = edited_durations(&res->r[i], edits, err);
     if (rc != SC_OK) goto fail;
   }
-  /* collectives across ranks */
-  size_t nruns = 0;
+  /* communication kernels across ranks, the ranks' clock offsets */
   int64_t *offs = calloc(ntraces, sizeof *offs);
   if (offs == NULL) { rc = SC_ENOMEM; goto nomem; }
   if (ntraces > 1) {
-    cl = calloc(ntraces, sizeof *cl);
-    if (cl == NULL) { free(offs); rc = SC_ENOMEM; goto nomem; }
-    for (size_t i = 0; i < ntraces; i++) {
-      if ((rc = comm_lists(&res->r[i], &cl[i])) != SC_OK) { free(offs); goto nomem; }
+    rc = match_comm(res, &cm, offs, err);
+    if (rc != SC_OK) {
+      free(offs);
+      if (rc == SC_ENOMEM) goto nomem;
+      goto fail;
     }
-    nruns = cl[0].nrun;
-    for (size_t i = 1; i < ntraces; i++) {
-      if (cl[i].nrun < nruns) nruns = cl[i].nrun;
-    }
-    /* clock offsets: median of end_r - end_0 over matched collectives */
-    double *d = malloc((cl[0].n + 1) * sizeof *d);
-    if (d == NULL) { free(offs); rc = SC_ENOMEM; goto nomem; }
-    for (size_t i = 1; i < ntraces; i++) {
-      size_t nd = 0;
-      for (size_t j = 0; j < nruns; j++) {
-        size_t n0 = cl[0].run[j + 1] - cl[0].run[j], ni = cl[i].run[j + 1] - cl[i].run[j];
-        size_t m = n0 < ni ? n0 : ni;
-        for (size_t k = 0; k < m; k++) {
-          const sc__tev *a = &traces[0]->ev[res->r[0].ops[cl[0].pos[cl[0].run[j] + k]]];
-          const sc__tev *c = &traces[i]->ev[res->r[i].ops[cl[i].pos[cl[i].run[j] + k]]];
-          if (!same_kernel(sc__tname(traces[0], a->name), sc__tname(traces[i], c->name))) {
-            rc = sc_error_set(err, SC_ECONFIG, "collective %zu of NCCL stream %zu: '%.60s' "
-                              "on %s but '%.60s' on %s; the traces are not of one job",
-                              k, j, sc__tname(traces[0], a->name), traces[0]->path,
-                              sc__tname(traces[i], c->name), traces[i]->path);
-            free(d);
-            free(offs);
-            goto fail;
-          }
-          d[nd++] = (double)((c->ts_ns + c->dur_ns) - (a->ts_ns + a->dur_ns));
-        }
+  }
+  res->g.kind_guessed_rank = -1;
+  for (size_t i = 0; i < ntraces; i++) {
+    const rank_g *g = &res->r[i];
+    for (size_t p = 0; p < g->nops; p++) {
+      uint32_t ev = g->ops[p];
+      if (!g->cguess[ev]) continue;
+      if (res->g.kind_guessed++ == 0) {
+        res->g.kind_guessed_rank = (int32_t)i;
+        snprintf(res->g.kind_guessed_name, sizeof res->g.kind_guessed_name, "%.*s",
+                 (int)strcspn(sc__tname(g->t, g->t->ev[ev].name), "("),
+                 sc__tname(g->t, g->t->ev[ev].name));
       }
-      offs[i] = (int64_t)llround(sc__median(d, nd));
     }
-    free(d);
   }
   {
     int64_t base0 = INT64_MAX;
@@ -1089,18 +1545,7 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
   }
   free(offs);
   /* joins: one instant per collective after the events' instants */
-  uint64_t njoin = 0;
-  if (cl != NULL) {
-    for (size_t j = 0; j < nruns; j++) {
-      size_t m = SIZE_MAX;
-      for (size_t i = 0; i < ntraces; i++) {
-        size_t ni = cl[i].run[j + 1] - cl[i].run[j];
-        if (ni < m) m = ni;
-      }
-      njoin += m;
-    }
-  }
-  res->ninst = ninst + njoin;
+  res->ninst = ninst + cm.ng;
   if (res->ninst >= UINT32_MAX) {
     rc = sc_error_set(err, SC_ELIMIT, "trace replay: %llu instants exceed the graph's "
                       "32-bit index", (unsigned long long)res->ninst);
@@ -1117,7 +1562,8 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
       res->M[END(g, k)] = (double)(e->ts_ns + e->dur_ns - g->base_ns);
     }
   }
-  /* collective joins, and start -> end of every other GPU op */
+  /* collective joins: each member ends at the last arrival + its measured time after
+   * it (scaled by its edit); every other GPU op: start -> end */
   {
     uint8_t **joined = calloc(ntraces, sizeof *joined);
     if (joined == NULL) { rc = SC_ENOMEM; goto nomem; }
@@ -1125,32 +1571,24 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
       joined[i] = calloc(traces[i]->nev ? traces[i]->nev : 1, 1);
       if (joined[i] == NULL) rc = SC_ENOMEM;
     }
-    uint64_t jid = ninst;
-    for (size_t j = 0; cl != NULL && j < nruns && rc == SC_OK; j++) {
-      size_t m = SIZE_MAX;
-      for (size_t i = 0; i < ntraces; i++) {
-        size_t ni = cl[i].run[j + 1] - cl[i].run[j];
-        if (ni < m) m = ni;
+    for (size_t gq = 0; gq < cm.ng && rc == SC_OK; gq++) {
+      uint64_t jid = ninst + gq;
+      double last = -INFINITY;
+      for (size_t k = cm.start[gq]; k < cm.start[gq + 1]; k++) {
+        const rank_g *g = &res->r[cm.m[k].rank];
+        if (res->M[START(g, cm.m[k].ev)] > last) last = res->M[START(g, cm.m[k].ev)];
       }
-      for (size_t k = 0; k < m && rc == SC_OK; k++, jid++) {
-        double last = -INFINITY;
-        for (size_t i = 0; i < ntraces; i++) {
-          uint32_t ev = res->r[i].ops[cl[i].pos[cl[i].run[j] + k]];
-          if (res->M[START(&res->r[i], ev)] > last) last = res->M[START(&res->r[i], ev)];
-        }
-        res->M[jid] = last;
-        for (size_t i = 0; i < ntraces && rc == SC_OK; i++) {
-          rank_g *g = &res->r[i];
-          uint32_t ev = g->ops[cl[i].pos[cl[i].run[j] + k]];
-          double meas = (double)traces[i]->ev[ev].dur_ns;
-          double scale = meas > 0 ? g->dur[ev] / meas : 1.0;
-          double lag = (res->M[END(g, ev)] - last) * scale;
-          if (lag < 0) lag = 0;
-          joined[i][ev] = 1;
-          if ((rc = add_edge(&b, START(g, ev), jid, 0)) == SC_OK)
-            rc = add_edge(&b, jid, END(g, ev), lag);
-        }
-        res->g.collectives++;
+      res->M[jid] = last;
+      for (size_t k = cm.start[gq]; k < cm.start[gq + 1] && rc == SC_OK; k++) {
+        rank_g *g = &res->r[cm.m[k].rank];
+        uint32_t ev = cm.m[k].ev;
+        double meas = (double)traces[cm.m[k].rank]->ev[ev].dur_ns;
+        double scale = meas > 0 ? g->dur[ev] / meas : 1.0;
+        double lag = (res->M[END(g, ev)] - last) * scale;
+        if (lag < 0) lag = 0;
+        joined[cm.m[k].rank][ev] = 1;
+        if ((rc = add_edge(&b, START(g, ev), jid, 0)) == SC_OK)
+          rc = add_edge(&b, jid, END(g, ev), lag);
       }
     }
     for (size_t i = 0; i < ntraces && rc == SC_OK; i++) {
@@ -1221,7 +1659,24 @@ int sc_trace_replay(sc_trace *const *traces, size_t ntraces, const sc_trace_edit
   }
   for (size_t i = 0; i < ntraces; i++) {
     res->g.nodes += traces[i]->nev - traces[i]->info.by_kind[SC_TRACE_SYNC];
+    size_t before = res->niters;
     if ((rc = rank_iters(res, i)) != SC_OK) goto nomem;
+    /* nothing to replay is an error naming the file, not a 0 % or 100 % idle figure */
+    if (res->niters == before) {
+      rc = sc_error_set(err, SC_EPARSE, "%s: nothing to replay: no ProfilerStep#N span and "
+                        "its events span no time", traces[i]->path);
+      goto fail;
+    }
+    int busy = 0;
+    for (size_t q = before; q < res->niters; q++) {
+      if (res->iters[q].replayed_s - res->iters[q].idle_s > 0) busy = 1;
+    }
+    if (!busy) {
+      rc = sc_error_set(err, SC_EPARSE, "%s: nothing to replay: no GPU work inside its %zu "
+                        "ProfilerStep span%s (its kernels lie outside them)", traces[i]->path,
+                        res->niters - before, res->niters - before == 1 ? "" : "s");
+      goto fail;
+    }
   }
   goto done;
 nomem:
@@ -1230,10 +1685,7 @@ fail:
   sc_trace_result_free(res);
   res = NULL;
 done:
-  if (cl != NULL) {
-    for (size_t i = 0; i < ntraces; i++) comm_free(&cl[i]);
-    free(cl);
-  }
+  cm_free(&cm);
   free(b.e);
   free(indeg);
   free(csr_off);

@@ -26,16 +26,30 @@ typedef struct sc__tev {
   double coll_bytes;    /* collectives: max(In, Out msg nelems) * dtype size; 0 = unknown */
   uint32_t name;        /* offset of the name in the string pool */
   int32_t wait_stream;  /* cuda_sync: wait_on_stream, -1 */
-  uint32_t group_size;  /* collectives: args "Group size", 0 = unknown */
+  uint32_t coll;        /* 1 + index in sc_trace.coll of its collective metadata; 0 = none */
   uint8_t kind;         /* sc_trace_kind */
   uint8_t sync;         /* SC__SYNC_* (cuda_sync events) */
   uint8_t pad[2];
 } sc__tev;
 
+/* The collective metadata an event's args state (PyTorch's record_param_comms operator and,
+ * in recent Kineto, the NCCL kernel it launched): what the replay needs to name the
+ * collective and to match it across ranks. */
+#define SC__NONE UINT32_MAX
+typedef struct sc__tcoll {
+  int64_t seq;          /* "Seq": the process group's sequence number; -1 when absent */
+  uint32_t name;        /* "Collective name" (pool offset), SC__NONE */
+  uint32_t pg;          /* "Process Group Name" (pool offset), SC__NONE */
+  int32_t peer;         /* "Dst Rank" / "Src Rank" of a send / recv (global rank), -1 */
+  uint32_t group_size;  /* "Group size", 0 = unknown */
+} sc__tcoll;
+
 struct sc_trace {
   char *path;
   sc__tev *ev;
   size_t nev, capev;
+  sc__tcoll *coll;      /* referenced by sc__tev.coll */
+  size_t ncoll, capcoll;
   char *pool;           /* interned strings, NUL-terminated */
   size_t npool, cappool;
   uint32_t *hash;       /* open addressing over pool offsets + 1 (0 = empty) */
@@ -48,11 +62,19 @@ struct sc_trace {
 
 static inline const char *sc__tname(const sc_trace *t, uint32_t off) { return t->pool + off; }
 
+/* The collective metadata of event e, NULL when it has none. */
+static inline const sc__tcoll *sc__tcoll_of(const sc_trace *t, const sc__tev *e) {
+  return e->coll ? &t->coll[e->coll - 1] : NULL;
+}
+
 /* Intern s[0..len) in t's pool; *off receives its offset. SC_ENOMEM. */
 int sc__trace_intern(sc_trace *t, const char *s, size_t len, uint32_t *off);
 
 /* classify.c: the dtype a kernel name states (else dflt); the collective kind
- * (sc_coll_kind) a NCCL kernel or annotation name states, -1 when none. */
+ * (sc_coll_kind) a NCCL kernel or annotation name or a "Collective name" states,
+ * SC__COLL_OTHER for an operation stepcast does not model (reduce, gather, scatter),
+ * -1 when it states none (ncclDevKernel_Generic). */
+#define SC__COLL_OTHER (-2)
 sc_dtype sc__trace_kernel_dtype(const char *name, sc_dtype dflt);
 int sc__trace_coll_kind(const char *name);
 
