@@ -39,7 +39,22 @@ static void print_model(const sc_model *m) {
   printf("  position         %s\n", pos_names[m->position]);
   printf("  tied_embeddings  %s\n", m->tied_embeddings ? "true" : "false");
   printf("  linear_bias      %s\n", m->linear_bias ? "true" : "false");
+  if (m->num_experts > 0) {
+    printf("  num_experts      %lld\n", (long long)m->num_experts);
+    printf("  shared_experts   %lld\n", (long long)m->shared_experts);
+    printf("  top_k            %lld\n", (long long)m->top_k);
+    printf("  expert_ffn_hidden %lld\n", (long long)m->expert_ffn_hidden);
+    printf("  moe_layer_freq   %lld\n", (long long)m->moe_layer_freq);
+    printf("  first_dense_layers %lld\n", (long long)m->first_dense_layers);
+    printf("  moe_layers       %lld\n", (long long)sc_model_moe_layers(m, 0, m->layers));
+    printf("  capacity_factor  %g%s\n", m->capacity_factor,
+           m->capacity_factor > 0.0 ? "" : " (dropless)");
+    printf("  moe_imbalance    %g\n", m->moe_imbalance);
+  }
   printf("  params           %.1f B (%lld)\n", (double)m->params / 1e9, (long long)m->params);
+  if (m->num_experts > 0)
+    printf("  active params    %.1f B (%lld)\n", (double)m->active_params / 1e9,
+           (long long)m->active_params);
 }
 
 /* One line per family of a per-kernel table of the device (kernel_rates, row_exposure):

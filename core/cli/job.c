@@ -37,6 +37,9 @@ static const job_key keys[] = {
     {"pp", K_U32, NULL, "pipeline parallel"},
     {"dp", K_U32, NULL, "data parallel"},
     {"cp", K_U32, NULL, "context parallel"},
+    {"ep", K_U32, NULL, "expert parallel (mixture-of-experts layers; ep*etp divides "
+                        "tp*cp*dp; default 1)"},
+    {"etp", K_U32, NULL, "expert tensor parallel (mixture-of-experts layers; default 1)"},
     {"micro-batch", K_U32, NULL, "sequences per micro-batch"},
     {"global-batch", K_U32, NULL, "sequences per iteration"},
     {"seq-len", K_U32, NULL, "tokens per sequence"},
@@ -253,6 +256,8 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     else if (strcmp(k->name, "virtual-stages") == 0) j->par.virtual_stages = u;
     else if (strcmp(k->name, "vocab-divisible-by") == 0) j->par.vocab_divisible_by = u;
     else if (strcmp(k->name, "shard-size") == 0) j->par.shard_size = u;
+    else if (strcmp(k->name, "ep") == 0) j->par.ep = u;
+    else if (strcmp(k->name, "etp") == 0) j->par.etp = u;
     else if (strcmp(k->name, "first-stage-layers") == 0) j->first_layers = u;
     else if (strcmp(k->name, "last-stage-layers") == 0) j->last_layers = u;
     return SC_OK;

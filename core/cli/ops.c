@@ -48,7 +48,7 @@ static void ops_usage(FILE *out) {
 static const char *const coll_names[SC_COLL_COUNT] = {"all-reduce", "all-gather",
                                                       "reduce-scatter", "all-to-all",
                                                       "broadcast", "send-recv"};
-static const char *const group_names[SC_GROUP_COUNT] = {"tp", "cp", "dp", "pp"};
+static const char *const group_names[SC_GROUP_ALL] = {"tp", "cp", "dp", "pp", "etp", "ep", "edp"};
 
 typedef enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV } out_format;
 

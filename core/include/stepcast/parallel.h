@@ -33,7 +33,14 @@ typedef enum {
   SC_GROUP_CP,     /* context parallel */
   SC_GROUP_DP,     /* data parallel */
   SC_GROUP_PP,     /* pipeline parallel (point-to-point between neighbouring stages) */
-  SC_GROUP_COUNT
+  SC_GROUP_COUNT,  /* the groups sc_parallel.order places: TP, CP, DP, PP */
+  /* Mixture-of-experts layers fold the same tp*cp*dp GPUs of a pipeline stage into
+   * ETP x EP x EDP, innermost first (Megatron-Core's "parallel folding"): */
+  SC_GROUP_ETP = SC_GROUP_COUNT, /* expert tensor parallel: etp consecutive ranks */
+  SC_GROUP_EP,     /* expert parallel: ep ranks, every etp-th (the all-to-all group) */
+  SC_GROUP_EDP,    /* expert data parallel: every (etp*ep)-th rank, tp*cp*dp/(etp*ep) of
+                      them (the expert parameters' gradient group) */
+  SC_GROUP_ALL     /* all group kinds */
 } sc_group_kind;
 
 typedef struct sc_parallel {
@@ -80,7 +87,21 @@ typedef struct sc_parallel {
    * fp16 = gradients kept and reduced in that type, 2 B (Megatron-Core's DDP
    * grad_reduce_in_fp32 = False; NeMo's optim.grad_sync_dtype). */
   sc_dtype grad_reduce_dtype;
+  /* Mixture-of-experts layers (a model with num_experts > 0): expert parallel degree (the
+   * routed experts split over ep ranks) and expert tensor parallel degree (each expert's
+   * MLP split over etp ranks); 0 = 1. ep * etp divides tp * cp * dp: the MoE layers use the
+   * attention layers' GPUs as ETP x EP x EDP (stepcast/workload.h). */
+  uint32_t ep, etp;
 } sc_parallel;
+
+/* Expert parallel and expert tensor parallel degrees (0 read as 1), and the expert data
+ * parallel degree tp*cp*dp / (ep*etp) (0 when it does not divide). */
+static inline uint32_t sc_parallel_ep(const sc_parallel *p) { return p->ep ? p->ep : 1u; }
+static inline uint32_t sc_parallel_etp(const sc_parallel *p) { return p->etp ? p->etp : 1u; }
+static inline uint32_t sc_parallel_edp(const sc_parallel *p) {
+  uint64_t g = (uint64_t)p->tp * p->cp * p->dp, e = (uint64_t)sc_parallel_ep(p) * sc_parallel_etp(p);
+  return e && g % e == 0 ? (uint32_t)(g / e) : 0u;
+}
 
 /* Names as the CLI, job files, validation CSVs and reports spell them: recompute "none",
  * "selective", "full" ("?" outside the enum). The parse functions accept exactly those,

@@ -57,8 +57,39 @@ typedef struct sc_model {
   sc_pos_embedding position;
   int tied_embeddings;          /* input and output embedding share weights */
   int linear_bias;              /* linear layers carry biases (GPT: yes, Llama: no) */
+  /* Mixture of experts (docs/formats.md, "Mixture of experts"); num_experts 0 = a dense
+   * model, and then every key below is 0 and ignored. A layer i (0-based) is an MoE layer
+   * when i >= first_dense_layers and i % moe_layer_freq == 0 (DeepSeek-V3's rule); its MLP
+   * is a router over num_experts routed experts of which top_k run per token, each an MLP
+   * of width expert_ffn_hidden with the model's activation, plus shared_experts experts of
+   * the same width that every token runs. Other layers have the dense MLP (ffn_hidden). */
+  int64_t num_experts;          /* routed experts E (0 = dense) */
+  int64_t shared_experts;       /* always-active experts per MoE layer (DeepSeek: 1) */
+  int64_t top_k;                /* routed experts per token k */
+  int64_t expert_ffn_hidden;    /* one expert's MLP inner width */
+  int64_t moe_layer_freq;       /* every k-th layer is MoE (1 = all, after the dense ones) */
+  int64_t first_dense_layers;   /* dense layers before the first MoE layer */
+  double capacity_factor;       /* tokens an expert takes, x the mean (0 = dropless) */
+  double moe_imbalance;         /* a stated input: the most loaded rank's expert tokens over
+                                   the mean (1 = balanced); bounded by num_experts/top_k */
   int64_t params;               /* derived: total parameter count (embeddings included) */
+  int64_t active_params;        /* derived: parameters one token uses (embeddings included:
+                                   top_k routed experts of each MoE layer); = params dense */
 } sc_model;
+
+/* 1 when layer i (0-based) of m is a mixture-of-experts layer. */
+static inline int sc_model_layer_is_moe(const sc_model *m, int64_t i) {
+  int64_t f = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+  return m->num_experts > 0 && i >= m->first_dense_layers && i % f == 0;
+}
+
+/* MoE layers among layers [first, first + count) of m. */
+static inline int64_t sc_model_moe_layers(const sc_model *m, int64_t first, int64_t count) {
+  int64_t n = 0;
+  if (m->num_experts <= 0) return 0;
+  for (int64_t i = first; i < first + count; i++) n += sc_model_layer_is_moe(m, i);
+  return n;
+}
 
 /* One tier of a network, innermost first. */
 typedef struct sc_tier {

@@ -79,8 +79,10 @@ typedef struct sc_work_op {
 typedef struct sc_work_coll {
   sc_coll_kind kind;
   sc_group_kind group; /* TP, CP, DP or PP (PP: the tied-embedding gradient all-reduce
-                          between the first and last stage, nranks 2; see below) */
-  uint32_t nranks;     /* group size (tp, cp, dp, or 2 for the embedding group) */
+                          between the first and last stage, nranks 2; see below); ETP, EP,
+                          EDP in mixture-of-experts layers */
+  uint32_t nranks;     /* group size (tp, cp, dp, etp, ep, edp, or 2 for the embedding
+                          group) */
   double bytes;        /* per rank, nccl-tests convention (see the top of this file) */
   sc_dtype dtype;
   sc_phase phase;
@@ -106,8 +108,8 @@ typedef enum {
   SC_DP_REPLICA     /* one rank of each shard group: the replicas of one shard */
 } sc_dp_subgroup;
 
-#define SC_WORK_MAX_OPS 64
-#define SC_WORK_MAX_COLLS 24
+#define SC_WORK_MAX_OPS 96
+#define SC_WORK_MAX_COLLS 32
 
 /* A fixed-capacity list (no allocation: sweeps call sc_workload_stage very often). */
 typedef struct sc_work_list {
@@ -148,7 +150,31 @@ typedef struct sc_work_list {
  *     overlap_param_gather (FSDP's prefetch), gradient reductions under overlap_grad_reduce.
  *   Tied embeddings with pp > 1: all-reduce of the embedding gradient between the first
  *     and last stages (group PP, nranks 2), in per_iter on both of those stages.
+ *   DualPipe: each stage's two copies (ranks s and pp-1-s) all-reduce their gradients
+ *     (the optimizer's shard of them with sharding) between them (group PP, nranks 2,
+ *     dualpipe.copy_grad_ar), in per_iter.
  *   PP point-to-point: not a list entry; p2p_*_bytes below.
+ *
+ * MoE layer (a model with num_experts > 0; its layers that sc_model_layer_is_moe names;
+ * Megatron-Core's MoELayer with the all-to-all token dispatcher and "parallel folding": the
+ * attention runs on TP x CP x DP as above, the experts on the same GPUs as ETP x EP x EDP,
+ * ETP innermost, then EP, then EDP, within one pipeline stage). Its MLP becomes, per GPU,
+ * with N = T_sp tokens (sequence parallelism is required with tp > 1), k = top_k, E_l =
+ * num_experts/ep local experts, load = moe_imbalance (capped by capacity_factor when set):
+ *   router GEMM N x E x h, top-k softmax over N x E ("softmax" family), permute (a copy of
+ *   the N k token rows: memcpy of N k h bytes-per-element), dispatch all-to-all over EP of
+ *   N k load h elements (the most loaded rank's share; nccl-tests size: the send buffer),
+ *   all-gather over ETP of the R = N k etp load token rows (etp > 1), the E_l experts as
+ *   batched GEMMs of t_e = ceil(R / E_l) tokens each (fc1 E_l x t_e x fe1/etp x h, the
+ *   activation, fc2 E_l x t_e x h x fe/etp), reduce-scatter over ETP, combine all-to-all,
+ *   unpermute (a copy), and the shared experts (shared_experts x expert_ffn_hidden wide)
+ *   as a dense MLP split over TP with its own SP gather and reduce-scatter. Backward
+ *   mirrors it (dgrad and wgrad per GEMM; two all-to-alls, the ETP pair). The EP and ETP
+ *   collectives are per micro-batch and count as TP-lane communication (exposed unless
+ *   overlap_tp_comm). Per iteration the routed experts' gradients (expert_params) are
+ *   all-reduced, or reduce-scattered and their parameters all-gathered with the
+ *   distributed optimizer, over EDP = tp*cp*dp/(ep*etp) ranks (group SC_GROUP_EDP); the
+ *   rest over DP x CP as above. ZeRO-2/3 and shard_size are refused with experts.
  */
 typedef struct sc_stage_work {
   uint32_t stage;            /* pipeline rank, 0 .. pp-1 */
@@ -163,6 +189,8 @@ typedef struct sc_stage_work {
   int64_t vocab_padded;      /* vocabulary padded to a multiple of 128 * tp (Megatron
                                 --make-vocab-size-divisible-by 128, times tp) */
   int64_t params;            /* parameters this GPU holds for this chunk (after TP) */
+  int64_t expert_params;     /* of which routed-expert parameters (MoE layers: after EP and
+                                ETP), reduced over the EDP group; 0 for a dense model */
 
   /* Per micro-batch: [SC_PHASE_FWD], [SC_PHASE_BWD], [SC_PHASE_RECOMPUTE] (empty without
    * recomputation). Index [SC_PHASE_OPTIMIZER] is unused (empty). */

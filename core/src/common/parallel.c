@@ -8,6 +8,7 @@
 void sc_parallel_defaults(sc_parallel *p) {
   memset(p, 0, sizeof *p);
   p->tp = p->pp = p->dp = p->cp = 1;
+  p->ep = p->etp = 1;
   p->micro_batch = 1;
   p->global_batch = 1;
   p->seq_len = 2048;

@@ -48,6 +48,11 @@
  * SP) on the first stage; on the last the final norm input and the output projection input
  * (2sbh/t each with SP) and the fp32 logits of the cross-entropy (4sbv/t): 4sbh/t (1 + v/h).
  *
+ * Mixture-of-experts layers (stepcast/workload.h, "MoE layer"): each GPU holds its E/ep
+ * routed experts' weights / etp, their gradients and optimizer states (sharded over the
+ * expert data parallel group tp*cp*dp/(ep*etp) with the distributed optimizer), the
+ * router and the shared experts like dense weights; activations: moe_layer_activation_bytes.
+ *
  * Micro-batches in flight (Korthikanti Sec. 4.2.3, Narayanan et al. SC21): 1F1B keeps
  * pp - stage micro-batches on stage `stage` (p on the first stage); the interleaved
  * schedule keeps 2(pp-stage-1) + (v-1)pp + 1 chunk micro-batches, which is
@@ -89,6 +94,27 @@ static double layer_activation_bytes(const sc_parallel *p, const sc__dims *d) {
   return rep + split + scores;
 }
 
+/* The same for a MoE layer: the dense layer's terms without the MLP's split ones (fc1
+ * output, fc2 input), plus what the experts' backward needs (Megatron-Core's MoELayer with
+ * the all-to-all dispatcher): the router's fp32 probabilities and its 1-byte routing map
+ * (N x E each), the R routed token rows this GPU's experts take after the dispatch (fc1
+ * input, 1 byte under fp8) with their fc1 output (fe1/etp wide) and fc2 input (fe/etp wide),
+ * the N k expert outputs back from the combine that the weighted unpermute keeps, and the
+ * shared experts' fc1 output and fc2 input (T tokens, S x expert_ffn_hidden / tp wide).
+ * Full recomputation keeps the layer input only, as for a dense layer. */
+static double moe_layer_activation_bytes(const sc_parallel *p, const sc__dims *d) {
+  double e = d->e, T = (double)d->T;
+  if (p->recompute == SC_RECOMPUTE_FULL) return layer_activation_bytes(p, d);
+  double q = p->dtype == SC_DTYPE_FP8 ? 1.0 : e;
+  double dense_mlp = e * T * (double)d->f1_t + q * T * (double)d->f_t;
+  double N = (double)d->N_moe, R = (double)d->R_moe, h = (double)d->h;
+  double router = 5.0 * N * (double)d->E;
+  double routed = R * (q * h + e * (double)d->fe1_t + q * (double)d->fe_t) +
+                  e * N * (double)d->k * h;
+  double shared = e * T * (double)d->fs1_t + q * T * (double)d->fs_t;
+  return layer_activation_bytes(p, d) - dense_mlp + router + routed + shared;
+}
+
 static double embedding_activation_bytes(const sc__dims *d) {
   return (double)d->T_sp * (double)d->h; /* 1-byte dropout mask */
 }
@@ -125,12 +151,22 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   int64_t params = 0;
   double act = 0.0, act_inflight = 0.0;
   double per_layer = layer_activation_bytes(p, &d);
+  double per_moe_layer = d.E > 0 ? moe_layer_activation_bytes(p, &d) : 0.0;
+  int64_t moe_dense = 0, moe_expert = 0, expert = 0;
+  sc__moe_layer_params(m, &d, &moe_dense, &moe_expert);
   for (uint32_t c = 0; c < v; c++) {
     uint32_t first = 0, L = 0;
     rc = sc_workload_chunk_layers(m, p, stage, c, &first, &L, err);
     if (rc != SC_OK) return rc;
-    double a = (double)L * per_layer;
-    params += (int64_t)L * sc__layer_params(m, &d);
+    /* the chunk's MoE layers: their activations and parameters in place of dense ones */
+    uint32_t Lm = (uint32_t)sc_model_moe_layers(m, first, L), Ld = L - Lm;
+    double a = (double)Ld * per_layer;
+    params += (int64_t)Ld * sc__layer_params(m, &d);
+    if (Lm > 0) {
+      a += (double)Lm * per_moe_layer;
+      params += (int64_t)Lm * (moe_dense + moe_expert);
+      expert += (int64_t)Lm * moe_expert;
+    }
     if (stage == 0 && c == 0) {
       params += sc__embedding_params(m, &d);
       a += embedding_activation_bytes(&d);
@@ -171,6 +207,12 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   double gbytes = mixed ? sc_parallel_grad_bytes(p) : 4.0;
   out->grads_bytes = gbytes * (double)params;
   out->optimizer_bytes = obytes * (double)params / shard;
+  if (expert > 0) {
+    /* the routed experts' states sharded over the expert data parallel group instead */
+    double eshard = z >= 1 ? (double)sc_parallel_edp(p) : 1.0;
+    out->optimizer_bytes =
+        obytes * (double)(params - expert) / shard + obytes * (double)expert / eshard;
+  }
   if (z >= 2) {
     /* ZeRO-2 keeps a 1/shard of the fp32 gradients, plus the unsharded gradients of the
      * layer being reduced; ZeRO-3 also a 1/shard of the weights, plus the gathered

@@ -185,6 +185,12 @@ int sc_memory_overhead_of(const sc_model *m, const sc_parallel *p, const sc_devi
   }
   if (p->pp > 1) n++;
   if (p->pp > 1 && m->tied_embeddings) n++;
+  if (m->num_experts > 0) {
+    /* MoE layers: the EP all-to-all group, the ETP group, the experts' gradient group EDP
+     * (Megatron-Core creates each as its own process group), when they have two members */
+    uint32_t edp = sc_parallel_edp(p);
+    n += (sc_parallel_ep(p) > 1) + (sc_parallel_etp(p) > 1) + (edp > 1);
+  }
   out->communicators = n;
   out->nvls_communicators = nv;
   double ub = 0.0;

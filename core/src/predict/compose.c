@@ -58,6 +58,28 @@ int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_
       rc = sc__comm_group_part(t, &q, SC_GROUP_DP, S, dpc / S, "DP replica", &s->replica, err);
     if (rc != SC_OK) return rc;
   }
+  {
+    /* Expert groups: the stage's tp*cp*dp ranks (contiguous with PP outermost) as
+     * ETP (every rank, etp of them), EP (every etp-th, ep), EDP (every etp*ep-th). */
+    uint32_t ep = sc_parallel_ep(p), etp = sc_parallel_etp(p), fold = p->tp * p->cp * p->dp;
+    uint32_t edp = sc_parallel_edp(p);
+    if (ep * etp > 1 && p->order[SC_GROUP_COUNT - 1] != SC_GROUP_PP)
+      return sc_error_set(err, SC_ECONFIG, "order: expert parallelism (ep %u, etp %u) needs "
+                          "PP outermost", ep, etp);
+    if (edp == 0)
+      return sc_error_set(err, SC_ECONFIG, "ep: ep*etp (%u x %u) must divide tp*cp*dp (%u)",
+                          ep, etp, fold);
+    sc_parallel q;
+    sc_parallel_defaults(&q);
+    q.dp = fold;
+    q.pp = p->pp;
+    const uint32_t every[3] = {1, etp, etp * ep}, n[3] = {etp, ep, edp};
+    const char *const nm[3] = {"ETP", "EP", "EDP"};
+    for (int i = 0; i < 3; i++) {
+      int rc = sc__comm_group_part(t, &q, SC_GROUP_DP, every[i], n[i], nm[i], &s->g_moe[i], err);
+      if (rc != SC_OK) return rc;
+    }
+  }
   return SC_OK;
 }
 
@@ -75,6 +97,11 @@ int sc__coll_desc(const sc__spans *s, const sc_work_coll *wc, sc_coll_desc *d, s
     *d = s->shard;
   } else if (wc->group == SC_GROUP_DP && wc->subgroup == SC_DP_REPLICA) {
     *d = s->replica;
+  } else if (wc->group >= SC_GROUP_ETP && wc->group <= SC_GROUP_EDP) {
+    *d = s->g_moe[wc->group - SC_GROUP_ETP];
+  } else if ((unsigned)wc->group >= SC_GROUP_COUNT) {
+    return sc_error_set(err, SC_EINVAL, "collective '%s': group kind %d is unknown", wc->label,
+                        (int)wc->group);
   } else {
     *d = s->g[wc->group];
   }
@@ -208,7 +235,7 @@ int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, d
         if (one > unit) unit = one;
       }
     } else {
-      *tp_s += ts;
+      *tp_s += ts; /* TP, and the MoE layers' EP all-to-alls and ETP collectives */
     }
   }
   /* prefetching hides every overlappable unit but one: the first gather has no compute
@@ -346,7 +373,8 @@ int sc__chunk_iter(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__co
     double ts;
     rc = coll_total(sc__coll_time, cc, wc, &ts, err);
     if (rc != SC_OK) break;
-    if (wc->group == SC_GROUP_DP && wc->phase == SC_PHASE_FWD) ch->dp_param_gather_s += ts;
+    if ((wc->group == SC_GROUP_DP || wc->group == SC_GROUP_EDP) && wc->phase == SC_PHASE_FWD)
+      ch->dp_param_gather_s += ts;
     else ch->dp_grad_s += ts; /* gradient reduction, tied-embedding gradient all-reduce */
   }
   for (int k = 0; k < 2 && rc == SC_OK; k++) {

@@ -30,14 +30,19 @@ extern const char *const sc__families[SC__NFAM];
 size_t sc__family_index(const char *family);
 
 /* The spans of a configuration's groups over topology t: TP, CP, DP (the gradient group,
- * dp*cp ranks: context-parallel ranks hold the same parameters) and PP. SC_ECONFIG when CP
- * does not sit just inside DP in p->order, or from sc_comm_group. */
+ * dp*cp ranks: context-parallel ranks hold the same parameters) and PP, and the expert
+ * groups ETP, EP, EDP that fold a stage's tp*cp*dp GPUs (ETP innermost). SC_ECONFIG when
+ * CP does not sit just inside DP in p->order, when ep*etp > 1 and PP is not outermost, or
+ * from sc_comm_group. */
 typedef struct sc__spans {
   sc_coll_desc g[SC_GROUP_COUNT];
   /* Sharded data parallelism over part of the DP x CP group (sc_parallel.shard_size):
    * the shard (its innermost ranks) and the replicas of one shard; copies of g[DP] when
    * the shard is the whole group. */
   sc_coll_desc shard, replica;
+  /* Mixture-of-experts layers over the same GPUs (parallel folding): g_moe[0] ETP,
+   * [1] EP, [2] EDP (sc_group_kind - SC_GROUP_ETP); one rank each when ep = etp = 1. */
+  sc_coll_desc g_moe[3];
 } sc__spans;
 int sc__spans_make(const sc_topology *t, const sc_parallel *p, sc__spans *s, sc_error *err);
 

@@ -290,6 +290,94 @@ static int64_t sc__model_params(const sc_model *m) {
   return total;
 }
 
+/* One expert's MLP parameters (the dense MLP's formula at width expert_ffn_hidden). */
+static int64_t sc__expert_params(const sc_model *m) {
+  int64_t h = m->hidden, f = m->expert_ffn_hidden;
+  int gated = sc_activation_gated(m->activation);
+  int64_t n = (gated ? 3 : 2) * h * f;
+  if (m->linear_bias) n += (gated ? 2 * f : f) + h;
+  return n;
+}
+
+/* Total and active parameters of a validated model: each MoE layer's dense MLP replaced by
+ * the router (h x E, no bias), E routed and S shared experts; a token uses the router, its
+ * top_k routed experts and the shared ones (docs/formats.md, "Mixture of experts"). */
+static void sc__model_params_moe(const sc_model *m, int64_t *total, int64_t *active) {
+  int64_t dense = sc__model_params(m);
+  int64_t f = m->ffn_hidden, h = m->hidden;
+  int gated = sc_activation_gated(m->activation);
+  int64_t mlp = (gated ? 3 : 2) * h * f + (m->linear_bias ? (gated ? 2 * f : f) + h : 0);
+  int64_t nm = sc_model_moe_layers(m, 0, m->layers), ex = sc__expert_params(m);
+  int64_t router = h * m->num_experts;
+  *total = dense;
+  *active = dense;
+  if (nm == 0) return;
+  *total = dense + nm * (router + (m->num_experts + m->shared_experts) * ex - mlp);
+  *active = dense + nm * (router + (m->top_k + m->shared_experts) * ex - mlp);
+}
+
+/* The mixture-of-experts keys of m (sc_model_finish): defaults, ranges, cross-field rules. */
+static int sc__model_moe_check(sc_model *m, const char *where, sc_error *err) {
+  if (m->num_experts < 0 || m->num_experts > 100000)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'num_experts': must be in [0, 100000] (is %lld)",
+                        where, (long long)m->num_experts);
+  if (m->num_experts == 0) {
+    const struct { const char *key; int set; } dep[] = {
+        {"top_k", m->top_k != 0},
+        {"expert_ffn_hidden", m->expert_ffn_hidden != 0},
+        {"shared_experts", m->shared_experts != 0},
+        {"moe_layer_freq", m->moe_layer_freq != 0},
+        {"first_dense_layers", m->first_dense_layers != 0},
+        {"capacity_factor", m->capacity_factor != 0.0},
+        {"moe_imbalance", m->moe_imbalance != 0.0}};
+    for (size_t i = 0; i < sizeof dep / sizeof dep[0]; i++)
+      if (dep[i].set)
+        return sc_error_set(err, SC_ESPEC, "%s: key '%s': needs 'num_experts' (a mixture of "
+                            "experts)", where, dep[i].key);
+    return SC_OK;
+  }
+  if (m->top_k < 1 || m->top_k > m->num_experts)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'top_k': must be in [1, num_experts = %lld] "
+                        "(is %lld)", where, (long long)m->num_experts, (long long)m->top_k);
+  if (m->expert_ffn_hidden < 1 || m->expert_ffn_hidden > 10000000)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'expert_ffn_hidden': must be in [1, 10000000] "
+                        "with num_experts (is %lld)", where, (long long)m->expert_ffn_hidden);
+  if (m->shared_experts < 0 || m->shared_experts > 1000)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'shared_experts': must be in [0, 1000] (is %lld)",
+                        where, (long long)m->shared_experts);
+  if (m->moe_layer_freq == 0) m->moe_layer_freq = 1;
+  if (m->moe_layer_freq < 1 || m->moe_layer_freq > m->layers)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'moe_layer_freq': must be in [1, layers = %lld] "
+                        "(is %lld)", where, (long long)m->layers, (long long)m->moe_layer_freq);
+  if (m->first_dense_layers < 0 || sc_model_moe_layers(m, 0, m->layers) == 0)
+    return sc_error_set(err, SC_ESPEC, "%s: key 'first_dense_layers': %lld leaves no MoE layer "
+                        "among %lld layers", where, (long long)m->first_dense_layers,
+                        (long long)m->layers);
+  if (!(m->capacity_factor >= 0.0) || !isfinite(m->capacity_factor))
+    return sc_error_set(err, SC_ESPEC, "%s: key 'capacity_factor': must be >= 0 (0 = dropless), "
+                        "is %g", where, m->capacity_factor);
+  {
+    /* (E + S) experts x an expert's parameters x MoE layers must fit with room to spare */
+    int64_t ex = 0, n = 0;
+    const int64_t v[] = {m->num_experts + m->shared_experts, m->hidden, m->expert_ffn_hidden,
+                         3, m->layers, 8};
+    if (sc__prod_i64(v, 6, &n) || sc__mul_i64(m->hidden, m->num_experts, &ex))
+      return sc_error_set(err, SC_ERANGE, "%s: key 'num_experts': %lld experts of width %lld "
+                          "over %lld layers is too many parameters", where,
+                          (long long)m->num_experts, (long long)m->expert_ffn_hidden,
+                          (long long)m->layers);
+  }
+  if (m->moe_imbalance == 0.0) m->moe_imbalance = 1.0;
+  {
+    double most = (double)m->num_experts / (double)m->top_k;
+    if (!(m->moe_imbalance >= 1.0 && m->moe_imbalance <= most))
+      return sc_error_set(err, SC_ESPEC, "%s: key 'moe_imbalance': must be in [1, num_experts/"
+                          "top_k = %g] (the most loaded expert's tokens over the mean), is %g",
+                          where, most, m->moe_imbalance);
+  }
+  return SC_OK;
+}
+
 int sc_model_finish(sc_model *m, sc_error *err) {
   const char *where = (m != NULL && m->path[0]) ? m->path : "<model>";
   if (m == NULL) return sc_error_set(err, SC_EINVAL, "sc_model_finish: model is NULL");
@@ -335,7 +423,11 @@ int sc_model_finish(sc_model *m, sc_error *err) {
       return sc_error_set(err, SC_ERANGE, "%s: keys 'heads' x 'head_dim': %lld is out of range "
                           "(at most 10000000)", where, (long long)(m->heads * m->head_dim));
   }
-  m->params = sc__model_params(m);
+  {
+    int rc = sc__model_moe_check(m, where, err);
+    if (rc != SC_OK) return rc;
+  }
+  sc__model_params_moe(m, &m->params, &m->active_params);
   return SC_OK;
 }
 
@@ -357,6 +449,9 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
   static const char *const known[] = {"name", "layers", "hidden", "ffn_hidden", "heads",
                                       "kv_heads", "head_dim", "vocab", "max_seq", "activation",
                                       "norm", "position", "tied_embeddings", "linear_bias",
+                                      "num_experts", "shared_experts", "top_k",
+                                      "expert_ffn_hidden", "moe_layer_freq",
+                                      "first_dense_layers", "capacity_factor", "moe_imbalance",
                                       NULL};
   static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu"};
   static const char *const norms[] = {"layernorm", "rmsnorm"};
@@ -391,7 +486,37 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
   }
   SC__INT(layers, 1) SC__INT(hidden, 1) SC__INT(ffn_hidden, 1) SC__INT(heads, 1)
   SC__INT(kv_heads, 0) SC__INT(head_dim, 0) SC__INT(vocab, 1) SC__INT(max_seq, 1)
+  SC__INT(num_experts, 0) SC__INT(top_k, 0) SC__INT(expert_ffn_hidden, 0)
+  SC__INT(moe_layer_freq, 0)
 #undef SC__INT
+  /* keys that may be 0 */
+  if (rc == SC_OK) {
+    rc = sc__get_int(t, "", "shared_experts", 0, "[model]", &m.shared_experts, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && m.shared_experts < 0)
+      rc = sc__bad(t, "shared_experts", err, "must be >= 0 (is %lld)", (long long)m.shared_experts);
+  }
+  if (rc == SC_OK) {
+    rc = sc__get_int(t, "", "first_dense_layers", 0, "[model]", &m.first_dense_layers, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && m.first_dense_layers < 0)
+      rc = sc__bad(t, "first_dense_layers", err, "must be >= 0 (is %lld)",
+                   (long long)m.first_dense_layers);
+  }
+  if (rc == SC_OK) {
+    rc = sc__get_num(t, "", "capacity_factor", 0, "[model]", &m.capacity_factor, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && m.capacity_factor < 0.0)
+      rc = sc__bad(t, "capacity_factor", err, "must be >= 0 (0 = dropless), is %g",
+                   m.capacity_factor);
+  }
+  if (rc == SC_OK) {
+    rc = sc__get_num(t, "", "moe_imbalance", 0, "[model]", &m.moe_imbalance, err);
+    if (rc == SC_ENOTFOUND) rc = SC_OK;
+    else if (rc == SC_OK && m.moe_imbalance < 1.0)
+      rc = sc__bad(t, "moe_imbalance", err, "must be >= 1 (the most loaded expert's tokens "
+                   "over the mean), is %g", m.moe_imbalance);
+  }
   if (rc == SC_OK) { rc = sc__enum(t, "activation", acts, 5, 1, &e, err); if (rc == SC_OK) m.activation = (sc_activation)e; }
   if (rc == SC_OK) { rc = sc__enum(t, "norm", norms, 2, 1, &e, err); if (rc == SC_OK) m.norm = (sc_norm_kind)e; }
   if (rc == SC_OK) { rc = sc__enum(t, "position", poss, 4, 1, &e, err); if (rc == SC_OK) m.position = (sc_pos_embedding)e; }

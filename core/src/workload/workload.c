@@ -19,6 +19,7 @@
  * sharded input of a column-parallel layer is re-gathered for its wgrad (Megatron does both).
  * Bias gradients (column sums) are folded into the wgrad GEMMs and not listed.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,6 +81,27 @@ void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d) {
   d->V_t = d->vocab_padded / tp;
   d->act = (p->dtype == SC_DTYPE_FP8) ? SC_DTYPE_BF16 : p->dtype;
   d->e = sc__dtype_bytes(d->act);
+  d->E = d->E_l = d->k = d->N_moe = d->R_moe = d->t_e = 0;
+  d->fe_t = d->fe1_t = d->fs_t = d->fs1_t = 0;
+  d->load = 0.0;
+  if (m->num_experts > 0) {
+    int64_t ep = sc_parallel_ep(p), etp = sc_parallel_etp(p);
+    int gated = sc_activation_gated(m->activation);
+    d->E = m->num_experts;
+    d->E_l = m->num_experts / ep;
+    d->k = m->top_k;
+    d->N_moe = d->T_sp;
+    d->load = m->moe_imbalance > 0.0 ? m->moe_imbalance : 1.0;
+    if (m->capacity_factor > 0.0 && m->capacity_factor < d->load) d->load = m->capacity_factor;
+    /* the E_l experts' tokens, rounded up to whole tokens per expert */
+    double r = ceil((double)d->N_moe * (double)d->k * (double)etp * d->load / (double)d->E_l);
+    d->t_e = (int64_t)r;
+    d->R_moe = d->t_e * d->E_l;
+    d->fe_t = m->expert_ffn_hidden / etp;
+    d->fe1_t = gated ? 2 * d->fe_t : d->fe_t;
+    d->fs_t = m->shared_experts * m->expert_ffn_hidden / tp;
+    d->fs1_t = gated ? 2 * d->fs_t : d->fs_t;
+  }
 }
 
 int64_t sc__layer_params(const sc_model *m, const sc__dims *d) {
@@ -90,6 +112,20 @@ int64_t sc__layer_params(const sc_model *m, const sc__dims *d) {
   n += d->h * d->qkv_t + d->q_t * d->h + d->h * d->f1_t + d->f_t * d->h;
   if (m->linear_bias) n += d->qkv_t + d->h + d->f1_t + d->h;
   return n;
+}
+
+void sc__moe_layer_params(const sc_model *m, const sc__dims *d, int64_t *dense,
+                          int64_t *expert) {
+  *dense = *expert = 0;
+  if (d->E <= 0) return;
+  /* the dense layer without its MLP, plus the router (h x E, replicated over TP) and the
+   * shared experts (TP-split like the dense MLP); the routed experts (ETP-split) */
+  int64_t mlp = d->h * d->f1_t + d->f_t * d->h + (m->linear_bias ? d->f1_t + d->h : 0);
+  int64_t shared = d->fs_t > 0 ? d->h * d->fs1_t + d->fs_t * d->h +
+                                     (m->linear_bias ? d->fs1_t + d->h : 0)
+                               : 0;
+  *dense = sc__layer_params(m, d) - mlp + d->h * d->E + shared;
+  *expert = d->E_l * (d->h * d->fe1_t + d->fe_t * d->h + (m->linear_bias ? d->fe1_t + d->h : 0));
 }
 
 int64_t sc__embedding_params(const sc_model *m, const sc__dims *d) {
@@ -165,6 +201,23 @@ static int check_products(const sc_model *m, const sc_parallel *p, sc_error *err
       if ((rc = prod(&x, err, k, n4, v4)) != SC_OK) return rc;
     }
     if ((rc = prod(&x, err, 3, n5, (const int64_t[]){b, s_c, V_t})) != SC_OK) return rc;
+  }
+  if (m->num_experts > 0) {
+    /* MoE: the routed token copies times the widest expert operand, the router's logits,
+     * a stage's expert parameters (doubles: the load factor is not an integer) */
+    double gated = sc_activation_gated(m->activation) ? 2.0 : 1.0;
+    double R = (double)T * (double)m->top_k * (double)sc_parallel_etp(p) *
+               (m->moe_imbalance > 1.0 ? m->moe_imbalance : 1.0);
+    double wmax = (double)h > gated * (double)m->expert_ffn_hidden ? (double)h
+                                                                  : gated * (double)m->expert_ffn_hidden;
+    double lim = 2305843009213693952.0; /* 2^61 */
+    if (R * wmax * 2.0 >= lim || (double)T * (double)m->num_experts * 4.0 >= lim ||
+        (double)m->layers * (double)m->num_experts * 3.0 * (double)h *
+                (double)m->expert_ffn_hidden * 4.0 >= lim)
+      return sc_error_set(err, SC_ERANGE, "num_experts: model '%s' with micro_batch %lld x "
+                          "seq_len/cp %lld routes too many tokens or holds too many expert "
+                          "parameters for the operator sizes", m->name, (long long)b,
+                          (long long)s_c);
   }
   if (!p->flash_attention) {
     /* the unfused path materialises the score matrix */
@@ -269,6 +322,35 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
   if (m->ffn_hidden % p->tp != 0) {
     FAIL("tp: %u must divide ffn_hidden (%lld)", p->tp, (long long)m->ffn_hidden);
   }
+  {
+    /* Mixture of experts: Megatron-Core's rules (arguments.py, parallel_state.py's
+     * expert groups over the same GPUs as the attention layers' TP x CP x DP) */
+    uint32_t ep = sc_parallel_ep(p), etp = sc_parallel_etp(p);
+    uint64_t fold = (uint64_t)p->tp * p->cp * p->dp;
+    if (ep > SC_MAX_GPUS) return sc_error_set(err, SC_ERANGE, "ep: %u is out of range (at most %u)", ep, SC_MAX_GPUS);
+    if (etp > SC_MAX_GPUS) return sc_error_set(err, SC_ERANGE, "etp: %u is out of range (at most %u)", etp, SC_MAX_GPUS);
+    if (m->num_experts <= 0) {
+      if (ep > 1) FAIL("ep: %u needs a mixture-of-experts model (model '%s' has no num_experts)", ep, m->name);
+      if (etp > 1) FAIL("etp: %u needs a mixture-of-experts model (model '%s' has no num_experts)", etp, m->name);
+    } else {
+      if (m->num_experts % ep != 0)
+        FAIL("ep: %u must divide num_experts (%lld)", ep, (long long)m->num_experts);
+      if (fold % ((uint64_t)ep * etp) != 0)
+        FAIL("ep: ep*etp (%u x %u) must divide tp*cp*dp (%llu), the GPUs of a stage that the "
+             "MoE layers fold into ETP x EP x EDP", ep, etp, (unsigned long long)fold);
+      if (m->expert_ffn_hidden % etp != 0)
+        FAIL("etp: %u must divide expert_ffn_hidden (%lld)", etp, (long long)m->expert_ffn_hidden);
+      if ((m->shared_experts * m->expert_ffn_hidden) % p->tp != 0)
+        FAIL("tp: %u must divide the shared experts' width (%lld x %lld)", p->tp,
+             (long long)m->shared_experts, (long long)m->expert_ffn_hidden);
+      if (p->tp > 1 && !p->sequence_parallel)
+        FAIL("sequence_parallel: a mixture of experts with tp %u > 1 needs sequence parallelism "
+             "(Megatron-Core's rule)", p->tp);
+      if (p->zero_stage >= 2 || p->shard_size != 0)
+        FAIL("%s: sharding beyond the distributed optimizer (ZeRO-1) is not modelled for a "
+             "mixture of experts", p->zero_stage >= 2 ? "zero_stage" : "shard_size");
+    }
+  }
   if (p->cp > 1 && p->seq_len % (2 * (uint64_t)p->cp) != 0) {
     FAIL("cp: seq_len (%u) must be divisible by 2*cp (%llu) for load-balanced causal chunks",
          p->seq_len, 2 * (unsigned long long)p->cp);
@@ -366,6 +448,7 @@ typedef struct bld {
   sc__dims d;
   sc_stage_work *w;
   int overflow;
+  uint32_t Ld, Lm; /* the chunk's dense and MoE layers (Ld + Lm = its layers) */
 } bld;
 
 static void copy_label(char dst[32], const char *src) {
@@ -585,6 +668,101 @@ static const struct {
     [SC_ACT_GEGLU] = {SC_EW_GEGLU_FWD, SC_EW_GEGLU_BWD, "mlp_geglu", "mlp_geglu.bwd"},
 };
 
+/* A collective of a MoE layer over an expert group (EP or ETP); nothing for one rank. */
+static void moe_coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_coll_kind kind,
+                     sc_group_kind g, double bytes, const char *label) {
+  uint32_t n = g == SC_GROUP_EP ? sc_parallel_ep(B->p) : sc_parallel_etp(B->p);
+  coll(B, l, ph, rep, SC_WHERE_LAYER, kind, g, n, bytes, B->d.act, 0, label);
+}
+
+/* "moe_<activation>" or "moe_shared_<activation>" (+ ".bwd"), from the MLP's kernel name. */
+static const char *moe_act_label(char buf[32], const char *prefix, const char *mlp_name) {
+  snprintf(buf, 32, "%s%s", prefix, mlp_name + 4); /* past "mlp_" */
+  return buf;
+}
+
+/* A MoE layer's MLP forward, repeated n times (Megatron-Core's MoELayer with the all-to-all
+ * token dispatcher; stepcast/workload.h, "MoE layer"): the router and its top-k, the
+ * permutation of each token's k copies by expert, the dispatch all-to-all over EP (and the
+ * gather over ETP), the local experts as grouped GEMMs, the way back, and the shared
+ * experts beside them as a dense MLP of S x expert_ffn_hidden. */
+static void moe_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t n) {
+  const sc__dims *d = &B->d;
+  const int act = (int)B->m->activation;
+  sc_work_where W = SC_WHERE_LAYER;
+  char lb[32];
+  if (n == 0) return;
+  double tok = (double)d->N_moe * (double)d->k;      /* this GPU's token copies */
+  double a2a = tok * d->load * (double)d->h * d->e;  /* the most loaded rank's share */
+  double etp = (double)d->R_moe * (double)d->h * d->e;
+  op(B, l, ph, n, W, SC_OP_GEMM, SC_GEMM_PLAIN, "moe_router", DIMS(1, d->N_moe, d->E, d->h));
+  op(B, l, ph, n, W, SC_OP_SOFTMAX, SC_SOFTMAX_FWD, "moe_router_topk", DIMS(d->N_moe, d->E));
+  op(B, l, ph, n, W, SC_OP_MEMCPY, SC_MEMCPY_COPY, "moe_permute",
+     DIMS(d->N_moe * d->k * d->h * (int64_t)d->e));
+  moe_coll(B, l, ph, n, SC_COLL_ALLTOALL, SC_GROUP_EP, a2a, "moe_dispatch.a2a");
+  moe_coll(B, l, ph, n, SC_COLL_ALLGATHER, SC_GROUP_ETP, etp, "moe_etp.ag");
+  linear(B, l, ph, n, W, "moe_fc1", 1, DIMS(d->E_l, d->t_e, d->fe1_t, d->h));
+  op(B, l, ph, n, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd,
+     moe_act_label(lb, "moe_", act_kernel[act].name), DIMS(d->R_moe * d->fe_t));
+  linear(B, l, ph, n, W, "moe_fc2", 1, DIMS(d->E_l, d->t_e, d->h, d->fe_t));
+  moe_coll(B, l, ph, n, SC_COLL_REDUCESCATTER, SC_GROUP_ETP, etp, "moe_etp.rs");
+  moe_coll(B, l, ph, n, SC_COLL_ALLTOALL, SC_GROUP_EP, a2a, "moe_combine.a2a");
+  op(B, l, ph, n, W, SC_OP_MEMCPY, SC_MEMCPY_COPY, "moe_unpermute",
+     DIMS(d->N_moe * d->k * d->h * (int64_t)d->e));
+  if (d->fs_t > 0) {
+    sp_gather(B, l, ph, n, W, "moe_shared_fc1.ag");
+    linear(B, l, ph, n, W, "moe_shared_fc1", 1, DIMS(1, d->T, d->fs1_t, d->h));
+    op(B, l, ph, n, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd,
+       moe_act_label(lb, "moe_shared_", act_kernel[act].name), DIMS(d->T * d->fs_t));
+    linear(B, l, ph, n, W, "moe_shared_fc2", 1, DIMS(1, d->T, d->h, d->fs_t));
+    tp_reduce(B, l, ph, n, W, "moe_shared_fc2.ar", "moe_shared_fc2.rs");
+    op(B, l, ph, n, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "moe_shared_add", DIMS(d->T_sp * d->h));
+  }
+}
+
+/* The same, backward: each GEMM's dgrad and wgrad, the all-to-alls and ETP collectives
+ * mirrored (the backward of an all-gather is a reduce-scatter and back). */
+static void moe_bwd(bld *B, sc_work_list *l, uint32_t n) {
+  const sc__dims *d = &B->d;
+  const int act = (int)B->m->activation;
+  sc_phase ph = SC_PHASE_BWD;
+  sc_work_where W = SC_WHERE_LAYER;
+  char lb[32];
+  if (n == 0) return;
+  double tok = (double)d->N_moe * (double)d->k;
+  double a2a = tok * d->load * (double)d->h * d->e;
+  double etp = (double)d->R_moe * (double)d->h * d->e;
+  if (d->fs_t > 0) {
+    sp_gather(B, l, ph, n, W, "moe_shared_fc2.ag");
+    linear(B, l, ph, n, W, "moe_shared_fc2.dgrad", 1, DIMS(1, d->T, d->fs_t, d->h));
+    linear(B, l, ph, n, W, "moe_shared_fc2.wgrad", 0, DIMS(1, d->h, d->fs_t, d->T));
+    op(B, l, ph, n, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd,
+       moe_act_label(lb, "moe_shared_", act_kernel[act].name_bwd), DIMS(d->T * d->fs_t));
+    linear(B, l, ph, n, W, "moe_shared_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->fs1_t));
+    sp_gather(B, l, ph, n, W, "moe_shared_fc1.wgrad_ag");
+    tp_reduce(B, l, ph, n, W, "moe_shared_fc1.ar", "moe_shared_fc1.rs");
+    linear(B, l, ph, n, W, "moe_shared_fc1.wgrad", 0, DIMS(1, d->fs1_t, d->h, d->T));
+  }
+  op(B, l, ph, n, W, SC_OP_MEMCPY, SC_MEMCPY_COPY, "moe_unpermute.bwd",
+     DIMS(d->N_moe * d->k * d->h * (int64_t)d->e));
+  moe_coll(B, l, ph, n, SC_COLL_ALLTOALL, SC_GROUP_EP, a2a, "moe_combine.a2a_bwd");
+  moe_coll(B, l, ph, n, SC_COLL_ALLGATHER, SC_GROUP_ETP, etp, "moe_etp.ag_bwd");
+  linear(B, l, ph, n, W, "moe_fc2.dgrad", 1, DIMS(d->E_l, d->t_e, d->fe_t, d->h));
+  linear(B, l, ph, n, W, "moe_fc2.wgrad", 0, DIMS(d->E_l, d->h, d->fe_t, d->t_e));
+  op(B, l, ph, n, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd,
+     moe_act_label(lb, "moe_", act_kernel[act].name_bwd), DIMS(d->R_moe * d->fe_t));
+  linear(B, l, ph, n, W, "moe_fc1.dgrad", 1, DIMS(d->E_l, d->t_e, d->h, d->fe1_t));
+  linear(B, l, ph, n, W, "moe_fc1.wgrad", 0, DIMS(d->E_l, d->fe1_t, d->h, d->t_e));
+  moe_coll(B, l, ph, n, SC_COLL_REDUCESCATTER, SC_GROUP_ETP, etp, "moe_etp.rs_bwd");
+  moe_coll(B, l, ph, n, SC_COLL_ALLTOALL, SC_GROUP_EP, a2a, "moe_dispatch.a2a_bwd");
+  op(B, l, ph, n, W, SC_OP_MEMCPY, SC_MEMCPY_COPY, "moe_permute.bwd",
+     DIMS(d->N_moe * d->k * d->h * (int64_t)d->e));
+  op(B, l, ph, n, W, SC_OP_SOFTMAX, SC_SOFTMAX_BWD, "moe_router_topk.bwd", DIMS(d->N_moe, d->E));
+  op(B, l, ph, n, W, SC_OP_GEMM, SC_GEMM_PLAIN, "moe_router.dgrad",
+     DIMS(1, d->N_moe, d->h, d->E));
+  op(B, l, ph, n, W, SC_OP_GEMM, SC_GEMM_TN, "moe_router.wgrad", DIMS(1, d->E, d->h, d->N_moe));
+}
+
 /* One transformer layer forward, repeated L times (FWD, or RECOMPUTE for full). */
 static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   const sc__dims *d = &B->d;
@@ -604,12 +782,16 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "attn_bda",
      DIMS(d->T_sp * d->h));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
-  sp_gather(B, l, ph, L, W, "mlp_fc1.ag");
-  linear(B, l, ph, L, W, "mlp_fc1", 0, DIMS(1, d->T, d->f1_t, d->h));
-  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd, act_kernel[act].name,
+  /* the dense MLP in the chunk's dense layers, the experts in its MoE layers (L layers of
+   * a recomputation are the chunk's: Ld + Lm == L) */
+  uint32_t Ld = L - B->Lm;
+  sp_gather(B, l, ph, Ld, W, "mlp_fc1.ag");
+  linear(B, l, ph, Ld, W, "mlp_fc1", 0, DIMS(1, d->T, d->f1_t, d->h));
+  op(B, l, ph, Ld, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd, act_kernel[act].name,
      DIMS(d->T * d->f_t));
-  linear(B, l, ph, L, W, "mlp_fc2", 1, DIMS(1, d->T, d->h, d->f_t));
-  tp_reduce(B, l, ph, L, W, "mlp_fc2.ar", "mlp_fc2.rs");
+  linear(B, l, ph, Ld, W, "mlp_fc2", 1, DIMS(1, d->T, d->h, d->f_t));
+  tp_reduce(B, l, ph, Ld, W, "mlp_fc2.ar", "mlp_fc2.rs");
+  moe_fwd(B, l, ph, B->Lm);
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
      DIMS(d->T_sp * d->h));
 }
@@ -623,18 +805,20 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   sc_work_where W = SC_WHERE_LAYER;
   int64_t ba = d->b * d->a_t;
 
-  /* MLP block, in reverse. */
+  /* MLP block, in reverse (the dense layers' MLP, the MoE layers' experts). */
+  uint32_t Ld = L - B->Lm;
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "mlp_bda.bwd",
      DIMS(d->T_sp * d->h));
-  sp_gather(B, l, ph, L, W, "mlp_fc2.ag");
-  linear(B, l, ph, L, W, "mlp_fc2.dgrad", 1, DIMS(1, d->T, d->f_t, d->h));
-  linear(B, l, ph, L, W, "mlp_fc2.wgrad", 0, DIMS(1, d->h, d->f_t, d->T));
-  op(B, l, ph, L, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd, act_kernel[act].name_bwd,
+  sp_gather(B, l, ph, Ld, W, "mlp_fc2.ag");
+  linear(B, l, ph, Ld, W, "mlp_fc2.dgrad", 1, DIMS(1, d->T, d->f_t, d->h));
+  linear(B, l, ph, Ld, W, "mlp_fc2.wgrad", 0, DIMS(1, d->h, d->f_t, d->T));
+  op(B, l, ph, Ld, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd, act_kernel[act].name_bwd,
      DIMS(d->T * d->f_t));
-  linear(B, l, ph, L, W, "mlp_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->f1_t));
-  sp_gather(B, l, ph, L, W, "mlp_fc1.wgrad_ag");
-  tp_reduce(B, l, ph, L, W, "mlp_fc1.ar", "mlp_fc1.rs");
-  linear(B, l, ph, L, W, "mlp_fc1.wgrad", 0, DIMS(1, d->f1_t, d->h, d->T));
+  linear(B, l, ph, Ld, W, "mlp_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->f1_t));
+  sp_gather(B, l, ph, Ld, W, "mlp_fc1.wgrad_ag");
+  tp_reduce(B, l, ph, Ld, W, "mlp_fc1.ar", "mlp_fc1.rs");
+  linear(B, l, ph, Ld, W, "mlp_fc1.wgrad", 0, DIMS(1, d->f1_t, d->h, d->T));
+  moe_bwd(B, l, B->Lm);
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm2.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "mlp_residual.bwd", DIMS(d->T_sp * d->h));
 
@@ -761,6 +945,7 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   B.p = p;
   B.w = out;
   B.overflow = 0;
+  B.Ld = B.Lm = 0;
   sc__dims_fill(m, p, &B.d);
   const sc__dims *d = &B.d;
   uint32_t v = p->virtual_stages;
@@ -779,10 +964,19 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   }
   out->per_iter.nops = out->per_iter.ncolls = 0;
 
-  int64_t params = (int64_t)L * sc__layer_params(m, d);
+  B.Lm = (uint32_t)sc_model_moe_layers(m, first, L);
+  B.Ld = L - B.Lm;
+  int64_t moe_dense = 0, moe_expert = 0;
+  sc__moe_layer_params(m, d, &moe_dense, &moe_expert);
+  int64_t params = (int64_t)B.Ld * sc__layer_params(m, d);
+  int64_t expert_params = (int64_t)B.Lm * moe_expert;
+  params += (int64_t)B.Lm * moe_dense + expert_params;
   if (out->has_embedding) params += sc__embedding_params(m, d);
   if (out->has_output) params += sc__output_params(m, p, d);
   out->params = params;
+  out->expert_params = expert_params;
+  /* the parameters the DP x CP group reduces (the experts' go over EDP) */
+  int64_t dense_params = params - expert_params;
 
   /* Forward. */
   sc_work_list *fw = &out->per_micro[SC_PHASE_FWD];
@@ -813,31 +1007,42 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
   /* Per iteration: optimizer and data-parallel reductions over the DP x CP group. */
   sc_work_list *it = &out->per_iter;
   uint32_t z = sc_parallel_zero(p), S = sc_parallel_shard_ranks(p);
-  int64_t opt_params = z >= 1 ? (params + S - 1) / S : params;
+  /* expert parameters: sharded (distributed optimizer) over the expert data parallel group */
+  uint32_t edp = sc_parallel_edp(p);
+  int64_t opt_params = z >= 1 ? (dense_params + S - 1) / S : dense_params;
+  if (expert_params > 0) opt_params += z >= 1 ? (expert_params + edp - 1) / edp : expert_params;
   /* gradients as accumulated: fp32 main gradients, or the training type's (grad_reduce_dtype) */
   const double gb = sc_parallel_grad_bytes(p);
   const sc_dtype gdt = p->grad_reduce_dtype;
   op(&B, it, SC_PHASE_OPTIMIZER, 1, SC_WHERE_STAGE, SC_OP_OPTIMIZER, SC_OPTIM_ADAM, "adam",
      DIMS(opt_params));
+  if (expert_params > 0) {
+    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE,
+         z == 0 ? SC_COLL_ALLREDUCE : SC_COLL_REDUCESCATTER, SC_GROUP_EDP, edp,
+         (double)expert_params * gb, gdt, p->overlap_grad_reduce,
+         z == 0 ? "edp.grad_ar" : "edp.grad_rs");
+    if (z >= 1)
+      coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_GROUP_EDP, edp,
+           (double)expert_params * d->e, d->act, p->overlap_param_gather, "edp.param_ag");
+  }
   if (z == 0) {
     dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_WHOLE,
-            (double)params * gb, gdt, p->overlap_grad_reduce, "dp.grad_ar");
+            (double)dense_params * gb, gdt, p->overlap_grad_reduce, "dp.grad_ar");
   } else {
     if (z == 1)
       dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_REDUCESCATTER, SC_DP_SHARD,
-              (double)params * gb, gdt, p->overlap_grad_reduce, "dp.grad_rs");
+              (double)dense_params * gb, gdt, p->overlap_grad_reduce, "dp.grad_rs");
     /* HSDP: the shard's reduced gradients, all-reduced across the replicas of the shard */
     dp_coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_DP_REPLICA,
             (double)opt_params * gb, gdt, p->overlap_grad_reduce, "dp.grad_ar_replicas");
     if (z <= 2)
       dp_coll(&B, it, SC_PHASE_FWD, 1, SC_WHERE_STAGE, SC_COLL_ALLGATHER, SC_DP_SHARD,
-              (double)params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
+              (double)dense_params * d->e, d->act, p->overlap_param_gather, "dp.param_ag");
   }
   if (m->tied_embeddings && p->pp > 1 && (out->has_embedding || out->has_output)) {
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
          (double)d->V_t * d->h * gb, gdt, 0, "embed.tied_grad_ar");
   }
-
   /* Pipeline messages: s/cp * b * h / tp elements (sequence shard with SP, Megatron's
    * scatter-gather split without it). */
   uint32_t k = chunk * p->pp + stage, K = p->pp * v;

@@ -33,6 +33,19 @@ typedef struct sc__dims {
                        layers' GEMMs run in fp8; attention, norms, element-wise work,
                        activations, gradients in transit and weights stay bf16) */
   double e;         /* bytes per element of act */
+  /* Mixture of experts (zeros for a dense model; stepcast/workload.h, "MoE layer"): */
+  int64_t E;        /* routed experts */
+  int64_t E_l;      /* routed experts per EP rank: E / ep */
+  int64_t k;        /* experts per token */
+  int64_t N_moe;    /* tokens entering a MoE layer on this GPU: T_sp */
+  int64_t R_moe;    /* routed token copies this GPU's experts take: N_moe * k * etp x the
+                       load factor, rounded up to a multiple of E_l */
+  int64_t t_e;      /* tokens per local expert: R_moe / E_l */
+  double load;      /* load factor: moe_imbalance, capped by capacity_factor when set */
+  int64_t fe_t;     /* one expert's inner width per ETP rank: expert_ffn_hidden / etp */
+  int64_t fe1_t;    /* its fc1 output width (x2 gated) */
+  int64_t fs_t;     /* the shared experts' inner width per TP rank: S * expert_ffn_hidden/tp */
+  int64_t fs1_t;    /* its fc1 output width (x2 gated) */
 } sc__dims;
 
 void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d);
@@ -43,5 +56,11 @@ void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d);
 int64_t sc__layer_params(const sc_model *m, const sc__dims *d);
 int64_t sc__embedding_params(const sc_model *m, const sc__dims *d);
 int64_t sc__output_params(const sc_model *m, const sc_parallel *p, const sc__dims *d);
+
+/* A MoE layer's parameters on one GPU: *dense (attention, norms, router, shared experts:
+ * reduced over the DP x CP group) and *expert (its E_l routed experts / etp: reduced over
+ * the expert data parallel group). 0 and 0 for a dense model. */
+void sc__moe_layer_params(const sc_model *m, const sc__dims *d, int64_t *dense,
+                          int64_t *expert);
 
 #endif
