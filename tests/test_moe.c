@@ -83,6 +83,7 @@ START_TEST(test_published_params) {
       {"mixtral-8x22b", 141e9, 39e9},     /* mistral.ai/news/mixtral-8x22b */
       {"qwen3-235b-a22b", 235e9, 22e9},   /* HF model card; arXiv:2505.09388 */
       {"qwen3-30b-a3b", 30.5e9, 3.3e9},   /* HF model card */
+      {"deepseek-v3", 671e9, 37e9},       /* arXiv:2412.19437 */
   };
   for (size_t i = 0; i < sizeof pub / sizeof pub[0]; i++) {
     sc_model m;
@@ -121,6 +122,74 @@ START_TEST(test_params_by_hand) {
   int64_t tattn = 256 * 768 + 256 * 256, tex = 3 * 256 * 128;
   ck_assert_int_eq(t.params, 2 * (tattn + 8 * tex + 256 * 8 + 512) + 2 * 1000 * 256 + 256);
   ck_assert_int_eq(t.active_params, 2 * (tattn + 2 * tex + 256 * 8 + 512) + 2 * 1000 * 256 + 256);
+}
+END_TEST
+
+/* DeepSeek-V3 by hand: MLA 7168*1536 + 1536 + 1536*128*192 + 7168*576 + 512 + 512*128*256 +
+ * 128*128*7168 = 187107328, norms 2*7168; dense MLP 3*7168*18432 = 396361728 (3 layers);
+ * MoE: router 7168*256 = 1835008, (256 + 1) experts of 3*7168*2048 = 44040192 (58 layers);
+ * embeddings 2*129280*7168, final norm 7168. Active: 8 routed + 1 shared. */
+START_TEST(test_deepseek_v3_by_hand) {
+  sc_model m;
+  sc_error err;
+  ck_assert_msg(sc_model_load("deepseek-v3", &m, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(m.head_dim, 160);
+  ck_assert_int_eq(sc_model_moe_layers(&m, 0, 61), 58);
+  int64_t attn = 187107328, norms = 14336, mlp = 396361728, router = 1835008, ex = 44040192;
+  int64_t emb = 2LL * 129280 * 7168 + 7168;
+  ck_assert_int_eq(m.params, 3 * (attn + norms + mlp) + 58 * (attn + norms + router + 257 * ex) + emb);
+  ck_assert_int_eq(m.active_params,
+                   3 * (attn + norms + mlp) + 58 * (attn + norms + router + 9 * ex) + emb);
+  ck_assert_int_eq(m.params, 671026404352LL);
+}
+END_TEST
+
+/* Multi-head latent attention's FWD FLOPs by hand (h 256, 4 heads, q_lora 64, kv_lora 32,
+ * rope 16, nope 32, v 32; T = 128, tp 1): q_down 2*128*64*256 = 4194304, q_up 2*128*192*64 =
+ * 3145728, kv_down 2*128*48*256 = 3145728, kv_up 2*128*256*32 = 2097152, core
+ * 2*4*128*128*(48 + 32) = 10485760, projection 2*128*256*128 = 8388608; SwiGLU MLP 512 wide
+ * 67108864 + 33554432; 2 layers; logits 2*128*1024*256. */
+START_TEST(test_mla_flops_by_hand) {
+  sc_model m = tiny_moe();
+  sc_error err;
+  m.num_experts = m.top_k = m.expert_ffn_hidden = 0;
+  m.moe_layer_freq = 0;
+  m.moe_imbalance = 0.0;
+  m.head_dim = 0;
+  m.q_lora_rank = 64;
+  m.kv_lora_rank = 32;
+  m.qk_rope_head_dim = 16;
+  m.qk_nope_head_dim = 32;
+  m.v_head_dim = 32;
+  ck_assert_msg(sc_model_finish(&m, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(m.head_dim, 40);
+  sc_parallel p = par(1, 1, 1, 1);
+  ck_assert_msg(sc_workload_stage(&m, &p, 0, 0, &W, &err) == SC_OK, "%s", err.msg);
+  double attn = 4194304.0 + 3145728 + 3145728 + 2097152 + 10485760 + 8388608;
+  ck_assert_double_eq(W.flops[SC_PHASE_FWD], 2.0 * (attn + 67108864.0 + 33554432.0) +
+                                                 2.0 * 128 * 1024 * 256);
+  const sc_work_op *qu = find_op(&W.per_micro[SC_PHASE_FWD], "q_up");
+  ck_assert_ptr_nonnull(qu);
+  ck_assert_int_eq(qu->desc.dims[2], 192);
+  ck_assert_int_eq(qu->desc.dims[3], 64);
+  ck_assert_ptr_null(find_op(&W.per_micro[SC_PHASE_FWD], "qkv"));
+  ck_assert_ptr_nonnull(find_op(&W.per_micro[SC_PHASE_BWD], "kv_down.wgrad"));
+  /* parameters: the per-GPU count is the model's (pp 1, tp 1), with the two embedding
+   * tables padded from 1000 to 1024 rows */
+  ck_assert_int_eq(W.params, m.params + 2 * 24 * 256);
+  /* tp 2: the up projections split by heads, the down projections whole */
+  sc_parallel q = par(2, 1, 1, 1);
+  ck_assert_msg(sc_workload_stage(&m, &q, 0, 0, &W, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(find_op(&W.per_micro[SC_PHASE_FWD], "q_up")->desc.dims[2], 96);
+  ck_assert_int_eq(find_op(&W.per_micro[SC_PHASE_FWD], "q_down")->desc.dims[2], 64);
+  /* bad MLA keys */
+  m.v_head_dim = 31;
+  ck_assert_int_eq(sc_model_finish(&m, &err), SC_ESPEC);
+  ck_assert_ptr_nonnull(strstr(err.msg, "'v_head_dim'"));
+  m.v_head_dim = 32;
+  m.kv_lora_rank = 0;
+  ck_assert_int_eq(sc_model_finish(&m, &err), SC_ESPEC);
+  ck_assert_ptr_nonnull(strstr(err.msg, "'kv_lora_rank'"));
 }
 END_TEST
 
@@ -462,6 +531,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_published_params);
   tcase_add_test(tc, test_params_by_hand);
   tcase_add_test(tc, test_moe_flops_by_hand);
+  tcase_add_test(tc, test_deepseek_v3_by_hand);
+  tcase_add_test(tc, test_mla_flops_by_hand);
   tcase_add_test(tc, test_alltoall_bytes);
   tcase_add_test(tc, test_expert_params_and_groups);
   tcase_add_test(tc, test_layer_pattern);

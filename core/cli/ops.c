@@ -24,6 +24,7 @@ static void ops_usage(FILE *out) {
           "  --model M                 model name (models/M.toml) or file\n"
           "  --hardware H              hardware name (hardware/H.toml) or file\n"
           "  --tp N --pp N --dp N --cp N   parallel degrees (default 1)\n"
+          "  --ep N --etp N            expert parallel degrees of a mixture of experts (default 1)\n"
           "  --micro-batch N           sequences per micro-batch (default 1)\n"
           "  --global-batch N          sequences per iteration (default micro-batch*dp*pp)\n"
           "  --seq-len N               tokens per sequence (default: the model's max_seq)\n"
@@ -48,7 +49,8 @@ static void ops_usage(FILE *out) {
 static const char *const coll_names[SC_COLL_COUNT] = {"all-reduce", "all-gather",
                                                       "reduce-scatter", "all-to-all",
                                                       "broadcast", "send-recv"};
-static const char *const group_names[SC_GROUP_ALL] = {"tp", "cp", "dp", "pp", "etp", "ep", "edp"};
+static const char *const group_names[SC_GROUP_ALL] = {"tp",  "cp", "dp", "pp",
+                                                      "etp", "ep", "edp"};
 
 typedef enum { FMT_TABLE = 0, FMT_JSON, FMT_CSV } out_format;
 
@@ -261,7 +263,8 @@ static void print_memory(ctx *c, uint32_t stage, const sc_memory *m) {
 /* The job keys ops accepts (a subset of predict's: no topology, timing or overlap). */
 static int ops_key(const char *name) {
   static const char *const allowed[] = {
-      "model", "hardware", "tp", "pp", "dp", "cp", "micro-batch", "global-batch", "seq-len",
+      "model", "hardware", "tp", "pp", "dp", "cp", "ep", "etp", "micro-batch", "global-batch",
+      "seq-len",
       "virtual-stages", "schedule", "recompute", "dtype", "sequence-parallel",
       "distributed-optimizer", "flash-attention", "no-flash-attention", "estimator", "stack",
       NULL};

@@ -36,6 +36,8 @@ static void sweep_usage(FILE *out) {
           "dimensions (comma lists; default: every divisor / every choice):\n"
           "  --tp, --pp, --cp LIST      degrees (default: divisors of --gpus)\n"
           "  --micro-batch LIST         sequences per micro-batch (default: divisors of B)\n"
+          "  --ep, --etp LIST           expert parallel and expert tensor parallel degrees of a\n"
+          "                             mixture of experts (default 1)\n"
           "  --schedule LIST            gpipe, 1f1b, interleaved (default: all three)\n"
           "  --virtual-stages LIST      for interleaved (default 2,3,4,6,8)\n"
           "  --recompute LIST           none, selective, full (default: all)\n"
@@ -413,11 +415,13 @@ static const char *sharding(const sc_parallel *p) {
 }
 
 static void describe(char *buf, size_t cap, const sc_parallel *p) {
-  snprintf(buf, cap, "tp %u pp %u dp %u cp %u mb %u %s%s%.0u rc %s sp %s do %s", p->tp, p->pp,
-           p->dp, p->cp, p->micro_batch, sc_cli_schedule_name(p->schedule),
-           p->schedule == SC_SCHED_INTERLEAVED ? " vp " : "",
-           p->schedule == SC_SCHED_INTERLEAVED ? p->virtual_stages : 0u,
-           sc_recompute_name(p->recompute), onoff(p->sequence_parallel), sharding(p));
+  int n = snprintf(buf, cap, "tp %u pp %u dp %u cp %u mb %u %s%s%.0u rc %s sp %s do %s", p->tp,
+                   p->pp, p->dp, p->cp, p->micro_batch, sc_cli_schedule_name(p->schedule),
+                   p->schedule == SC_SCHED_INTERLEAVED ? " vp " : "",
+                   p->schedule == SC_SCHED_INTERLEAVED ? p->virtual_stages : 0u,
+                   sc_recompute_name(p->recompute), onoff(p->sequence_parallel), sharding(p));
+  if (sc_parallel_ep(p) * sc_parallel_etp(p) > 1 && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " ep %u etp %u", sc_parallel_ep(p), sc_parallel_etp(p));
 }
 
 static void print_counts(FILE *out, const sc_sweep_result *r) {
@@ -458,6 +462,13 @@ static void print_top(FILE *out, const sc_sweep_result *r) {
             b->p2p_exposed_s * 1e3, b->bubble_s * 1e3, b->optimizer_s * 1e3);
   }
   if (r->ntop == 0) fprintf(out, "(no configuration fits)\n");
+  /* a mixture of experts: the expert degrees of each row */
+  for (uint32_t i = 0; i < r->ntop; i++) {
+    const sc_parallel *p = &r->top[i].result.parallel;
+    if (sc_parallel_ep(p) * sc_parallel_etp(p) > 1)
+      fprintf(out, "%4u ep %u etp %u (edp %u)\n", i + 1, sc_parallel_ep(p), sc_parallel_etp(p),
+              sc_parallel_edp(p));
+  }
 }
 
 static void json_counts(FILE *out, const sc_sweep_result *r) {
@@ -591,6 +602,7 @@ typedef struct sweep_args {
   sc_cli_job job;
   sc_sweep_space space;
   int have_tp, have_pp, have_cp, have_mb, have_sched, have_vp, have_rc, have_sp, have_do;
+  uint32_t ep[SC_SWEEP_MAX_CHOICES], etp[SC_SWEEP_MAX_CHOICES], nep, netp;
   uint32_t tp[SC_SWEEP_MAX_CHOICES], pp[SC_SWEEP_MAX_CHOICES], cp[SC_SWEEP_MAX_CHOICES],
       mb[SC_SWEEP_MAX_CHOICES], vp[SC_SWEEP_MAX_CHOICES];
   uint32_t ntp, npp, ncp, nmb, nvp, nrc, nsp, ndo, nsk;
@@ -642,7 +654,8 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
     if (strcmp(name, "dp") == 0)
       return sc_cli_usage_error("sweep", "--dp is derived from --gpus / (tp*pp*cp); sweep "
                                          "--tp, --pp, --cp instead");
-    static const char *const own[] = {"tp", "pp", "cp", "micro-batch", "virtual-stages",
+    static const char *const own[] = {"tp", "pp", "cp", "ep", "etp", "micro-batch",
+                                      "virtual-stages",
                                       "schedule", "recompute", "sequence-parallel",
                                       "distributed-optimizer", "zero-stage", "top",
                                       "threads", "vary",
@@ -672,6 +685,14 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
     if (strcmp(name, "cp") == 0) {
       if (parse_u32_list(name, val, a->cp, &a->ncp)) return 2;
       a->have_cp = 1;
+      continue;
+    }
+    if (strcmp(name, "ep") == 0) {
+      if (parse_u32_list(name, val, a->ep, &a->nep)) return 2;
+      continue;
+    }
+    if (strcmp(name, "etp") == 0) {
+      if (parse_u32_list(name, val, a->etp, &a->netp)) return 2;
       continue;
     }
     if (strcmp(name, "micro-batch") == 0) {
@@ -803,6 +824,8 @@ static int build_space(sweep_args *a, const sc_model *m, sc_error *err) {
   if (a->have_pp) { s->npp = a->npp; memcpy(s->pp, a->pp, sizeof a->pp); }
   if (a->have_cp) { s->ncp = a->ncp; memcpy(s->cp, a->cp, sizeof a->cp); }
   if (a->have_mb) { s->nmb = a->nmb; memcpy(s->mb, a->mb, sizeof a->mb); }
+  if (a->nep) { s->nep = a->nep; memcpy(s->ep, a->ep, sizeof a->ep); }
+  if (a->netp) { s->netp = a->netp; memcpy(s->etp, a->etp, sizeof a->etp); }
   if (a->have_sched || a->have_vp) {
     uint32_t n = 0;
     static const sc_schedule_kind all[3] = {SC_SCHED_GPIPE, SC_SCHED_1F1B, SC_SCHED_INTERLEAVED};

@@ -43,7 +43,11 @@ static void validate_usage(FILE *out) {
           "vocab_divisible_by (default the stack's, else 128), zero_stage (0-3; 3 = FSDP;\n"
           "default 0: the distributed_optimizer column alone) and shard_size (HSDP: ranks\n"
           "a shard spans; default the whole DP x CP group) and grad_reduce_dtype (fp32,\n"
-          "bf16 or fp16: the gradients' precision; default fp32) state what a run did.\n\n"
+          "bf16 or fp16: the gradients' precision; default fp32) state what a run did.\n"
+          "A mixture of experts: optional columns num_experts, top_k, expert_ffn_hidden,\n"
+          "shared_experts, moe_layer_freq, first_dense_layers, capacity_factor and\n"
+          "moe_imbalance (the model keys of docs/formats.md; empty: a dense model) and ep,\n"
+          "etp (expert parallel degrees; default 1).\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -87,14 +91,20 @@ typedef struct vrow {
  * untied embeddings). */
 enum {
   O_OVL_GRAD, O_OVL_PARAM, O_OVL_TP, O_STAGE_LAYERS, O_FIRST_LAYERS, O_LAST_LAYERS,
-  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_GRAD_DTYPE, O_COUNT
+  O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_GRAD_DTYPE,
+  /* a mixture of experts: the model's keys (docs/formats.md) and the job's degrees */
+  O_NEXP, O_TOPK, O_EFFN, O_SHARED, O_MOEFREQ, O_FIRSTDENSE, O_CAPF, O_IMBAL, O_EP, O_ETP,
+  O_COUNT
 };
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
                                               "overlap_tp_comm", "stage_layers",
                                               "first_stage_layers", "last_stage_layers",
                                               "vocab_divisible_by", "position", "norm",
                                               "tied_embeddings", "zero_stage", "shard_size",
-                                              "grad_reduce_dtype"};
+                                              "grad_reduce_dtype", "num_experts", "top_k",
+                                              "expert_ffn_hidden", "shared_experts",
+                                              "moe_layer_freq", "first_dense_layers",
+                                              "capacity_factor", "moe_imbalance", "ep", "etp"};
 
 /* The software stacks the rows name (the optional column 'stack'), each loaded once; and
  * the optional columns above. */
@@ -347,6 +357,30 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
                                err)) != SC_OK)
         return rc;
       r->model.tied_embeddings = k;
+    } else if (o >= O_NEXP && o <= O_IMBAL) {
+      /* a model key: checked with the others by sc_model_finish (a bad one refuses the row) */
+      int known = 0;
+      if (o == O_CAPF || o == O_IMBAL) {
+        double x = 0.0;
+        if ((rc = sc_csv_double(c, row, (size_t)stacks->opt[o], &x, &known, err)) != SC_OK)
+          return rc;
+        if (!(x >= 0.0))
+          return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': must be >= 0", path, line,
+                              optnames[o]);
+        if (o == O_CAPF) r->model.capacity_factor = x;
+        else r->model.moe_imbalance = x;
+      } else {
+        int64_t x = 0;
+        if ((rc = sc_csv_i64(c, row, (size_t)stacks->opt[o], &x, &known, err)) != SC_OK)
+          return rc;
+        if (x < 0 || x > 100000000)
+          return sc_error_set(err, SC_EPARSE, "%s:%u: column '%s': %lld is not in [0, 1e8]",
+                              path, line, optnames[o], (long long)x);
+        int64_t *f[] = {&r->model.num_experts, &r->model.top_k, &r->model.expert_ffn_hidden,
+                        &r->model.shared_experts, &r->model.moe_layer_freq,
+                        &r->model.first_dense_layers};
+        *f[o - O_NEXP] = x;
+      }
     } else {
       sc_error e;
       sc_error_clear(&e);

@@ -72,6 +72,15 @@ typedef struct sc_model {
   double capacity_factor;       /* tokens an expert takes, x the mean (0 = dropless) */
   double moe_imbalance;         /* a stated input: the most loaded rank's expert tokens over
                                    the mean (1 = balanced); bounded by num_experts/top_k */
+  /* Multi-head latent attention (DeepSeek-V2/V3; docs/formats.md, "Multi-head latent
+   * attention"), on when kv_lora_rank > 0, then modelled by its projections' real shapes as
+   * plain GEMMs: q = (q_lora_rank > 0: h -> q_lora_rank, norm, -> heads x (nope + rope);
+   * else h -> heads x (nope + rope)), kv = h -> kv_lora_rank + rope, norm, kv_lora_rank ->
+   * heads x (nope + v), output heads x v -> h; the attention core as flash attention of
+   * head_dim = (nope + rope + v) / 2 (its nominal FLOPs exact), kv_heads = heads. */
+  int64_t q_lora_rank;          /* 0 = queries projected from h directly */
+  int64_t kv_lora_rank;         /* 0 = ordinary attention */
+  int64_t qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
   int64_t params;               /* derived: total parameter count (embeddings included) */
   int64_t active_params;        /* derived: parameters one token uses (embeddings included:
                                    top_k routed experts of each MoE layer); = params dense */

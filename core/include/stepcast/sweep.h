@@ -89,12 +89,18 @@ typedef struct sc_sweep_space {
   int dopt[4];                  /* data-parallel sharding: the ZeRO stage, 0 (none), 1 (the
                                    distributed optimizer), 2 or 3 (sc_parallel.zero_stage),
                                    over the whole DP x CP group */
+  /* Mixture-of-experts degrees (sc_parallel.ep, etp); nep / netp 0 = base's alone. With
+   * more than one choice, configurations whose ep*etp does not divide tp*cp*dp or ep
+   * num_experts are skipped as invalid. */
+  uint32_t nep, ep[SC_SWEEP_MAX_CHOICES];
+  uint32_t netp, etp[SC_SWEEP_MAX_CHOICES];
 } sc_sweep_space;
 
 /* The default space for gpus GPUs, global batch global_batch sequences of seq_len tokens
  * (0 = the model's max_seq): tp, pp and cp every divisor of gpus (at most 64 each), every
  * micro-batch dividing global_batch (at most 64, smallest first), schedules gpipe, 1f1b
- * and interleaved with 2, 3, 4, 6 or 8 virtual stages, recompute none/selective/full,
+ * and interleaved with 2, 3, 4, 6 or 8 virtual stages (the schedules Megatron-LM runs;
+ * zb-h1 and dualpipe only when asked for), recompute none/selective/full,
  * sequence parallel off/on, distributed optimizer off/on; bf16, flash attention, no
  * overlap, Megatron order. SC_EINVAL naming the parameter for gpus or global_batch 0. */
 int sc_sweep_space_defaults(sc_sweep_space *s, const sc_model *m, uint32_t gpus,

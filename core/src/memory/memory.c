@@ -83,6 +83,9 @@ static double layer_activation_bytes(const sc_parallel *p, const sc__dims *d) {
   /* Split over TP: Q and K, V, activation input (fc1 output); projection and fc2 inputs. */
   double split = e * T * (double)((d->a_t + d->g_t) * d->d + d->g_t * d->d + d->f1_t) +
                  q * T * (double)(d->q_t + d->f_t);
+  if (d->mla) /* MLA: Q and K dqk wide, V dv wide, and the two latents the up projections read */
+    split = e * T * (double)(2 * d->a_t * d->dqk + d->a_t * d->dv + d->ql + d->kl + d->f1_t) +
+            q * T * (double)(d->q_t + d->f_t);
   double scores;
   if (p->flash_attention) {
     scores = 4.0 * (double)d->b * (double)d->a_t * (double)d->s_c;

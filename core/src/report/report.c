@@ -203,6 +203,9 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
           r->stack[0] ? r->stack : "none (one kernel per operator, the host keeps up)");
   fprintf(out, "  %-26s %u GPUs = TP %u x PP %u x DP %u x CP %u\n", "parallelism", r->gpus, p->tp,
           p->pp, p->dp, p->cp);
+  if (sc_parallel_ep(p) * sc_parallel_etp(p) > 1)
+    fprintf(out, "  %-26s EP %u x ETP %u x EDP %u over the same GPUs\n", "experts (MoE layers)",
+            sc_parallel_ep(p), sc_parallel_etp(p), sc_parallel_edp(p));
   fprintf(out, "  %-26s %s, virtual stages %u, %u micro-batches of %u\n", "schedule",
           sc_schedule_kind_name(p->schedule), p->virtual_stages, r->microbatches, p->micro_batch);
   if (p->stage_layers[0] != 0) { /* an uneven pipeline split */

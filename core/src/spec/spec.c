@@ -277,6 +277,14 @@ static int64_t sc__model_params(const sc_model *m) {
   int64_t f = m->ffn_hidden;
   int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * h : h;
   int64_t attn = h * q + 2 * h * kv + q * h;
+  if (m->kv_lora_rank > 0) {
+    /* MLA: the down and up projections, the two latent norms, the output projection */
+    int64_t a = m->heads, dqk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+    int64_t ql = m->q_lora_rank, kl = m->kv_lora_rank, nw = m->norm == SC_NORM_LAYERNORM ? 2 : 1;
+    attn = (ql > 0 ? h * ql + nw * ql + ql * a * dqk : h * a * dqk) +
+           h * (kl + m->qk_rope_head_dim) + nw * kl +
+           kl * a * (m->qk_nope_head_dim + m->v_head_dim) + a * m->v_head_dim * h;
+  }
   int64_t mlp = (sc_activation_gated(m->activation) ? 3 : 2) * h * f;
   int64_t layer, total;
   if (m->linear_bias) {
@@ -393,6 +401,36 @@ int sc_model_finish(sc_model *m, sc_error *err) {
     return sc_error_set(err, SC_ESPEC, "%s: key 'kv_heads': must divide 'heads' (%lld %% %lld != 0)",
                         where, (long long)m->heads, (long long)m->kv_heads);
   }
+  if (m->kv_lora_rank > 0 || m->q_lora_rank != 0 || m->qk_nope_head_dim != 0 ||
+      m->qk_rope_head_dim != 0 || m->v_head_dim != 0) {
+    /* multi-head latent attention */
+    const struct { const char *key; int64_t v; } k[] = {
+        {"kv_lora_rank", m->kv_lora_rank}, {"qk_nope_head_dim", m->qk_nope_head_dim},
+        {"qk_rope_head_dim", m->qk_rope_head_dim}, {"v_head_dim", m->v_head_dim}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+      if (k[i].v <= 0 || k[i].v > 1000000)
+        return sc_error_set(err, SC_ESPEC, "%s: key '%s': must be in [1, 1000000] for multi-head "
+                            "latent attention (is %lld)", where, k[i].key, (long long)k[i].v);
+    if (m->q_lora_rank < 0 || m->q_lora_rank > 1000000)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'q_lora_rank': must be in [0, 1000000] (is "
+                          "%lld)", where, (long long)m->q_lora_rank);
+    if (m->kv_heads != m->heads)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'kv_heads': multi-head latent attention has "
+                          "kv_heads = heads (%lld)", where, (long long)m->heads);
+    if (m->linear_bias)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'linear_bias': not modelled with multi-head "
+                          "latent attention", where);
+    int64_t d2 = m->qk_nope_head_dim + m->qk_rope_head_dim + m->v_head_dim;
+    if (d2 % 2 != 0)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'v_head_dim': qk_nope_head_dim + "
+                          "qk_rope_head_dim + v_head_dim (%lld) must be even (the attention "
+                          "core's head_dim is half of it)", where, (long long)d2);
+    if (m->head_dim != 0 && m->head_dim != d2 / 2)
+      return sc_error_set(err, SC_ESPEC, "%s: key 'head_dim': derived from the latent attention's "
+                          "dimensions ((nope + rope + v)/2 = %lld); leave it out", where,
+                          (long long)(d2 / 2));
+    m->head_dim = d2 / 2;
+  }
   if (m->head_dim == 0) {
     if (m->hidden % m->heads != 0) {
       return sc_error_set(err, SC_ESPEC,
@@ -452,7 +490,8 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
                                       "num_experts", "shared_experts", "top_k",
                                       "expert_ffn_hidden", "moe_layer_freq",
                                       "first_dense_layers", "capacity_factor", "moe_imbalance",
-                                      NULL};
+                                      "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                      "qk_rope_head_dim", "v_head_dim", NULL};
   static const char *const acts[] = {"gelu", "swiglu", "relu", "squared_relu", "geglu"};
   static const char *const norms[] = {"layernorm", "rmsnorm"};
   static const char *const poss[] = {"learned", "rope", "alibi", "none"};
@@ -487,7 +526,8 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
   SC__INT(layers, 1) SC__INT(hidden, 1) SC__INT(ffn_hidden, 1) SC__INT(heads, 1)
   SC__INT(kv_heads, 0) SC__INT(head_dim, 0) SC__INT(vocab, 1) SC__INT(max_seq, 1)
   SC__INT(num_experts, 0) SC__INT(top_k, 0) SC__INT(expert_ffn_hidden, 0)
-  SC__INT(moe_layer_freq, 0)
+  SC__INT(moe_layer_freq, 0) SC__INT(kv_lora_rank, 0) SC__INT(q_lora_rank, 0)
+  SC__INT(qk_nope_head_dim, 0) SC__INT(qk_rope_head_dim, 0) SC__INT(v_head_dim, 0)
 #undef SC__INT
   /* keys that may be 0 */
   if (rc == SC_OK) {
@@ -533,7 +573,7 @@ int sc_model_load(const char *name_or_path, sc_model *out, sc_error *err) {
     rc = sc__bad(t, "kv_heads", err, "must divide 'heads' (%lld %% %lld != 0)",
                  (long long)m.heads, (long long)m.kv_heads);
   }
-  if (rc == SC_OK && m.head_dim == 0 && m.hidden % m.heads != 0) {
+  if (rc == SC_OK && m.head_dim == 0 && m.kv_lora_rank == 0 && m.hidden % m.heads != 0) {
     rc = sc__bad(t, "heads", err,
                  "must divide 'hidden' (%lld %% %lld != 0) unless 'head_dim' is given",
                  (long long)m.hidden, (long long)m.heads);

@@ -91,8 +91,12 @@ static uint64_t inner_size(const sc_sweep_space *s) {
   return (uint64_t)s->nsched * s->nrecompute * s->nsp * s->ndo;
 }
 
+/* Choices of the expert degrees (0 = base's alone: one). */
+static uint32_t n_ep(const sc_sweep_space *s) { return s->nep ? s->nep : 1u; }
+static uint32_t n_etp(const sc_sweep_space *s) { return s->netp ? s->netp : 1u; }
+
 static uint64_t nunits(const sc_sweep_space *s) {
-  return (uint64_t)s->ntp * s->npp * s->ncp * s->nmb;
+  return (uint64_t)s->ntp * s->npp * s->ncp * s->nmb * n_ep(s) * n_etp(s);
 }
 
 uint64_t sc_sweep_space_size(const sc_sweep_space *s) {
@@ -107,8 +111,14 @@ static void unit_decode(const sc_sweep_space *s, uint64_t u, sc_parallel *p) {
   u /= s->ncp;
   uint32_t pi = (uint32_t)(u % s->npp);
   u /= s->npp;
-  uint32_t ti = (uint32_t)u;
+  uint32_t ti = (uint32_t)(u % s->ntp);
+  u /= s->ntp;
+  /* the expert degrees outermost: a space without them numbers its units as before */
+  uint32_t ei = (uint32_t)(u % n_ep(s));
+  uint32_t xi = (uint32_t)(u / n_ep(s));
   *p = s->base;
+  if (s->nep) p->ep = s->ep[ei];
+  if (s->netp) p->etp = s->etp[xi];
   p->tp = s->tp[ti];
   p->pp = s->pp[pi];
   p->cp = s->cp[ci];
@@ -672,6 +682,8 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   if ((rc = check_list(s->pp, s->npp, "pp", err)) != SC_OK) return rc;
   if ((rc = check_list(s->cp, s->ncp, "cp", err)) != SC_OK) return rc;
   if ((rc = check_list(s->mb, s->nmb, "micro-batch", err)) != SC_OK) return rc;
+  if (s->nep && (rc = check_list(s->ep, s->nep, "ep", err)) != SC_OK) return rc;
+  if (s->netp && (rc = check_list(s->etp, s->netp, "etp", err)) != SC_OK) return rc;
   if (s->nsched == 0 || s->nsched > SC_SWEEP_MAX_CHOICES || s->nrecompute == 0 ||
       s->nrecompute > 3 || s->nsp == 0 || s->nsp > 2 || s->ndo == 0 || s->ndo > 4)
     return sc_error_set(err, SC_EINVAL, "sweep: a choice list is empty or too long");
@@ -699,7 +711,10 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   sh.s = s;
   sh.o = o;
   sh.algo = o->predict.coll_algo ? o->predict.coll_algo : "auto";
+  /* the fast path's memo of chunk values assumes every layer alike (a mixture of experts'
+   * chunks differ by their MoE layers and expert degrees): MoE models take sc_predict */
   sh.fast = !o->exact && o->predict.estimator == SC_ESTIMATOR_ANALYTICAL &&
+            m->num_experts == 0 &&
             !o->predict.record_timeline;
   sh.prune = o->prune && o->visit == NULL && sh.fast;
   uint64_t nu = nunits(s);

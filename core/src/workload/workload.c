@@ -81,6 +81,22 @@ void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d) {
   d->V_t = d->vocab_padded / tp;
   d->act = (p->dtype == SC_DTYPE_FP8) ? SC_DTYPE_BF16 : p->dtype;
   d->e = sc__dtype_bytes(d->act);
+  d->mla = m->kv_lora_rank > 0;
+  d->ql = d->kl = d->dr = d->dn = d->dv = d->dqk = d->qup_t = d->kvup_t = 0;
+  if (d->mla) {
+    /* MLA: head_dim is (dqk + dv)/2 (the attention core), kv_heads = heads; the output
+     * projection reads a_t x dv and the "QKV" width is the up projections' outputs */
+    d->ql = m->q_lora_rank;
+    d->kl = m->kv_lora_rank;
+    d->dr = m->qk_rope_head_dim;
+    d->dn = m->qk_nope_head_dim;
+    d->dv = m->v_head_dim;
+    d->dqk = d->dn + d->dr;
+    d->qup_t = d->a_t * d->dqk;
+    d->kvup_t = d->a_t * (d->dn + d->dv);
+    d->q_t = d->a_t * d->dv;
+    d->qkv_t = d->qup_t + d->kvup_t;
+  }
   d->E = d->E_l = d->k = d->N_moe = d->R_moe = d->t_e = 0;
   d->fe_t = d->fe1_t = d->fs_t = d->fs1_t = 0;
   d->load = 0.0;
@@ -109,6 +125,13 @@ int64_t sc__layer_params(const sc_model *m, const sc__dims *d) {
    * split, row-parallel biases are whole on every rank. */
   int64_t norm = m->norm == SC_NORM_LAYERNORM ? 2 * d->h : d->h;
   int64_t n = 2 * norm;
+  if (d->mla) {
+    /* the down projections and latent norms replicated over TP, the up projections split */
+    int64_t nw = m->norm == SC_NORM_LAYERNORM ? 2 : 1;
+    n += (d->ql > 0 ? d->h * d->ql + nw * d->ql + d->ql * d->qup_t : d->h * d->qup_t) +
+         d->h * (d->kl + d->dr) + nw * d->kl + d->kl * d->kvup_t;
+    return n + d->q_t * d->h + d->h * d->f1_t + d->f_t * d->h; /* no biases with MLA */
+  }
   n += d->h * d->qkv_t + d->q_t * d->h + d->h * d->f1_t + d->f_t * d->h;
   if (m->linear_bias) n += d->qkv_t + d->h + d->f1_t + d->h;
   return n;
@@ -668,6 +691,51 @@ static const struct {
     [SC_ACT_GEGLU] = {SC_EW_GEGLU_FWD, SC_EW_GEGLU_BWD, "mlp_geglu", "mlp_geglu.bwd"},
 };
 
+/* Multi-head latent attention's projections (DeepSeek-V2/V3; Megatron-Core's
+ * MLASelfAttention), forward, repeated L times: the down projections (replicated over TP, on
+ * the gathered T tokens) and their latent norms, the up projections (split over TP by
+ * heads). Plain GEMMs of the real shapes; the attention core is attn_core_fwd's. */
+static void mla_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
+  const sc__dims *d = &B->d;
+  sc_work_where W = SC_WHERE_LAYER;
+  if (d->ql > 0) {
+    linear(B, l, ph, L, W, "q_down", 0, DIMS(1, d->T, d->ql, d->h));
+    op(B, l, ph, L, W, SC_OP_NORM, norm_variant(B->m, 0), "q_norm", DIMS(d->T, d->ql));
+    linear(B, l, ph, L, W, "q_up", 1, DIMS(1, d->T, d->qup_t, d->ql));
+  } else {
+    linear(B, l, ph, L, W, "q_proj", 0, DIMS(1, d->T, d->qup_t, d->h));
+  }
+  linear(B, l, ph, L, W, "kv_down", 0, DIMS(1, d->T, d->kl + d->dr, d->h));
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(B->m, 0), "kv_norm", DIMS(d->T, d->kl));
+  linear(B, l, ph, L, W, "kv_up", 1, DIMS(1, d->T, d->kvup_t, d->kl));
+}
+
+/* The same, backward: each GEMM's dgrad and wgrad in reverse; the input gradient of the
+ * down projections is reduced over TP (their output gradients are partial sums of the
+ * heads' up projections), where the QKV's dgrad would be. */
+static void mla_bwd(bld *B, sc_work_list *l, uint32_t L) {
+  const sc__dims *d = &B->d;
+  sc_phase ph = SC_PHASE_BWD;
+  sc_work_where W = SC_WHERE_LAYER;
+  linear(B, l, ph, L, W, "kv_up.dgrad", 1, DIMS(1, d->T, d->kl, d->kvup_t));
+  linear(B, l, ph, L, W, "kv_up.wgrad", 0, DIMS(1, d->kvup_t, d->kl, d->T));
+  op(B, l, ph, L, W, SC_OP_NORM, norm_variant(B->m, 1), "kv_norm.bwd", DIMS(d->T, d->kl));
+  linear(B, l, ph, L, W, "kv_down.dgrad", 1, DIMS(1, d->T, d->h, d->kl + d->dr));
+  if (d->ql > 0) {
+    linear(B, l, ph, L, W, "q_up.dgrad", 1, DIMS(1, d->T, d->ql, d->qup_t));
+    linear(B, l, ph, L, W, "q_up.wgrad", 0, DIMS(1, d->qup_t, d->ql, d->T));
+    op(B, l, ph, L, W, SC_OP_NORM, norm_variant(B->m, 1), "q_norm.bwd", DIMS(d->T, d->ql));
+    linear(B, l, ph, L, W, "q_down.dgrad", 1, DIMS(1, d->T, d->h, d->ql));
+  } else {
+    linear(B, l, ph, L, W, "q_proj.dgrad", 1, DIMS(1, d->T, d->h, d->qup_t));
+  }
+  sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
+  tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
+  linear(B, l, ph, L, W, "kv_down.wgrad", 0, DIMS(1, d->kl + d->dr, d->h, d->T));
+  if (d->ql > 0) linear(B, l, ph, L, W, "q_down.wgrad", 0, DIMS(1, d->ql, d->h, d->T));
+  else linear(B, l, ph, L, W, "q_proj.wgrad", 0, DIMS(1, d->qup_t, d->h, d->T));
+}
+
 /* A collective of a MoE layer over an expert group (EP or ETP); nothing for one rank. */
 static void moe_coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_coll_kind kind,
                      sc_group_kind g, double bytes, const char *label) {
@@ -771,10 +839,14 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   sc_work_where W = SC_WHERE_LAYER;
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
   sp_gather(B, l, ph, L, W, "qkv.ag");
-  linear(B, l, ph, L, W, "qkv", 0, DIMS(1, d->T, d->qkv_t, d->h));
+  if (d->mla) {
+    mla_fwd(B, l, ph, L);
+  } else {
+    linear(B, l, ph, L, W, "qkv", 0, DIMS(1, d->T, d->qkv_t, d->h));
+  }
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_FWD, "rope",
-       DIMS(d->T * (d->a_t + d->g_t) * d->d));
+       DIMS(d->mla ? d->T * (d->a_t + 1) * d->dr : d->T * (d->a_t + d->g_t) * d->d));
   }
   attn_core_fwd(B, l, ph, L);
   linear(B, l, ph, L, W, "attn_proj", 1, DIMS(1, d->T, d->h, d->q_t));
@@ -852,12 +924,16 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   }
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_BWD, "rope.bwd",
-       DIMS(d->T * (d->a_t + d->g_t) * d->d));
+       DIMS(d->mla ? d->T * (d->a_t + 1) * d->dr : d->T * (d->a_t + d->g_t) * d->d));
   }
-  linear(B, l, ph, L, W, "qkv.dgrad", 1, DIMS(1, d->T, d->h, d->qkv_t));
-  sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
-  tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
-  linear(B, l, ph, L, W, "qkv.wgrad", 0, DIMS(1, d->qkv_t, d->h, d->T));
+  if (d->mla) {
+    mla_bwd(B, l, L);
+  } else {
+    linear(B, l, ph, L, W, "qkv.dgrad", 1, DIMS(1, d->T, d->h, d->qkv_t));
+    sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
+    tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
+    linear(B, l, ph, L, W, "qkv.wgrad", 0, DIMS(1, d->qkv_t, d->h, d->T));
+  }
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm1.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
 }

@@ -46,6 +46,12 @@ typedef struct sc__dims {
   int64_t fe1_t;    /* its fc1 output width (x2 gated) */
   int64_t fs_t;     /* the shared experts' inner width per TP rank: S * expert_ffn_hidden/tp */
   int64_t fs1_t;    /* its fc1 output width (x2 gated) */
+  /* Multi-head latent attention (0s without; sc_model.kv_lora_rank): the latent ranks, the
+   * per-head widths (dqk = nope + rope), and the up projections' widths per TP rank */
+  int mla;
+  int64_t ql, kl, dr, dn, dv, dqk;
+  int64_t qup_t;    /* a_t * dqk */
+  int64_t kvup_t;   /* a_t * (dn + dv) */
 } sc__dims;
 
 void sc__dims_fill(const sc_model *m, const sc_parallel *p, sc__dims *d);
