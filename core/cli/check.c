@@ -39,6 +39,13 @@ static void print_model(const sc_model *m) {
   printf("  position         %s\n", pos_names[m->position]);
   printf("  tied_embeddings  %s\n", m->tied_embeddings ? "true" : "false");
   printf("  linear_bias      %s\n", m->linear_bias ? "true" : "false");
+  if (m->kv_lora_rank > 0) {
+    printf("  q_lora_rank      %lld\n", (long long)m->q_lora_rank);
+    printf("  kv_lora_rank     %lld\n", (long long)m->kv_lora_rank);
+    printf("  qk_nope_head_dim %lld\n", (long long)m->qk_nope_head_dim);
+    printf("  qk_rope_head_dim %lld\n", (long long)m->qk_rope_head_dim);
+    printf("  v_head_dim       %lld\n", (long long)m->v_head_dim);
+  }
   if (m->num_experts > 0) {
     printf("  num_experts      %lld\n", (long long)m->num_experts);
     printf("  shared_experts   %lld\n", (long long)m->shared_experts);

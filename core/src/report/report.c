@@ -380,6 +380,8 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jbool(out, "distributed_optimizer", p->distributed_optimizer, &f);
   jint(out, "zero_stage", sc_parallel_zero(p), &f);
   jint(out, "shard_ranks", sc_parallel_shard_ranks(p), &f);
+  jint(out, "ep", sc_parallel_ep(p), &f);
+  jint(out, "etp", sc_parallel_etp(p), &f);
   jbool(out, "flash_attention", p->flash_attention, &f);
   jstr(out, "dtype", sc_dtype_name(p->dtype), &f);
   jstr(out, "grad_reduce_dtype", sc_dtype_name(p->grad_reduce_dtype), &f);
@@ -487,7 +489,7 @@ static const char *const csv_cols[] = {
     "memory_total_bytes", "memory_weights_bytes", "memory_grads_bytes",
     "memory_optimizer_bytes", "memory_activations_bytes", "memory_other_bytes",
     "memory_capacity_bytes", "token_budget", "time_to_train_s", "memory_workspace_bytes",
-    "memory_fragmentation_bytes", "memory_context_bytes", "memory_comm_bytes"};
+    "memory_fragmentation_bytes", "memory_context_bytes", "memory_comm_bytes", "ep", "etp"};
 
 size_t sc_report_csv_columns(void) { return sizeof csv_cols / sizeof csv_cols[0]; }
 
@@ -593,6 +595,8 @@ int sc_report_csv_row(FILE *out, const sc_result *r, sc_error *err) {
   C_D(r->memory.fragmentation_bytes);
   C_D(r->memory.context_bytes);
   C_D(r->memory.comm_bytes);
+  C_U(sc_parallel_ep(p));
+  C_U(sc_parallel_etp(p));
 #undef C_SEP
 #undef C_U
 #undef C_D
