@@ -319,7 +319,9 @@ void sc__cp_hide_under_attention(sc_sched_chunk *ch, const double *fam) {
 
 int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *err) {
   const sc__coll_ctx *c = ctx;
-  const char *algo = wc->kind == SC_COLL_SENDRECV ? "direct" : c->algo;
+  /* send/recv and all-to-all have one algorithm each (NCCL's), whatever --algo asks */
+  const char *algo =
+      wc->kind == SC_COLL_SENDRECV || wc->kind == SC_COLL_ALLTOALL ? "direct" : c->algo;
   sc_coll_desc d;
   sc_estimate e;
   uint32_t slot = 0;

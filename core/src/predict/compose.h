@@ -131,7 +131,8 @@ typedef struct sc__coll_ctx {
 } sc__coll_ctx;
 
 /* An sc__coll_time_fn (ctx: an sc__coll_ctx): one instance of wc over its group's span, the
- * pipeline's send/recv always with the direct algorithm, through the memo. */
+ * pipeline's send/recv and the MoE layers' all-to-alls always with the direct algorithm,
+ * through the memo. */
 int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *err);
 
 /* A chunk's per-micro-batch terms from its stage work: fwd_s, bwd_s, recompute_s (with
