@@ -199,6 +199,73 @@ START_TEST(test_inflight) {
 }
 END_TEST
 
+/* ZB-H1 and DualPipe. gpt(), tp 1, unfused attention, pp 4 (2 layers a stage), 8
+ * micro-batches of 2: a layer stores 194 sbh (34 + 5as/h), and a micro-batch whose W pass is
+ * deferred holds 32 sbh of it (Qi et al.'s M_W: the QKV, projection, fc1 and fc2 inputs, 2 +
+ * 2 + 2 + 8, and their output gradients, 6 + 2 + 8 + 2); the output layer's W holds its
+ * input and the logits' gradient, 2 sbh + 2 sbv. */
+START_TEST(test_zb_dualpipe) {
+  sc_model m = gpt();
+  sc_memory mem, ref;
+  sc_error err;
+  sc_parallel p = base(1);
+  p.pp = 4;
+  p.global_batch = 16;
+  p.schedule = SC_SCHED_ZB_H1;
+  /* stage 0 defers nothing: 1F1B's 4 micro-batches of 389 sbh (the embedding's mask) */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 4.0);
+  ck_assert_double_eq_tol(mem.activations_bytes, 4 * 389 * SBH, 1e-3);
+  /* stage 1 defers one W: after its last steady forward 3 micro-batches wait for B and one
+   * for W: 3 x 388 + 64 sbh */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 1, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 3.0);
+  ck_assert_double_eq_tol(mem.activations_bytes, (3 * 388 + 64) * SBH, 1e-3);
+  /* the last stage defers three, each with the output layer's W: (388 + 4) sbh + 4 sbv for
+   * the micro-batch in its backward, 3 x ((64 + 2) sbh + 2 sbv) */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 3, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 1.0);
+  ck_assert_double_eq_tol(mem.activations_bytes, (392 + 3 * 66) * SBH + 10 * S * B * V, 1e-3);
+  /* full recomputation keeps 2 sbh a layer, less than a deferred W's 32 sbh: stage 1's peak
+   * is then its last steady step, 2 x 4 sbh + 64 sbh + 64 sbh (its W before the next one) */
+  p.recompute = SC_RECOMPUTE_FULL;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 1, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.activations_bytes, 136 * SBH, 1e-3);
+  p.recompute = SC_RECOMPUTE_NONE;
+
+  /* DualPipe: rank 0 holds stages 0 and 3 (weights, gradients and optimizer states of both)
+   * and 4 micro-batches of stage 0 with 1 of stage 3: pp + 1 = 5 in all */
+  p.schedule = SC_SCHED_DUALPIPE;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.inflight_micro, 2.5);
+  ck_assert_double_eq_tol(mem.activations_bytes, (4 * 389 + 392) * SBH + 4 * S * B * V, 1e-3);
+  sc_parallel q = p;
+  q.schedule = SC_SCHED_1F1B;
+  sc_memory s0, s3;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &q, 0, &s0, &err), SC_OK);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &q, 3, &s3, &err), SC_OK);
+  ck_assert_int_eq(mem.params, s0.params + s3.params);
+  ck_assert_double_eq_tol(mem.weights_bytes, s0.weights_bytes + s3.weights_bytes, 1e-3);
+  ck_assert_double_eq_tol(mem.grads_bytes, s0.grads_bytes + s3.grads_bytes, 1e-3);
+  ck_assert_double_eq_tol(mem.optimizer_bytes, s0.optimizer_bytes + s3.optimizer_bytes, 1e-3);
+  /* the last rank holds the same two stages */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 3, &ref, &err), SC_OK);
+  ck_assert_double_eq_tol(ref.total_bytes, mem.total_bytes, 1e-3);
+  /* rank 1: stages 1 and 2, 3 + 2 micro-batches of 388 sbh, twice a middle stage's states */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 1, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.activations_bytes, 5 * 388 * SBH, 1e-3);
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &q, 1, &s0, &err), SC_OK);
+  ck_assert_int_eq(mem.params, 2 * s0.params);
+  /* what DualPipe cannot run is refused, naming the parameter */
+  p.global_batch = 12; /* 6 micro-batches < 2 pp */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "global_batch"));
+  p.global_batch = 18; /* 9 */
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "even number of micro-batches"));
+}
+END_TEST
+
 /* A GPU device of that name (the overhead reads its name and kind only). */
 static sc_device gpu_named(const char *name) {
   sc_device d;
@@ -417,6 +484,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_output_and_flash);
   tcase_add_test(tc, test_gqa_swiglu);
   tcase_add_test(tc, test_inflight);
+  tcase_add_test(tc, test_zb_dualpipe);
   tcase_add_test(tc, test_model_states);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_overhead);

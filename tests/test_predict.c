@@ -249,6 +249,86 @@ START_TEST(hand_checked) {
 }
 END_TEST
 
+/* ZB-H1 takes each backward's W from the workload: on one stage and one micro-batch its W
+ * pass lasts exactly the plugin estimates of the stage's weight-gradient GEMMs (the labels
+ * ending in ".wgrad", the output layer's included), the B pass the rest of the backward,
+ * and the iteration is 1F1B's (nothing to overlap). */
+START_TEST(zb_wgrad_split) {
+  sc_model m;
+  sc_parallel p;
+  sc_result r;
+  sc_sched_result sr;
+  sc_predict_opts o;
+  sc_stage_work *w = malloc(sizeof *w);
+  sc_error err;
+  ck_assert_ptr_nonnull(w);
+  small_model(&m, 1);
+  par(&p, 1, 1, 1, 1);
+  sc_error_clear(&err);
+  ck_assert_msg(sc_workload_stage(&m, &p, 0, 0, w, &err) == SC_OK, "%s", err.msg);
+  const sc_work_list *bl = &w->per_micro[SC_PHASE_BWD];
+  double wgrad = 0.0, bwd = list_time(bl, w->layers);
+  int nw = 0;
+  for (uint32_t i = 0; i < bl->nops; i++) {
+    const char *lb = bl->ops[i].label;
+    size_t n = strlen(lb);
+    if (n < 6 || strcmp(lb + n - 6, ".wgrad") != 0) continue;
+    sc_estimate e;
+    memset(&e, 0, sizeof e);
+    ck_assert(sc_registry_estimate_op(reg, &dev, &bl->ops[i].desc, &e, &err) == SC_OK);
+    wgrad += e.time_s * bl->ops[i].repeat;
+    nw++;
+  }
+  ck_assert_int_eq(nw, 5); /* qkv, attention projection, fc1, fc2, logits */
+  ck_assert_double_gt(wgrad, 0.2 * bwd);
+  ck_assert_double_lt(wgrad, 0.8 * bwd);
+  double t1 = predict_ok(&m, &p, &r);
+  p.schedule = SC_SCHED_ZB_H1;
+  sc_predict_opts_defaults(&o);
+  o.record_timeline = 1;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &r, &sr, &err) == SC_OK, "%s", err.msg);
+  ck_assert_double_eq_tol(r.iteration_s, t1, 1e-9 * t1);
+  double tw = 0.0, tb = 0.0;
+  for (size_t i = 0; i < sr.nintervals; i++) {
+    const sc_sched_interval *v = &sr.intervals[i];
+    if (v->kind == SC_IV_WGRAD) tw += v->end_s - v->start_s;
+    if (v->kind == SC_IV_BACKWARD) tb += v->end_s - v->start_s;
+  }
+  ck_assert_double_eq_tol(tw, wgrad, 1e-9 * wgrad);
+  ck_assert_double_eq_tol(tb, bwd - wgrad, 1e-9 * bwd);
+  free(w);
+}
+END_TEST
+
+/* DualPipe: every rank steps the optimizer of both stage copies it holds (1F1B's two
+ * stages' steps, on each of the two ranks), and holds both copies' model states. */
+START_TEST(dualpipe_copies) {
+  sc_model m;
+  sc_parallel p;
+  sc_result r1, r2;
+  sc_sched_result s1, s2;
+  sc_predict_opts o;
+  sc_error err;
+  small_model(&m, 8);
+  par(&p, 1, 2, 4, 32); /* 8 micro-batches >= 2 pp */
+  sc_predict_opts_defaults(&o);
+  o.record_timeline = 1;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &r1, &s1, &err) == SC_OK, "%s", err.msg);
+  double opt0 = s1.stages[0].optimizer_s, opt1 = s1.stages[1].optimizer_s;
+  double w1 = r1.memory.weights_bytes;
+  p.schedule = SC_SCHED_DUALPIPE;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &r2, &s2, &err) == SC_OK, "%s", err.msg);
+  for (int st = 0; st < 2; st++)
+    ck_assert_double_eq_tol(s2.stages[st].optimizer_s, opt0 + opt1, 1e-12 * (opt0 + opt1));
+  ck_assert_double_gt(r2.memory.weights_bytes, 1.5 * w1);
+  /* an odd number of micro-batches is refused naming the parameter */
+  p.global_batch = 36;
+  ck_assert_int_eq(sc_predict(pr, &m, &topo, &dev, &p, &o, &r2, &s2, &err), SC_ECONFIG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "global_batch: dualpipe"));
+}
+END_TEST
+
 static Suite *predict_suite(void) {
   Suite *s = suite_create("predict");
   TCase *tc = tcase_create("predict");
@@ -258,6 +338,8 @@ static Suite *predict_suite(void) {
   tcase_add_test(tc, zero_stages);
   tcase_add_test(tc, impossible);
   tcase_add_test(tc, hand_checked);
+  tcase_add_test(tc, zb_wgrad_split);
+  tcase_add_test(tc, dualpipe_copies);
   suite_add_tcase(s, tc);
   return s;
 }

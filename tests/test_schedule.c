@@ -594,7 +594,7 @@ static sc_sched_chunk *uniform_bw(uint32_t pp, double f, double b, double w) {
 }
 
 /* ZB-H1 with uniform stages and no communication reproduces Qi et al.'s bubble
- * (arXiv:2401.10241, Sec. 3.1: 1F1B's (p-1)(T_F+T_B+T_W) becomes (p-1)(T_F+T_B-T_W)):
+ * (arXiv:2401.10241, Sec. 2: 1F1B's (p-1)(T_F+T_B+T_W) becomes (p-1)(T_F+T_B-T_W)):
  * T = m(F+B+W) + (p-1)(F+B-W), exactly, whenever m >= p and W <= min(F, B) (the deferred
  * W passes then fit the cooldown's gaps); the same chunks under 1F1B take 2(p-1)W more. */
 START_TEST(bubble_zbh1) {

@@ -288,6 +288,69 @@ START_TEST(fast_equals_predict_zero) {
 }
 END_TEST
 
+/* ZB-H1 and DualPipe on the fast path: sc_predict's numbers on every point (the W split,
+ * DualPipe's two stage copies, their optimizer steps and gradient all-reduce, the memory of
+ * every ZB-H1 stage), DualPipe's impossible points skipped as "schedule" (sc_predict refuses
+ * them too), and the pruned search's top list the same. */
+START_TEST(fast_equals_predict_zb) {
+  sc_sweep_space s;
+  sc_sweep_opts o;
+  sc_sweep_result r, q;
+  sc_error err;
+  small_space(&s);
+  s.ncp = 1;
+  s.cp[0] = 1;
+  s.nsched = 3;
+  s.sched[0] = (sc_sweep_sched){SC_SCHED_1F1B, 1};
+  s.sched[1] = (sc_sweep_sched){SC_SCHED_ZB_H1, 1};
+  s.sched[2] = (sc_sweep_sched){SC_SCHED_DUALPIPE, 1};
+  s.ndo = 1;
+  s.base.overlap_grad_reduce = 1;
+  uint64_t n = sc_sweep_space_size(&s);
+  seen sn = {n, calloc(n, 1), calloc(n, sizeof(sc_result))};
+  ck_assert_ptr_nonnull(sn.got);
+  ck_assert_ptr_nonnull(sn.res);
+  sc_sweep_opts_defaults(&o);
+  o.visit = visit;
+  o.visit_ud = &sn;
+  sc_error_clear(&err);
+  ck_assert_msg(sc_sweep_run(regs, 1, &model, &topo, &dev, &s, &o, &r, &err) == SC_OK, "%s",
+                err.msg);
+  uint64_t ok = 0, kinds[3] = {0, 0, 0}, refused = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    sc_parallel p;
+    sc_result want;
+    ck_assert(sc_sweep_config(&s, i, &p, &err) == SC_OK);
+    int rc = (p.dp == 0) ? SC_ECONFIG
+                         : sc_predict(pr, &model, &topo, &dev, &p, NULL, &want, NULL, &err);
+    if (!sn.got[i]) {
+      if (rc == SC_OK)
+        ck_assert_msg(p.sequence_parallel && p.tp == 1, "index %llu: skipped, predictable",
+                      (unsigned long long)i);
+      else if (p.dp != 0 && p.schedule == SC_SCHED_DUALPIPE && strstr(err.msg, "dualpipe"))
+        refused++;
+      continue;
+    }
+    ck_assert_msg(rc == SC_OK, "%s", err.msg);
+    same_result(&sn.res[i], &want, i);
+    ok++;
+    kinds[p.schedule == SC_SCHED_1F1B ? 0 : p.schedule == SC_SCHED_ZB_H1 ? 1 : 2]++;
+  }
+  ck_assert_uint_eq(ok, r.predicted);
+  ck_assert_uint_gt(kinds[1], 10);
+  ck_assert_uint_gt(kinds[2], 10);
+  ck_assert_uint_gt(refused, 0);
+  ck_assert_uint_gt(r.skipped[SC_SWEEP_SKIP_SCHEDULE], 0);
+  o.visit = NULL;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s, &o, &q, &err) == SC_OK);
+  same_top(&q, &r);
+  sc_sweep_result_free(&q);
+  sc_sweep_result_free(&r);
+  free(sn.got);
+  free(sn.res);
+}
+END_TEST
+
 /* Threads and rank shares give the serial answer exactly. */
 START_TEST(threads_and_ranks_agree) {
   sc_sweep_space s;
@@ -549,6 +612,7 @@ static Suite *sweep_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, fast_equals_predict);
   tcase_add_test(tc, fast_equals_predict_zero);
+  tcase_add_test(tc, fast_equals_predict_zb);
   tcase_add_test(tc, threads_and_ranks_agree);
   tcase_add_test(tc, hand_argued_best);
   tcase_add_test(tc, bad_arguments);

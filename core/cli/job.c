@@ -18,7 +18,8 @@ typedef struct job_key {
   const char *help;
 } job_key;
 
-static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", NULL};
+static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe",
+                                           NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const dtype_names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "int8", NULL};
 static const char *const grad_dtype_names[] = {"fp32", "bf16", "fp16", NULL};
@@ -420,7 +421,7 @@ void sc_cli_job_help(FILE *out) {
 }
 
 const char *sc_cli_schedule_name(sc_schedule_kind k) {
-  return ((unsigned)k <= (unsigned)SC_SCHED_INTERLEAVED) ? sched_names[k] : "?";
+  return ((unsigned)k <= (unsigned)SC_SCHED_DUALPIPE) ? sched_names[k] : "?";
 }
 
 int sc_cli_job_blame(const sc_cli_job *j, int which, sc_error *err) {

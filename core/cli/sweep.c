@@ -38,7 +38,8 @@ static void sweep_usage(FILE *out) {
           "  --micro-batch LIST         sequences per micro-batch (default: divisors of B)\n"
           "  --ep, --etp LIST           expert parallel and expert tensor parallel degrees of a\n"
           "                             mixture of experts (default 1)\n"
-          "  --schedule LIST            gpipe, 1f1b, interleaved (default: all three)\n"
+          "  --schedule LIST            gpipe, 1f1b, interleaved, zb-h1, dualpipe (default:\n"
+          "                             gpipe, 1f1b, interleaved)\n"
           "  --virtual-stages LIST      for interleaved (default 2,3,4,6,8)\n"
           "  --recompute LIST           none, selective, full (default: all)\n"
           "  --sequence-parallel LIST   off, on (default: both)\n"
@@ -606,7 +607,7 @@ typedef struct sweep_args {
   uint32_t tp[SC_SWEEP_MAX_CHOICES], pp[SC_SWEEP_MAX_CHOICES], cp[SC_SWEEP_MAX_CHOICES],
       mb[SC_SWEEP_MAX_CHOICES], vp[SC_SWEEP_MAX_CHOICES];
   uint32_t ntp, npp, ncp, nmb, nvp, nrc, nsp, ndo, nsk;
-  sc_schedule_kind sk[3];
+  sc_schedule_kind sk[5];
   sc_recompute rc[3];
   int sp[2], dopt[4];
   uint32_t top, threads;
@@ -710,15 +711,16 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
       continue;
     }
     if (strcmp(name, "schedule") == 0) {
-      char w[4][32];
-      int k = words(val, w, 3);
+      char w[6][32];
+      int k = words(val, w, 5);
       if (k < 0)
         return sc_cli_usage_error(
-            "sweep", "--schedule: '%s' is not a list of gpipe, 1f1b, interleaved", val);
+            "sweep", "--schedule: '%s' is not a list of gpipe, 1f1b, interleaved, zb-h1, "
+            "dualpipe", val);
       for (int j = 0; j < k; j++)
         if (sc_schedule_kind_parse(w[j], &a->sk[j]) != SC_OK)
-          return sc_cli_usage_error("sweep", "--schedule: '%s' is not gpipe, 1f1b or interleaved",
-                                    w[j]);
+          return sc_cli_usage_error("sweep", "--schedule: '%s' is not gpipe, 1f1b, "
+                                    "interleaved, zb-h1 or dualpipe", w[j]);
       a->nsk = (uint32_t)k;
       a->have_sched = 1;
       continue;

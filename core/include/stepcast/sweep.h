@@ -46,7 +46,8 @@ typedef enum {
   SC_SWEEP_SKIP_PLACEMENT,  /* the GPUs or a group cannot be placed on the topology */
   SC_SWEEP_SKIP_BATCH,      /* global batch not divisible by micro_batch * dp */
   SC_SWEEP_SKIP_SCHEDULE,   /* interleaved: pp < 2, vp not dividing layers/pp, pp*vp >
-                               layers or micro-batches not a multiple of pp */
+                               layers or micro-batches not a multiple of pp; dualpipe: pp
+                               odd, micro-batches odd or fewer than 2*pp */
   SC_SWEEP_SKIP_SEQPAR,     /* sequence parallel with seq_len/cp not divisible by tp */
   SC_SWEEP_SKIP_DUPLICATE,  /* same prediction as another point: sequence parallel with
                                tp = 1, distributed optimizer with dp*cp = 1 */
@@ -64,7 +65,7 @@ const char *sc_sweep_skip_name(sc_sweep_skip s);
 /* One choice of the schedule dimension. */
 typedef struct sc_sweep_sched {
   sc_schedule_kind kind;
-  uint32_t vp;                  /* virtual stages: 1 for gpipe and 1f1b, >= 2 interleaved */
+  uint32_t vp;                  /* virtual stages: >= 2 interleaved, 1 for the others */
 } sc_sweep_sched;
 
 typedef struct sc_sweep_space {

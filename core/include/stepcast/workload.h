@@ -230,6 +230,8 @@ typedef struct sc_stage_work {
  *     to layers; with virtual_stages v > 1 the 1F1B-interleaved schedule is required, each
  *     stage's layers divisible by v, and microbatches % pp == 0 (Megatron's requirement);
  *     pp * v <= layers;
+ *   - the DualPipe schedule: pp even (>= 2), microbatches even and >= 2 * pp (DeepSeek's
+ *     DualPipe.step asserts these);
  *   - seq_len <= m->max_seq is NOT required (training at a different context is allowed);
  *   - sequence_parallel with tp == 1 is accepted (it changes nothing).
  * m must have passed sc_model_finish/sc_model_load. */

@@ -1,6 +1,7 @@
 /*
  * Memory per GPU: weights, gradients, optimizer states and activations of one pipeline
- * stage (all its virtual chunks), at the peak of a 1F1B, interleaved or GPipe iteration.
+ * stage (all its virtual chunks; DualPipe: both stage copies a rank holds), at the peak of
+ * a 1F1B, interleaved, GPipe, ZB-H1 or DualPipe iteration.
  *
  * Model states (Megatron-LM docs, distributed optimizer, "bytes per parameter" table):
  *   mixed precision (bf16/fp16 compute): 2 B bf16/fp16 weight + 4 B fp32 main gradient
@@ -61,6 +62,22 @@
  * own micro-batches in flight (the forwards go chunk by chunk in groups of pp micro-batches,
  * Megatron-LM's get_model_chunk_id), so the last stage's output layer, in its last chunk,
  * counts once.
+ *
+ * ZB-H1 (Qi et al. 2023, arXiv:2401.10241, Sec. 2.1 and Table 1) keeps 1F1B's pp - stage
+ * micro-batches whose backward has not run, and rank r also defers r weight-gradient passes
+ * W: until its W runs, a micro-batch holds what the weight-gradient GEMMs read, the inputs of
+ * the four linear layers (as the forward stored them) and their output gradients, which for
+ * GPT is the paper's M_W = 32sbh per layer (QKV, projection, fc1 and fc2 inputs 2+2+2+8,
+ * output gradients 6+2+8+2); on the last stage also the output layer's input and the logits'
+ * gradient (a MoE layer's W counted as a dense layer's). The peak over ZB-H1's order
+ * (core/src/schedule/schedule.c) is taken in closed form; the first stage defers nothing and
+ * holds exactly 1F1B's pp micro-batches.
+ *
+ * DualPipe (DeepSeek-V3, arXiv:2412.19437, Sec. 3.2.1 and Table 2) puts stage s on rank s
+ * and on rank pp-1-s: a rank holds the parameters, gradients and optimizer states of both
+ * copies ("2x"), and the activations of pp - s micro-batches of each copy of stage s, pp + 1
+ * on every rank (Table 2's PP+1; tests/test_schedule.c counts them on the simulated order:
+ * the overlapped F&B pair allocates its forward's before its backward frees).
  */
 #include <math.h>
 #include <string.h>
@@ -126,6 +143,37 @@ static double output_activation_bytes(const sc__dims *d) {
   return 2.0 * d->e * (double)d->T_sp * (double)d->h + 4.0 * (double)d->T * (double)d->V_t;
 }
 
+/* What one micro-batch whose weight-gradient pass W is deferred (ZB-H1) holds per layer:
+ * the inputs of the QKV, projection, fc1 and fc2 GEMMs as stored (sequence-sharded with SP,
+ * 1-byte copies under fp8) and their output gradients (model dtype, full sequence). */
+static double layer_wgrad_bytes(const sc_parallel *p, const sc__dims *d) {
+  double e = d->e, q = p->dtype == SC_DTYPE_FP8 ? 1.0 : e;
+  double T = (double)d->T, Tsp = (double)d->T_sp, h = (double)d->h;
+  double inputs = q * (2.0 * Tsp * h + T * (double)(d->q_t + d->f_t));
+  double grads = e * T * (double)(d->qkv_t + d->f1_t + 2 * d->h);
+  return inputs + grads;
+}
+
+/* The same for the output layer: its input (the final norm's output) and the logits'
+ * gradient. */
+static double output_wgrad_bytes(const sc__dims *d) {
+  return d->e * (double)d->T_sp * (double)d->h + d->e * (double)d->T * (double)d->V_t;
+}
+
+/* ZB-H1's activation peak on rank r of pp with m micro-batches, a bytes per micro-batch
+ * whose backward has not run and w per micro-batch whose W is pending. The order
+ * (schedule.c, build_zbh1): warm = min(pp-r-1, m) forwards; then k = m - warm steps of F, B
+ * and, from step r on, the oldest W; then B, W pairs; then the rest of the W passes. After
+ * step i's forward warm+1 micro-batches wait for B and min(i, r) for W; after its B, warm
+ * and min(i, r)+1. The peak is at the last step or at the first B of the cooldown. */
+static double zbh1_peak(double pp, double r, double m, double a, double w) {
+  double warm = fmin(pp - r - 1.0, m), k = m - warm;
+  double peak = warm * a;
+  if (k >= 1.0) peak = fmax(peak, warm * a + fmin(k - 1.0, r) * w + fmax(a, w));
+  if (warm >= 1.0) peak = fmax(peak, (warm - 1.0) * a + (fmin(k, r) + 1.0) * w);
+  return peak;
+}
+
 int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, sc_memory *out,
                       sc_error *err) {
   if (out == NULL) return sc_error_set(err, SC_EINVAL, "sc_memory_per_gpu: out is NULL");
@@ -140,7 +188,10 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
 
   double mb = (double)sc_parallel_microbatches(p);
   double inflight, chunks = 0.0;
-  if (p->schedule == SC_SCHED_GPIPE) {
+  int dual = p->schedule == SC_SCHED_DUALPIPE;
+  if (dual) {
+    inflight = ((double)p->pp + 1.0) / 2.0; /* pp + 1 chunk micro-batches over 2 copies */
+  } else if (p->schedule == SC_SCHED_GPIPE) {
     inflight = mb;
   } else if (v > 1) {
     chunks = 2.0 * (double)(p->pp - stage - 1) + (double)(v - 1) * p->pp + 1.0;
@@ -157,9 +208,12 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   double per_moe_layer = d.E > 0 ? moe_layer_activation_bytes(p, &d) : 0.0;
   int64_t moe_dense = 0, moe_expert = 0, expert = 0;
   sc__moe_layer_params(m, &d, &moe_dense, &moe_expert);
-  for (uint32_t c = 0; c < v; c++) {
+  /* the model chunks this GPU holds: its vp chunks, or DualPipe's two stage copies */
+  uint32_t ncopy = dual ? 2u : v;
+  for (uint32_t k = 0; k < ncopy; k++) {
+    uint32_t c = dual ? 0u : k, st = dual && k == 1 ? p->pp - 1 - stage : stage;
     uint32_t first = 0, L = 0;
-    rc = sc_workload_chunk_layers(m, p, stage, c, &first, &L, err);
+    rc = sc_workload_chunk_layers(m, p, st, c, &first, &L, err);
     if (rc != SC_OK) return rc;
     /* the chunk's MoE layers: their activations and parameters in place of dense ones */
     uint32_t Lm = (uint32_t)sc_model_moe_layers(m, first, L), Ld = L - Lm;
@@ -170,15 +224,25 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
       params += (int64_t)Lm * (moe_dense + moe_expert);
       expert += (int64_t)Lm * moe_expert;
     }
-    if (stage == 0 && c == 0) {
+    int output = st == p->pp - 1 && c == v - 1;
+    if (st == 0 && c == 0) {
       params += sc__embedding_params(m, &d);
       a += embedding_activation_bytes(&d);
     }
-    if (stage == p->pp - 1 && c == v - 1) {
+    if (output) {
       params += sc__output_params(m, p, &d);
       a += output_activation_bytes(&d);
     }
     act += a;
+    if (dual) { /* pp - s micro-batches of the copy of stage s */
+      act_inflight += (double)(p->pp - st) * a;
+      continue;
+    }
+    if (p->schedule == SC_SCHED_ZB_H1) {
+      double w = (double)L * layer_wgrad_bytes(p, &d) + (output ? output_wgrad_bytes(&d) : 0.0);
+      act_inflight += zbh1_peak((double)p->pp, (double)stage, mb, a, w);
+      continue;
+    }
     /* Micro-batches of chunk c in flight. Interleaved: the forwards before the first
      * backward run chunk by chunk in groups of pp micro-batches (Megatron-LM's
      * get_model_chunk_id: chunk (k / pp) % v for the k-th forward), so of the `chunks`

@@ -131,11 +131,21 @@ void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *w
  * increments (the stream settles within a layer or two). */
 #define SC__STREAM_LAYERS 64u
 
-int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
-                double *fam, double *lead, sc_error *err) {
+int sc__op_is_wgrad(const sc_work_op *o) {
+  size_t n = strlen(o->label);
+  if (n < 6 || strcmp(o->label + n - 6, ".wgrad") != 0) return 0;
+  /* the unfused attention's "wgrad" GEMMs are dK and dV: activation gradients */
+  return strncmp(o->label, "attn_qk.", 8) != 0 && strncmp(o->label, "attn_av.", 8) != 0;
+}
+
+/* sc__ops_sum, and into *wshare (when not NULL) the part of the total that the list's
+ * weight-gradient GEMMs take (sc__op_is_wgrad), counted as a family's share is. */
+static int ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
+                   double *fam, double *lead, double *wshare, sc_error *err) {
   double g[SC_WORK_MAX_OPS], h[SC_WORK_MAX_OPS];
   size_t fi[SC_WORK_MAX_OPS];
-  double sum = 0.0, fplain[SC__NFAM] = {0};
+  unsigned char isw[SC_WORK_MAX_OPS];
+  double sum = 0.0, fplain[SC__NFAM] = {0}, wplain = 0.0;
   int stream = 0;
   if (l->nops > SC_WORK_MAX_OPS)
     return sc_error_set(err, SC_EINVAL, "work list of %u operators (at most %d)", l->nops,
@@ -151,42 +161,50 @@ int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *tot
                           o->label, o->desc.family);
     }
     fi[i] = f;
+    isw[i] = wshare != NULL && sc__op_is_wgrad(o);
     if (h[i] > 0.0) stream = 1;
     double ts = g[i] * (double)o->repeat;
     sum += ts;
     if (f < SC__NFAM) fplain[f] += ts;
+    if (isw[i]) wplain += ts;
   }
   if (!stream) {
     if (fam != NULL)
       for (size_t f = 0; f < SC__NFAM; f++) fam[f] += fplain[f];
+    if (wshare != NULL) *wshare = wplain;
     *total = sum;
     if (lead != NULL && *lead > 0) *lead += sum; /* dispatched at once: still ahead */
     return SC_OK;
   }
   /* one stream from the pass's start on the GPU, which the host reached *lead before */
   double fsum[SC__NFAM] = {0}, host = lead != NULL && *lead > 0 ? -*lead : 0.0, gpu = 0.0;
+  double wsum = 0.0;
   for (uint32_t i = 0; i < l->nops;) {
     const sc_work_op *o = &l->ops[i];
     if (o->where != SC_WHERE_LAYER || o->repeat <= 1) {
       double before = gpu;
       sc_stack_stream(&host, &gpu, h[i], g[i], o->repeat);
       if (fi[i] < SC__NFAM) fsum[fi[i]] += gpu - before;
+      if (isw[i]) wsum += gpu - before;
       i++;
       continue;
     }
     uint32_t j = i + 1, R = o->repeat;
     while (j < l->nops && l->ops[j].where == SC_WHERE_LAYER && l->ops[j].repeat == R) j++;
     uint32_t n = R < SC__STREAM_LAYERS ? R : SC__STREAM_LAYERS;
-    double last[SC__NFAM], dh = 0.0, dg = 0.0;
+    double last[SC__NFAM], wlast = 0.0, dh = 0.0, dg = 0.0;
     for (uint32_t r = 0; r < n; r++) {
       double h0 = host, g0 = gpu;
       memset(last, 0, sizeof last);
+      wlast = 0.0;
       for (uint32_t k = i; k < j; k++) {
         double before = gpu;
         sc_stack_stream(&host, &gpu, h[k], g[k], 1);
         if (fi[k] < SC__NFAM) last[fi[k]] += gpu - before;
+        if (isw[k]) wlast += gpu - before;
       }
       for (size_t f = 0; f < SC__NFAM; f++) fsum[f] += last[f];
+      wsum += wlast;
       dh = host - h0;
       dg = gpu - g0;
     }
@@ -195,14 +213,21 @@ int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *tot
       host += more * dh;
       gpu += more * dg;
       for (size_t f = 0; f < SC__NFAM; f++) fsum[f] += more * last[f];
+      wsum += more * wlast;
     }
     i = j;
   }
   if (fam != NULL)
     for (size_t f = 0; f < SC__NFAM; f++) fam[f] += fsum[f];
+  if (wshare != NULL) *wshare = wsum;
   *total = gpu;
   if (lead != NULL) *lead = gpu > host ? gpu - host : 0.0;
   return SC_OK;
+}
+
+int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
+                double *fam, double *lead, sc_error *err) {
+  return ops_sum(l, fn, ctx, total, fam, lead, NULL, err);
 }
 
 /* wc's time x its repeat count; nothing for a trivial one (one rank or no bytes). */
@@ -348,10 +373,13 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
   ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
   ch->shard_fwd_s = ch->shard_bwd_s = ch->shard_fwd_hide_s = ch->shard_bwd_hide_s = 0.0;
   memset(fam, 0, 3 * SC__NFAM * sizeof *fam);
+  ch->wgrad_s = 0.0;
   for (int i = 0; i < 3 && rc == SC_OK; i++) {
     int k = order[i];
-    rc = sc__ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, &lead, err);
+    rc = ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, &lead,
+                 k == 1 ? &ch->wgrad_s : NULL, err);
   }
+  if (ch->wgrad_s > ch->bwd_s) ch->wgrad_s = ch->bwd_s; /* a share of it, whatever rounding */
   /* recomputation's TP/CP communication runs inside the backward pass */
   for (int k = 0; k < 3 && rc == SC_OK; k++)
     rc = sc__colls_sum_micro(&w->per_micro[ph[k]], sc__coll_time, cc,

@@ -75,6 +75,12 @@ typedef int (*sc__coll_time_fn)(void *ctx, const sc_work_coll *wc, double *time_
 int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
                 double *fam, double *lead, sc_error *err);
 
+/* 1 when o computes weight gradients, the W of a zero-bubble schedule (ZB-H1, DualPipe):
+ * a backward GEMM whose label ends in ".wgrad" (the linear layers' and the output layer's),
+ * except the unfused attention's attn_qk.wgrad and attn_av.wgrad, which compute dK and dV
+ * (activation gradients the backward must propagate). */
+int sc__op_is_wgrad(const sc_work_op *o);
+
 /* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group), *dp_s
  * (sharded data parallelism: ZeRO-2/3 gathers and reductions) or *tp_s (TP, and anything
  * else tied to a micro-batch pass). *dp_hide_s gains the part of the list's DP
@@ -136,8 +142,9 @@ typedef struct sc__coll_ctx {
 int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *err);
 
 /* A chunk's per-micro-batch terms from its stage work: fwd_s, bwd_s, recompute_s (with
- * their split by family into fam[0..3*SC__NFAM), zeroed first), the TP and CP communication
- * of each pass (recomputation's counted in the backward), CP hidden under attention
+ * their split by family into fam[0..3*SC__NFAM), zeroed first), wgrad_s (the share of bwd_s
+ * that the weight-gradient GEMMs take, sc__op_is_wgrad), the TP and CP communication of
+ * each pass (recomputation's counted in the backward), CP hidden under attention
  * (sc__cp_hide_under_attention). op times an operator with octx. */
 int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
                     sc_sched_chunk *ch, double *fam, sc_error *err);

@@ -269,6 +269,11 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
       hw_flops += (per_gpu + w->flops[SC_PHASE_RECOMPUTE] * mb) * ranks;
     }
   }
+  if (p->schedule == SC_SCHED_DUALPIPE) /* a rank steps both stage copies it holds */
+    for (uint32_t r = 0; r < p->pp / 2; r++) {
+      double both = pr->opt_s[r] + pr->opt_s[p->pp - 1 - r];
+      pr->opt_s[r] = pr->opt_s[p->pp - 1 - r] = both;
+    }
 
   memset(&in, 0, sizeof in);
   in.kind = p->schedule;

@@ -22,11 +22,13 @@ static void ev_sep(FILE *out, int *first) {
 
 static void interval_name(char *buf, size_t n, const sc_sched_interval *v, uint32_t vp) {
   char chunk[24] = "";
-  if (vp > 1) snprintf(chunk, sizeof chunk, " c%u", v->chunk);
+  /* DualPipe's second copy (micro-batches fed from the last rank) is chunk 1 with vp = 1 */
+  if (vp > 1 || v->chunk > 0) snprintf(chunk, sizeof chunk, " c%u", v->chunk);
   switch ((sc_interval_kind)v->kind) {
   case SC_IV_FORWARD: snprintf(buf, n, "F mb%d%s", v->microbatch, chunk); break;
   case SC_IV_RECOMPUTE: snprintf(buf, n, "R mb%d%s", v->microbatch, chunk); break;
   case SC_IV_BACKWARD: snprintf(buf, n, "B mb%d%s", v->microbatch, chunk); break;
+  case SC_IV_WGRAD: snprintf(buf, n, "W mb%d%s", v->microbatch, chunk); break;
   case SC_IV_TP: snprintf(buf, n, "TP mb%d%s", v->microbatch, chunk); break;
   case SC_IV_CP: snprintf(buf, n, "CP mb%d%s", v->microbatch, chunk); break;
   case SC_IV_P2P_ACT: snprintf(buf, n, "send activation mb%d%s", v->microbatch, chunk); break;

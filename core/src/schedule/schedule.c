@@ -231,7 +231,7 @@ static inline uint32_t mk(uint32_t flags, uint32_t chunk, uint32_t mb) {
   return flags | (chunk << OP_CHUNK_SHIFT) | mb;
 }
 
-/* ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Sec. 3.1 and
+/* ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, Sec. 2.1 and
  * Fig. 3), in the order InternLM's ZeroBubblePipelineScheduler runs it: 1F1B's warm-up of
  * min(pp - r - 1, m) forwards, then forward / B pairs where the i-th pair is followed by the
  * oldest pending W once i >= r (rank r defers its first r W passes into the cooldown), then

@@ -9,7 +9,9 @@
  *     and each is memoised across configurations by the parameters it depends on.
  *   - Memory: only stages 0, 1 and pp-1 can be the worst (the middle stages hold the same
  *     weights and activations per micro-batch and fewer micro-batches in flight the later
- *     they are), so three sc_memory_per_gpu calls decide what the loop over all stages does.
+ *     they are; DualPipe's middle ranks all hold pp + 1 of two equal copies), so three
+ *     sc_memory_per_gpu calls decide what the loop over all stages does (ZB-H1, whose later
+ *     stages hold more deferred W passes: every stage).
  *   - The arithmetic that feeds the result (sums over families, chunks and stages) runs in
  *     sc_predict's order, so the numbers are the same bit for bit; tests/test_sweep.c
  *     compares every field with sc_predict's.
@@ -124,6 +126,9 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology 
                      const sc_device *dev, const sc_stack *s, int allow_oom,
                      sc_memory_usage *mu, sc_error *err) {
   uint32_t cand[3], n = 0;
+  /* ZB-H1's deferred W passes grow with the stage (rank r defers r of them), so any stage
+   * can be the worst: all of them, as sc_predict */
+  int all = p->schedule == SC_SCHED_ZB_H1;
   sc_memory worst;
   sc_memory_overhead ov;
   memset(&worst, 0, sizeof worst);
@@ -132,15 +137,17 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology 
   cand[n++] = 0;
   if (p->pp > 2) cand[n++] = 1;
   if (p->pp > 1) cand[n++] = p->pp - 1;
+  if (all) n = p->pp;
   for (uint32_t i = 0; i < n; i++) {
     sc_memory mem;
-    rc = sc_memory_per_gpu(m, p, cand[i], &mem, err);
+    uint32_t st = all ? i : cand[i];
+    rc = sc_memory_per_gpu(m, p, st, &mem, err);
     if (rc != SC_OK) return rc;
     /* The worst is refused iff one stage is (the device figure grows with the stage's
      * own bytes): stop at the first. sc_predict's test, sc_memory_refused. */
     if (!allow_oom && sc_memory_refused(sc_memory_device_bytes(&mem, &ov), dev->mem_bytes))
       return SC_ENOFIT; /* counted by the caller; no message to format */
-    if (cand[i] == 0 || mem.total_bytes > worst.total_bytes) worst = mem;
+    if (st == 0 || mem.total_bytes > worst.total_bytes) worst = mem;
   }
   sc__memory_usage_of(&worst, &ov, dev->mem_bytes, mu);
   return SC_OK;
@@ -150,6 +157,27 @@ double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_c
                              const double *opt_s) {
   uint32_t pp = p->pp, vp = p->virtual_stages;
   double tpf = p->overlap_tp_comm ? 1.0 : 0.0, best = 0.0, arrive = 0.0;
+  if (p->schedule == SC_SCHED_DUALPIPE) {
+    /* a rank runs mb/2 micro-batches through each of its two stage copies; its F&B pairs
+     * can hide all TP and CP communication, so only the compute and the sharded
+     * communication's exposed part count, from time 0 */
+    for (uint32_t r = 0; r < pp; r++) {
+      double gather = 0.0, work = 0.0, dp = 0.0;
+      const uint32_t st[2] = {r, pp - 1 - r};
+      for (int k = 0; k < 2; k++) {
+        const sc_sched_chunk *ch = &chunks[st[k]];
+        double x = ch->recompute_s + ch->bwd_s;
+        work += ch->fwd_s + x + sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, ch->fwd_s) +
+                sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
+        gather += ch->dp_param_gather_s;
+        dp += ch->dp_grad_s;
+      }
+      double lb = (p->overlap_param_gather ? 0.0 : gather) + 0.5 * (double)mb * work + opt_s[r];
+      if (!p->overlap_grad_reduce) lb += dp;
+      if (lb > best) best = lb;
+    }
+    return best;
+  }
   for (uint32_t r = 0; r < pp; r++) {
     double gather = 0.0, work = 0.0, dp = 0.0;
     for (uint32_t c = 0; c < vp; c++) {

@@ -224,6 +224,7 @@ void sc_sweep_result_free(sc_sweep_result *r) {
 typedef struct ckey {
   uint32_t part; /* 0 micro, 1 iteration */
   uint32_t tp, cp, mb, layers, cls, a, b, c, d, e, f;
+  uint32_t dual; /* iteration: DualPipe (its copies' gradient all-reduce) */
 } ckey;
 
 typedef struct centry {
@@ -360,6 +361,7 @@ static int chunk_class(worker *w, const sc_parallel *p, uint32_t cls, const sc__
   ki.c = sc_parallel_zero(p);
   ki.d = 0;
   ki.f = sc_parallel_shard_ranks(p);
+  ki.dual = p->schedule == SC_SCHED_DUALPIPE;
   if (w->memo_used + 2 > CMEMO_SLOTS / 2) memo_reset(w);
   centry *em = memo_find(w, &km, &hm);
   centry *ei = memo_find(w, &ki, &hi);
@@ -468,6 +470,11 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *
     }
     w->opt_s[r] = opt;
   }
+  if (p->schedule == SC_SCHED_DUALPIPE) /* as sc_predict: both copies' optimizer steps */
+    for (uint32_t r = 0; r < pp / 2; r++) {
+      double both = w->opt_s[r] + w->opt_s[pp - 1 - r];
+      w->opt_s[r] = w->opt_s[pp - 1 - r] = both;
+    }
   if (sh->prune && w->res.ntop == w->res.top_k) {
     double lb = sc__sweep_lower_bound(p, mb, w->chunks, w->opt_s);
     if (lb * (1.0 - 1e-7) > w->res.top[w->res.ntop - 1].result.iteration_s) {
@@ -551,6 +558,10 @@ static int run_unit(worker *w, uint64_t u) {
         continue;
       }
     } else if (p.virtual_stages != 1) {
+      count(w, SC_SWEEP_SKIP_SCHEDULE, 1);
+      continue;
+    }
+    if (p.schedule == SC_SCHED_DUALPIPE && (p.pp % 2 != 0 || mbs % 2 != 0 || mbs < 2 * p.pp)) {
       count(w, SC_SWEEP_SKIP_SCHEDULE, 1);
       continue;
     }

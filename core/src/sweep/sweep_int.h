@@ -63,7 +63,10 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology 
 /* A lower bound on the simulated iteration time from the chunk times alone: every rank
  * runs its passes one after another, the first of them not before the first micro-batch
  * has gone through the virtual stages before it (and the parameter all-gather, when not
- * overlapped), then its gradient reduction (when not overlapped) and its optimizer step. */
+ * overlapped), then its gradient reduction (when not overlapped) and its optimizer step.
+ * ZB-H1 exposes at least as much as the bound counts (its B passes hide communication
+ * under less compute); DualPipe counts each rank's two copies, mb/2 micro-batches each,
+ * without TP and CP communication (its F&B pairs may hide all of it). */
 double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_chunk *chunks,
                              const double *opt_s);
 

@@ -334,7 +334,7 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
            sc_dtype_name(p->grad_reduce_dtype), sc_dtype_name(p->dtype));
   }
   if ((unsigned)p->recompute > SC_RECOMPUTE_FULL) FAIL("recompute: unknown value %d", (int)p->recompute);
-  if ((unsigned)p->schedule > SC_SCHED_INTERLEAVED) FAIL("schedule: unknown value %d", (int)p->schedule);
+  if ((unsigned)p->schedule > SC_SCHED_DUALPIPE) FAIL("schedule: unknown value %d", (int)p->schedule);
 
   if (m->heads % p->tp != 0) FAIL("tp: %u must divide heads (%lld)", p->tp, (long long)m->heads);
   /* Megatron: num_query_groups % tensor_model_parallel_size == 0 (each rank whole KV heads). */
@@ -401,6 +401,17 @@ int sc_workload_validate(const sc_model *m, const sc_parallel *p, sc_error *err)
     }
   } else if (p->schedule == SC_SCHED_INTERLEAVED) {
     FAIL("schedule: interleaved needs virtual_stages > 1");
+  }
+  if (p->schedule == SC_SCHED_DUALPIPE) {
+    /* DeepSeek's DualPipe.step asserts the same three */
+    if (p->pp < 2 || p->pp % 2 != 0)
+      FAIL("pp: dualpipe needs an even pp (pp = %u): rank r holds stages r and pp-1-r", p->pp);
+    if (mb % 2 != 0)
+      FAIL("global_batch: dualpipe needs an even number of micro-batches (%u): half enter at "
+           "each end of the pipeline", mb);
+    if (mb < 2 * p->pp)
+      FAIL("global_batch: dualpipe needs at least 2*pp (%u) micro-batches, has %u",
+           2 * p->pp, mb);
   }
   if ((uint64_t)p->pp * v > (uint64_t)m->layers) {
     FAIL("pp: pp*virtual_stages (%llu) exceeds layers (%lld)", (unsigned long long)p->pp * v,
@@ -1119,6 +1130,13 @@ int sc_workload_stage(const sc_model *m, const sc_parallel *p, uint32_t stage, u
     coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
          (double)d->V_t * d->h * gb, gdt, 0, "embed.tied_grad_ar");
   }
+  if (p->schedule == SC_SCHED_DUALPIPE) {
+    /* DualPipe: the stage's two copies (on ranks s and pp-1-s) each saw half the
+     * micro-batches; they sum their gradients (after the DP reduction, shard by shard) */
+    coll(&B, it, SC_PHASE_BWD, 1, SC_WHERE_STAGE, SC_COLL_ALLREDUCE, SC_GROUP_PP, 2,
+         (double)opt_params * gb, gdt, 0, "dualpipe.copy_grad_ar");
+  }
+
   /* Pipeline messages: s/cp * b * h / tp elements (sequence shard with SP, Megatron's
    * scatter-gather split without it). */
   uint32_t k = chunk * p->pp + stage, K = p->pp * v;
