@@ -52,7 +52,8 @@
  * Mixture-of-experts layers (stepcast/workload.h, "MoE layer"): each GPU holds its E/ep
  * routed experts' weights / etp, their gradients and optimizer states (sharded over the
  * expert data parallel group tp*cp*dp/(ep*etp) with the distributed optimizer), the
- * router and the shared experts like dense weights; activations: moe_layer_activation_bytes.
+ * router and the shared experts like dense weights; activations: moe_layer_activation_bytes
+ * (ZB-H1's deferred weight-gradient inputs of a MoE layer are counted as a dense layer's).
  *
  * Micro-batches in flight (Korthikanti Sec. 4.2.3, Narayanan et al. SC21): 1F1B keeps
  * pp - stage micro-batches on stage `stage` (p on the first stage); the interleaved
