@@ -290,6 +290,7 @@ static const bad_case bad_cases[] = {
   {"hw_matmul_eff_range.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.bf16'", "[1e-4, 1]"},
   {"hw_matmul_eff_no_peak.toml", SC_SPEC_HARDWARE, ":11:1: ", "key 'flops_efficiency_by_dtype.fp8'", "no peak_flops_per_s.fp8"},
   {"hw_attention_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_bwd_efficiency'", "> 0"},
+  {"hw_board_power_negative.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'board_power_W'", "must be > 0 (is -400)"},
   {"hw_unaligned_eff_range.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'matmul_unaligned_efficiency'", "1.5"},
   {"hw_attention_block_zero.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_block_q'", "> 0"},
   {"hw_attention_block_frac.toml", SC_SPEC_HARDWARE, ":8:1: ", "key 'attention_block_k'", "whole number in [1, 65536] (is 1.5)"},

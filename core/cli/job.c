@@ -79,6 +79,12 @@ static const job_key keys[] = {
     {"estimator", K_ENUM, estimator_names, "operator estimator"},
     {"algo", K_STR, NULL, "collective algorithm: auto, ring, tree, nvls"},
     {"tokens", K_DOUBLE, NULL, "token budget for time to train"},
+    {"price-per-gpu-hour", K_DOUBLE, NULL, "price of a GPU-hour, for the cost of --tokens"},
+    {"power-fraction", K_DOUBLE, NULL, "share of the board's power the GPUs draw on average, "
+                                       "in (0, 1], for the energy of --tokens (default 1: the "
+                                       "board's power limit, as Meta's model cards count)"},
+    {"pue", K_DOUBLE, NULL, "data centre power usage effectiveness, >= 1, for the energy of "
+                            "--tokens (default 1: the GPUs alone)"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -271,7 +277,18 @@ int sc_cli_job_set(sc_cli_job *j, const char *name, const char *value, sc_error 
     if (errno != 0 || *end != '\0' || end == value || !isfinite(d) || d < 0)
       return sc_error_set(err, SC_EINVAL, "%s: '%s' is not a non-negative number", k->name,
                           value);
-    j->opts.token_budget = d;
+    if (strcmp(k->name, "price-per-gpu-hour") == 0) j->opts.price_per_gpu_hour = d;
+    else if (strcmp(k->name, "power-fraction") == 0) {
+      if (!(d > 0.0 && d <= 1.0))
+        return sc_error_set(err, SC_EINVAL, "power-fraction: '%s' is not in (0, 1]", value);
+      j->opts.power_fraction = d;
+    } else if (strcmp(k->name, "pue") == 0) {
+      if (d < 1.0)
+        return sc_error_set(err, SC_EINVAL, "pue: '%s' is not a power usage effectiveness "
+                            "(>= 1)", value);
+      j->opts.pue = d;
+    } else
+      j->opts.token_budget = d;
     return SC_OK;
   }
   case K_ENUM: {

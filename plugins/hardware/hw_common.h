@@ -529,7 +529,8 @@ static inline int sc__hw_open(const sc_host *host, const sc_table *file, const c
 
 /* The [hardware] table of a GPU-like device file (the gpu and cuda plugins; docs/formats.md):
  * name, kind (must be `kind`), mem_bytes, mem_bw_Bps, l2_bytes, compute_units,
- * flops_efficiency, mem_efficiency, launch_s, [peak_flops_per_s] per dtype, [tile] m/n/k,
+ * flops_efficiency, mem_efficiency, launch_s, board_power_W, [peak_flops_per_s] per dtype,
+ * [tile] m/n/k,
  * the optional kernel-class efficiencies (sc__hw_kernel_efficiencies) and per-kernel rates
  * (sc__hw_kernel_rates). Unknown keys and
  * malformed values fail with file:line: key '...': reason. */
@@ -541,7 +542,7 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
                                      "flops_efficiency_by_dtype", "attention_fwd_efficiency",
                                      "attention_bwd_efficiency", "attention_block_q",
                                      "attention_block_k", "kernel_flops_per_s",
-                                     "matmul_unaligned_efficiency", NULL};
+                                     "matmul_unaligned_efficiency", "board_power_W", NULL};
   static const char *const tile_keys[] = {"m", "n", "k", NULL};
   const sc_table *t = NULL, *peak = NULL, *tile = NULL;
   const char *known[SC_DTYPE_COUNT + 1];
@@ -555,6 +556,8 @@ static inline int sc__hw_describe_accel(const sc_host *host, const sc_table *fil
       (rc = sc__hw_fraction(host, t, "mem_efficiency", &dev->mem_efficiency, err)) != SC_OK)
     return rc;
   if ((rc = sc__hw_opt_number(host, t, "launch_s", 1, &dev->launch_s, err)) != SC_OK) return rc;
+  if ((rc = sc__hw_opt_number(host, t, "board_power_W", 0, &dev->board_power_w, err)) != SC_OK)
+    return rc;
   rc = host->table_table(t, "peak_flops_per_s", &peak, err);
   if (rc == SC_ENOTFOUND)
     return sc_plugin_fail(err, SC_ESPEC, "%s: key 'peak_flops_per_s': missing required table "

@@ -222,7 +222,7 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
-    {"bad", "abi-major.so", SC_EABI, {"ABI major 2", "ABI 1.1"}},
+    {"bad", "abi-major.so", SC_EABI, {"ABI major 2", "ABI 1.2"}},
     {"bad", "small.so", SC_EABI, {"op descriptor size", "is smaller than"}},
     {"bad", "no-entry.so", SC_EPLUGIN, {"no entry symbol 'sc_plugin_entry_v1'", NULL}},
     {"bad", "flags.so", SC_EPLUGIN, {"flags 0x4 must be 0", NULL}},

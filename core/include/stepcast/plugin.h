@@ -40,7 +40,7 @@ extern "C" {
 /* ABI version                                                               */
 
 #define SC_PLUGIN_ABI_MAJOR 1
-#define SC_PLUGIN_ABI_MINOR 1
+#define SC_PLUGIN_ABI_MINOR 2
 
 /* ------------------------------------------------------------------------- */
 /* Status codes: one table for the whole project (libuv style).              */
@@ -359,6 +359,11 @@ typedef struct sc_device {
    * loads (cuBLAS 13 on Hopper: CUTLASS's sm75 mma.m16n8k8 kernel at about an eighth of the
    * bf16 peak, docs/operators.md, "Unaligned GEMMs"). */
   double matmul_unaligned_efficiency;
+  /* Appended at ABI 1.2 (0 = not stated). The board's power limit in watts (the
+   * datasheet's maximum thermal design power): what a training run's energy is counted
+   * at, the convention of Meta's Llama model cards ("peak power capacity per GPU device");
+   * it prices no operator. */
+  double board_power_w;
 } sc_device;
 
 /* A curve of n >= 1 points (x increasing, > 0) at x = at: y interpolated linearly in log2(x)

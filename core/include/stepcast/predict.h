@@ -45,6 +45,11 @@ typedef struct sc_predict_opts {
   sc_estimator estimator;
   const char *coll_algo;      /* "auto" (NULL means auto), "ring", "tree", ... */
   double token_budget;        /* tokens to train on, for time to train (0 = not asked) */
+  /* The budget's energy and cost (stepcast/report.h, sc_result): the share of the board's
+   * power the GPUs draw on average (0 = 1: its power limit, the convention of Meta's Llama
+   * model cards), the data centre's power usage effectiveness (0 = 1: the GPUs alone) and a
+   * price per GPU-hour (0 = no cost). */
+  double power_fraction, pue, price_per_gpu_hour;
   int record_timeline;        /* keep the simulated intervals (for --timeline) */
   int allow_oom;              /* 1: predict even when memory is refused (past the device's
                                  capacity by more than SC_MEMORY_REFUSE_MARGIN) */

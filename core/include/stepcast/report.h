@@ -66,6 +66,10 @@ typedef struct sc_result {
   double peak_flops_per_s;      /* dense peak of one GPU in parallel.dtype */
   sc_memory_usage memory;
   double token_budget;          /* tokens to train on (0 = not asked) */
+  double board_power_w;         /* the device's power limit, W (0 = not stated: no energy) */
+  double power_fraction;        /* share of it drawn on average, (0, 1] (0 read as 1) */
+  double pue;                   /* power usage effectiveness, >= 1 (0 read as 1) */
+  double price_per_gpu_hour;    /* money per GPU-hour (0 = no cost) */
   /* derived by sc_result_finish */
   uint32_t microbatches;
   double tokens_per_iteration;  /* global_batch * seq_len */
@@ -75,6 +79,10 @@ typedef struct sc_result {
   double mfu;                   /* model FLOP/s per GPU / peak, in [0, 1] normally */
   double hfu;
   double time_to_train_s;       /* token_budget / tokens_per_s (0 when no budget) */
+  double gpu_hours;             /* time_to_train_s * gpus / 3600 (0 when no budget) */
+  double energy_j;              /* gpus * board_power_w * power_fraction * pue *
+                                   time_to_train_s (0 when no budget or no board power) */
+  double cost;                  /* gpu_hours * price_per_gpu_hour (0 when either is 0) */
 } sc_result;
 
 /* Derive microbatches, tokens, throughput, MFU/HFU, memory total and time to train.

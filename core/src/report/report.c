@@ -37,6 +37,8 @@ int sc_result_finish(sc_result *r, sc_error *err) {
             {"hardware_flops", r->hardware_flops},
             {"peak_flops_per_s", r->peak_flops_per_s},
             {"token_budget", r->token_budget},
+            {"board_power_w", r->board_power_w},
+            {"price_per_gpu_hour", r->price_per_gpu_hour},
             {"memory.weights_bytes", r->memory.weights_bytes},
             {"memory.grads_bytes", r->memory.grads_bytes},
             {"memory.optimizer_bytes", r->memory.optimizer_bytes},
@@ -78,6 +80,14 @@ int sc_result_finish(sc_result *r, sc_error *err) {
     r->memory.total_bytes = r->memory.weights_bytes + r->memory.grads_bytes +
                             r->memory.optimizer_bytes + r->memory.activations_bytes +
                             r->memory.other_bytes;
+  if (r->power_fraction == 0.0) r->power_fraction = 1.0;
+  if (r->pue == 0.0) r->pue = 1.0;
+  if (!(r->power_fraction > 0.0 && r->power_fraction <= 1.0))
+    return sc_error_set(err, SC_EINVAL, "power-fraction: %g is not in (0, 1] (the share of the "
+                        "board's power drawn)", r->power_fraction);
+  if (!(r->pue >= 1.0 && isfinite(r->pue)))
+    return sc_error_set(err, SC_EINVAL, "pue: %g is not a power usage effectiveness (>= 1)",
+                        r->pue);
   r->time_to_train_s = r->token_budget > 0 ? r->token_budget / r->tokens_per_s : 0.0;
   if (!isfinite(r->tokens_per_s) || !isfinite(r->time_to_train_s) ||
       !isfinite(r->model_tflops_per_gpu) || !isfinite(r->hardware_tflops_per_gpu))
@@ -85,6 +95,14 @@ int sc_result_finish(sc_result *r, sc_error *err) {
                         "give a time to train of %g s, not a finite time: the token budget or "
                         "the iteration is out of range", r->token_budget, r->tokens_per_s,
                         r->iteration_s, r->time_to_train_s);
+  r->gpu_hours = r->time_to_train_s * (double)r->gpus / 3600.0;
+  r->energy_j = (double)r->gpus * r->board_power_w * r->power_fraction * r->pue *
+                r->time_to_train_s;
+  r->cost = r->gpu_hours * r->price_per_gpu_hour;
+  if (!isfinite(r->gpu_hours) || !isfinite(r->energy_j) || !isfinite(r->cost))
+    return sc_error_set(err, SC_ERANGE, "tokens: %g tokens give %g GPU-hours, %g J and a cost "
+                        "of %g, not finite figures: the token budget or the price is out of "
+                        "range", r->token_budget, r->gpu_hours, r->energy_j, r->cost);
   return SC_OK;
 }
 
@@ -153,6 +171,9 @@ int sc__result_check_finite(const sc_result *r, const char *who, sc_error *err) 
       {"mfu", r->mfu},
       {"hfu", r->hfu},
       {"time_to_train_s", r->time_to_train_s},
+      {"gpu_hours", r->gpu_hours},
+      {"energy_j", r->energy_j},
+      {"cost", r->cost},
       {"memory.weights_bytes", r->memory.weights_bytes},
       {"memory.grads_bytes", r->memory.grads_bytes},
       {"memory.optimizer_bytes", r->memory.optimizer_bytes},
@@ -235,9 +256,20 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
           r->model_tflops_per_gpu, r->hardware_tflops_per_gpu);
   if (r->peak_flops_per_s > 0)
     fprintf(out, "  %-26s %11.1f %%  (HFU %.1f %%)\n", "MFU", r->mfu * 100, r->hfu * 100);
-  if (r->token_budget > 0)
+  if (r->token_budget > 0) {
     fprintf(out, "  %-26s %12.2f days for %.3g tokens\n", "time to train",
             r->time_to_train_s / 86400.0, r->token_budget);
+    fprintf(out, "  %-26s %12.0f GPU-hours\n", "GPU time", r->gpu_hours);
+    if (r->board_power_w > 0)
+      fprintf(out, "  %-26s %12.1f MWh  (%u GPUs x %.0f W x %.2f of it, PUE %.2f)\n", "energy",
+              r->energy_j / 3.6e9, r->gpus, r->board_power_w, r->power_fraction, r->pue);
+    else
+      fprintf(out, "  %-26s %12s  (the hardware file states no board_power_W)\n", "energy",
+              "-");
+    if (r->price_per_gpu_hour > 0)
+      fprintf(out, "  %-26s %12.0f  (%g a GPU-hour)\n", "cost", r->cost,
+              r->price_per_gpu_hour);
+  }
 
   fprintf(out, "\n  breakdown (pipeline stage %u, the last to finish)\n", r->breakdown.stage);
   fprintf(out, "  %-26s %12s %8s\n", "term", "time", "share");
@@ -468,6 +500,25 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jkey(out, "time_to_train_s", &f);
   if (r->token_budget > 0)
     sc__json_number(out, r->time_to_train_s);
+  else
+    fputs("null", out);
+  jkey(out, "gpu_hours", &f);
+  if (r->token_budget > 0)
+    sc__json_number(out, r->gpu_hours);
+  else
+    fputs("null", out);
+  jnum(out, "board_power_w", r->board_power_w, &f);
+  jnum(out, "power_fraction", r->power_fraction, &f);
+  jnum(out, "pue", r->pue, &f);
+  jkey(out, "energy_j", &f);
+  if (r->token_budget > 0 && r->board_power_w > 0)
+    sc__json_number(out, r->energy_j);
+  else
+    fputs("null", out);
+  jnum(out, "price_per_gpu_hour", r->price_per_gpu_hour, &f);
+  jkey(out, "cost", &f);
+  if (r->token_budget > 0 && r->price_per_gpu_hour > 0)
+    sc__json_number(out, r->cost);
   else
     fputs("null", out);
   fputs("\n  }\n}\n", out);
