@@ -47,7 +47,8 @@ static void validate_usage(FILE *out) {
           "A mixture of experts: optional columns num_experts, top_k, expert_ffn_hidden,\n"
           "shared_experts, moe_layer_freq, first_dense_layers, capacity_factor and\n"
           "moe_imbalance (the model keys of docs/formats.md; empty: a dense model) and ep,\n"
-          "etp (expert parallel degrees; default 1).\n\n"
+          "etp (expert parallel degrees; default 1). head_dim: the attention heads' width\n"
+          "where heads x head_dim is not hidden (default hidden/heads).\n\n"
           "Empty fields default to: micro_batch=1, dtype=bf16, schedule=1f1b (interleaved\n"
           "when virtual_stages>1), virtual_stages=1, sequence_parallel=true when tp>1,\n"
           "flash_attention=true, cp=1, kv_heads=heads, ffn_hidden=4*hidden, activation=gelu;\n"
@@ -94,6 +95,7 @@ enum {
   O_VOCAB_DIV, O_POSITION, O_NORM, O_TIED, O_ZERO, O_SHARD, O_GRAD_DTYPE,
   /* a mixture of experts: the model's keys (docs/formats.md) and the job's degrees */
   O_NEXP, O_TOPK, O_EFFN, O_SHARED, O_MOEFREQ, O_FIRSTDENSE, O_CAPF, O_IMBAL, O_EP, O_ETP,
+  O_HEADDIM,
   O_COUNT
 };
 static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_param_gather",
@@ -104,7 +106,8 @@ static const char *const optnames[O_COUNT] = {"overlap_grad_reduce", "overlap_pa
                                               "grad_reduce_dtype", "num_experts", "top_k",
                                               "expert_ffn_hidden", "shared_experts",
                                               "moe_layer_freq", "first_dense_layers",
-                                              "capacity_factor", "moe_imbalance", "ep", "etp"};
+                                              "capacity_factor", "moe_imbalance", "ep", "etp",
+                                              "head_dim"};
 
 /* The software stacks the rows name (the optional column 'stack'), each loaded once; and
  * the optional columns above. */
@@ -357,6 +360,16 @@ static int read_row(const sc_csv *c, size_t row, const int *idx, vrow *r, vtopo 
                                err)) != SC_OK)
         return rc;
       r->model.tied_embeddings = k;
+    } else if (o == O_HEADDIM) {
+      /* the attention heads' width when heads x head_dim is not hidden (Qwen3: 32 x 128 over
+       * a hidden of 2048); checked by sc_model_finish */
+      int64_t x = 0;
+      int known = 0;
+      if ((rc = sc_csv_i64(c, row, (size_t)stacks->opt[o], &x, &known, err)) != SC_OK) return rc;
+      if (x < 1 || x > 65536)
+        return sc_error_set(err, SC_EPARSE, "%s:%u: column 'head_dim': %lld is not in [1, 65536]",
+                            path, line, (long long)x);
+      r->model.head_dim = x;
     } else if (o >= O_NEXP && o <= O_IMBAL) {
       /* a model key: checked with the others by sc_model_finish (a bad one refuses the row) */
       int known = 0;
