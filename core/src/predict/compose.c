@@ -131,6 +131,14 @@ void sc__p2p_work(const sc__spans *s, double bytes, sc_dtype dt, sc_work_coll *w
  * increments (the stream settles within a layer or two). */
 #define SC__STREAM_LAYERS 64u
 
+void sc__result_set_training(sc_result *res, const sc_device *dev, const sc_predict_opts *o) {
+  res->token_budget = o->token_budget;
+  res->board_power_w = dev->board_power_w;
+  res->power_fraction = o->power_fraction;
+  res->pue = o->pue;
+  res->price_per_gpu_hour = o->price_per_gpu_hour;
+}
+
 int sc__op_is_wgrad(const sc_work_op *o) {
   size_t n = strlen(o->label);
   if (n < 6 || strcmp(o->label + n - 6, ".wgrad") != 0) return 0;

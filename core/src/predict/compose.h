@@ -81,6 +81,11 @@ int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *tot
  * (activation gradients the backward must propagate). */
 int sc__op_is_wgrad(const sc_work_op *o);
 
+/* The token budget and what prices its energy and cost (dev's board power, o's power
+ * fraction, PUE and price per GPU-hour) into res, for sc_result_finish: one copy for
+ * sc_predict and the sweep's fast path. */
+void sc__result_set_training(sc_result *res, const sc_device *dev, const sc_predict_opts *o);
+
 /* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group), *dp_s
  * (sharded data parallelism: ZeRO-2/3 gathers and reductions) or *tp_s (TP, and anything
  * else tied to a micro-batch pass). *dp_hide_s gains the part of the list's DP

@@ -310,11 +310,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   res->model_flops = model_flops;
   res->hardware_flops = hw_flops;
   res->peak_flops_per_s = dev->peak_flops_per_s[p->dtype];
-  res->token_budget = o->token_budget;
-  res->board_power_w = dev->board_power_w;
-  res->power_fraction = o->power_fraction;
-  res->pue = o->pue;
-  res->price_per_gpu_hour = o->price_per_gpu_hour;
+  sc__result_set_training(res, dev, o);
   rc = sc_result_finish(res, err);
   if (rc != SC_OK) return rc;
   if (sched != NULL) *sched = sr;

@@ -285,21 +285,22 @@ int sc_report_table(FILE *out, const sc_result *r, sc_error *err) {
   const struct {
     const char *n;
     double v;
-  } mm[] = {{"weights", m->weights_bytes},
-            {"gradients", m->grads_bytes},
-            {"optimizer states", m->optimizer_bytes},
-            {"activations", m->activations_bytes},
-            {"other", m->other_bytes},
-            {"  workspaces", m->workspace_bytes},
-            {"  allocator reserve", m->fragmentation_bytes},
-            {"  CUDA context", m->context_bytes},
-            {"  communication buffers", m->comm_bytes},
-            {"total", m->total_bytes}};
+    uint32_t communicators; /* said beside the communication buffers */
+  } mm[] = {{"weights", m->weights_bytes, 0},
+            {"gradients", m->grads_bytes, 0},
+            {"optimizer states", m->optimizer_bytes, 0},
+            {"activations", m->activations_bytes, 0},
+            {"other", m->other_bytes, 0},
+            {"  workspaces", m->workspace_bytes, 0},
+            {"  allocator reserve", m->fragmentation_bytes, 0},
+            {"  CUDA context", m->context_bytes, 0},
+            {"  communication buffers", m->comm_bytes, m->communicators},
+            {"total", m->total_bytes, 0}};
   for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
     fprintf(out, "  %-26s %9.2f GiB", mm[i].n, mm[i].v / GiB);
-    if (i == 8 && m->communicators > 0) /* the communication buffers */
-      fprintf(out, " (%u NCCL communicator%s)", m->communicators,
-              m->communicators > 1 ? "s" : "");
+    if (mm[i].communicators > 0)
+      fprintf(out, " (%u NCCL communicator%s)", mm[i].communicators,
+              mm[i].communicators > 1 ? "s" : "");
     fputc('\n', out);
   }
   if (m->capacity_bytes > 0) {
@@ -376,6 +377,19 @@ static void jstr(FILE *out, const char *k, const char *v, int *first) {
 static void jbool(FILE *out, const char *k, int v, int *first) {
   jkey(out, k, first);
   fputs(v ? "true" : "false", out);
+}
+
+/* A number, or null where it does not apply (known == 0). */
+static void jnum_if(FILE *out, const char *k, int known, double v, int *first) {
+  jkey(out, k, first);
+  if (known) sc__json_number(out, v);
+  else fputs("null", out);
+}
+
+/* A boolean, or null where it does not apply (known == 0). */
+static void jbool_if(FILE *out, const char *k, int known, int v, int *first) {
+  jkey(out, k, first);
+  fputs(!known ? "null" : v ? "true" : "false", out);
 }
 
 int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
@@ -483,44 +497,22 @@ int sc_report_json(FILE *out, const sc_result *r, sc_error *err) {
   jnum(out, "headroom_bytes",
        r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes - r->memory.total_bytes : 0.0, &f);
   jnum(out, "refuse_margin", SC_MEMORY_REFUSE_MARGIN, &f);
-  jkey(out, "fits", &f);
-  if (r->memory.capacity_bytes > 0)
-    fputs(r->memory.total_bytes <= r->memory.capacity_bytes ? "true" : "false", out);
-  else
-    fputs("null", out);
-  jkey(out, "refused", &f);
-  if (r->memory.capacity_bytes > 0)
-    fputs(sc_memory_refused(r->memory.total_bytes, r->memory.capacity_bytes) ? "true" : "false",
-          out);
-  else
-    fputs("null", out);
+  const int cap = r->memory.capacity_bytes > 0;
+  jbool_if(out, "fits", cap, r->memory.total_bytes <= r->memory.capacity_bytes, &f);
+  jbool_if(out, "refused", cap,
+           sc_memory_refused(r->memory.total_bytes, r->memory.capacity_bytes), &f);
   fputs("\n  },\n  \"training\": {", out);
   f = 1;
+  const int budget = r->token_budget > 0;
   jnum(out, "token_budget", r->token_budget, &f);
-  jkey(out, "time_to_train_s", &f);
-  if (r->token_budget > 0)
-    sc__json_number(out, r->time_to_train_s);
-  else
-    fputs("null", out);
-  jkey(out, "gpu_hours", &f);
-  if (r->token_budget > 0)
-    sc__json_number(out, r->gpu_hours);
-  else
-    fputs("null", out);
+  jnum_if(out, "time_to_train_s", budget, r->time_to_train_s, &f);
+  jnum_if(out, "gpu_hours", budget, r->gpu_hours, &f);
   jnum(out, "board_power_w", r->board_power_w, &f);
   jnum(out, "power_fraction", r->power_fraction, &f);
   jnum(out, "pue", r->pue, &f);
-  jkey(out, "energy_j", &f);
-  if (r->token_budget > 0 && r->board_power_w > 0)
-    sc__json_number(out, r->energy_j);
-  else
-    fputs("null", out);
+  jnum_if(out, "energy_j", budget && r->board_power_w > 0, r->energy_j, &f);
   jnum(out, "price_per_gpu_hour", r->price_per_gpu_hour, &f);
-  jkey(out, "cost", &f);
-  if (r->token_budget > 0 && r->price_per_gpu_hour > 0)
-    sc__json_number(out, r->cost);
-  else
-    fputs("null", out);
+  jnum_if(out, "cost", budget && r->price_per_gpu_hour > 0, r->cost, &f);
   fputs("\n  }\n}\n", out);
   return sc__io_status(out, "json", err);
 }

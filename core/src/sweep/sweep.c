@@ -506,11 +506,7 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *
   res->model_flops = model_flops;
   res->hardware_flops = hw_flops;
   res->peak_flops_per_s = sh->dev->peak_flops_per_s[p->dtype];
-  res->token_budget = sh->o->predict.token_budget;
-  res->board_power_w = sh->dev->board_power_w;
-  res->power_fraction = sh->o->predict.power_fraction;
-  res->pue = sh->o->predict.pue;
-  res->price_per_gpu_hour = sh->o->predict.price_per_gpu_hour;
+  sc__result_set_training(res, sh->dev, &sh->o->predict);
   return sc_result_finish(res, &w->err);
 }
 
