@@ -162,6 +162,11 @@ typedef struct sc_sched_interval {
   int32_t microbatch;         /* -1 for per-iteration work (DP, optimizer); DualPipe counts
                                  each direction's micro-batches from 0 */
   int32_t bucket;             /* DP bucket index, -1 otherwise */
+  uint32_t pass;              /* intervals placed together share it: one pass (a forward; a
+                                 recomputation and backward; a W; a DualPipe F&B pair) with
+                                 its TP, CP and sharded-DP communication, its sends and the
+                                 gradient buckets it releases; a rank's parameter all-gather,
+                                 and its closing reduction and optimizer step, have their own */
 } sc_sched_interval;
 
 /* A pipeline send: interval index of the send and of the pass that consumed it. */

@@ -542,6 +542,7 @@ typedef struct sim {
   int general; /* ZB-H1, DualPipe: passes placed by step_general (split backwards, W, F&B) */
   int dual;    /* DualPipe */
   uint32_t nch; /* chunks per rank: vp, or 2 for DualPipe */
+  uint32_t pass; /* sc_sched_interval.pass of the intervals being placed */
 } sim;
 
 /* Exposed part of a comm of length c, a fraction f of which can hide under compute x. */
@@ -574,6 +575,7 @@ static inline uint32_t add_iv(sim *S, double s, double e, uint32_t stage, sc_lan
   v->chunk = chunk;
   v->microbatch = mb;
   v->bucket = bucket;
+  v->pass = S->pass;
   return i;
 }
 
@@ -606,6 +608,7 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
   sc_sched_workspace *ws = S->ws;
   const sc_sched_input *in = S->in;
   int bwd = (op & OP_BWD) != 0;
+  S->pass++;
   uint32_t c = (op >> OP_CHUNK_SHIFT) & OP_CHUNK_MASK;
   uint32_t mb = op & OP_MB_MASK;
   uint32_t g = c * S->pp + r;
@@ -937,6 +940,7 @@ static int step_general(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t 
   const sc_sched_input *in = S->in;
   double t0 = ws->cfree[r];
   gpass f = {0}, b = {0};
+  S->pass++;
   if (op & OP_W) {
     gpass_of(S, r, op, &b);
     const sc_sched_chunk *ch = &in->chunks[b.pos];
@@ -1180,6 +1184,7 @@ static void finish_rank(sim *S, uint32_t r) {
   const sc_sched_input *in = S->in;
   sc_sched_breakdown *bd = &ws->stages[r];
   double last = ws->cfree[r];
+  S->pass++;
   if (!in->overlap_grad_reduce) {
     for (uint32_t k = 0; k < S->nch; k++) {
       /* chunks finish their backwards last-chunk first */
@@ -1233,6 +1238,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
   S.gb = in->grad_buckets ? in->grad_buckets : 1;
   S.pb = in->param_buckets ? in->param_buckets : 1;
   S.timeline = in->record_timeline != 0;
+  S.pass = 0;
 
   size_t gm = (size_t)S.G * S.m;
   size_t niv = 0, nflow = 0;
@@ -1264,6 +1270,7 @@ int sc_schedule_run(sc_sched_workspace *ws, const sc_sched_input *in, sc_sched_r
   for (uint32_t r = 0; r < S.pp; r++) {
     ws->cfree[r] = ws->pnext_free[r] = ws->pprev_free[r] = 0.0;
     ws->stages[r].stage = r;
+    S.pass++;
     /* Parameter all-gather (distributed optimizer): issued at the start of the iteration
      * on the DP stream, chunk 0 first (the order the forwards need them). */
     double t = 0.0;
