@@ -25,7 +25,13 @@ static void predict_usage(FILE *out) {
   fprintf(out,
           "\noutput:\n"
           "  --json | --csv           machine-readable result (default: a table)\n"
-          "  --timeline FILE.json     the predicted iteration as a Chrome/Perfetto trace\n"
+          "  --timeline FILE.json     the predicted iteration as a Chrome/Perfetto trace: per\n"
+          "                           stage its streams' passes, and inside each pass of the\n"
+          "                           first --timeline-ops micro-batches its operators and\n"
+          "                           collectives, named as their kernels are\n"
+          "  --timeline-ops K         operator slices for micro-batches below K of every stage\n"
+          "                           and chunk (default 4; 0: the passes only); at most\n"
+          "                           1,000,000 slices are written\n"
           "  --plot FILE.svg          the breakdown as a stacked bar chart\n"
           "  --allow-oom              predict even when memory exceeds the device\n");
 }
@@ -42,8 +48,17 @@ static int write_file(const char *path, int (*fn)(FILE *, const void *, const vo
   return sc_afile_commit(&af, err);
 }
 
-static int do_trace(FILE *f, const void *s, const void *r, sc_error *err) {
-  return sc_report_trace(f, (const sc_sched_result *)s, (const sc_result *)r, err);
+/* What the timeline renders: the schedule, the result and the operators behind them. */
+typedef struct timeline_args {
+  const sc_sched_result *sched;
+  const sc_timeline_detail *detail;
+  uint32_t op_microbatches;
+} timeline_args;
+
+static int do_trace(FILE *f, const void *a, const void *r, sc_error *err) {
+  const timeline_args *t = a;
+  return sc_report_trace_ops(f, t->sched, (const sc_result *)r, t->detail, t->op_microbatches,
+                             err);
 }
 static int do_svg(FILE *f, const void *r, const void *unused, sc_error *err) {
   (void)unused;
@@ -53,6 +68,7 @@ static int do_svg(FILE *f, const void *r, const void *unused, sc_error *err) {
 int sc_cli_predict(int argc, char **argv) {
   sc_cli_job job;
   const char *timeline = NULL, *plot = NULL;
+  uint32_t timeline_ops = 4;
   int json = 0, csv = 0, rc = 1;
   sc_error err;
   sc_registry *reg = NULL;
@@ -90,7 +106,7 @@ int sc_cli_predict(int argc, char **argv) {
     if (strcmp(name, "csv") == 0) { csv = 1; continue; }
     if (strcmp(name, "allow-oom") == 0) { job.opts.allow_oom = 1; continue; }
     if (strcmp(name, "job") != 0 && strcmp(name, "timeline") != 0 && strcmp(name, "plot") != 0 &&
-        !sc_cli_job_known(name))
+        strcmp(name, "timeline-ops") != 0 && !sc_cli_job_known(name))
       return sc_cli_usage_error("predict", "unknown option '--%s'", name);
     if (!sc_cli_job_is_bool(name) && val == NULL) {
       if (i + 1 >= argc) return sc_cli_usage_error("predict", "option '--%s' needs a value", name);
@@ -99,6 +115,15 @@ int sc_cli_predict(int argc, char **argv) {
     if (strcmp(name, "job") == 0) continue;
     if (strcmp(name, "timeline") == 0) { timeline = val; continue; }
     if (strcmp(name, "plot") == 0) { plot = val; continue; }
+    if (strcmp(name, "timeline-ops") == 0) {
+      char *end;
+      unsigned long k = strtoul(val, &end, 10);
+      if (val[0] < '0' || val[0] > '9' || *end != '\0' || k > UINT32_MAX)
+        return sc_cli_usage_error("predict", "--timeline-ops: '%s' is not a whole number of "
+                                  "micro-batches", val);
+      timeline_ops = (uint32_t)k;
+      continue;
+    }
     int st = sc_cli_job_set(&job, name, val, &err);
     if (st == SC_ENOTFOUND) return sc_cli_usage_error("predict", "unknown option '--%s'", name);
     if (st != SC_OK) return sc_cli_usage_error("predict", "%s", err.msg);
@@ -143,7 +168,15 @@ int sc_cli_predict(int argc, char **argv) {
   else if (csv) rc = sc_report_csv(stdout, &res, &err);
   else rc = sc_report_table(stdout, &res, &err);
   if (rc != SC_OK) goto fail;
-  if (timeline && write_file(timeline, do_trace, &sched, &res, &err) != SC_OK) goto fail;
+  if (timeline) {
+    sc_timeline_detail detail;
+    timeline_args ta = {&sched, NULL, timeline_ops};
+    if (timeline_ops > 0) {
+      if (sc_predict_timeline(pr, &detail, &err) != SC_OK) goto fail;
+      ta.detail = &detail;
+    }
+    if (write_file(timeline, do_trace, &ta, &res, &err) != SC_OK) goto fail;
+  }
   if (plot && write_file(plot, do_svg, &res, NULL, &err) != SC_OK) goto fail;
   rc = 0;
   goto done;

@@ -10,9 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stepcast/predict.h"
 #include "stepcast/report.h"
 #include "stepcast/schedule.h"
 #include "stepcast/stepcast.h"
+#include "stepcast/trace.h"
+#include "stepcast/workload.h"
 
 #define ck_close(got, want, rel)                                                           \
   ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "%s = %.17g, want %.17g", #got, \
@@ -449,6 +452,306 @@ START_TEST(malformed) {
 }
 END_TEST
 
+
+/* ---- the operator-level timeline (sc_report_trace_ops, issue 33 point 5) ---- */
+
+typedef struct xev {
+  double row;             /* pid * 1e6 + tid */
+  long long ts, dur;      /* nanoseconds, as the file states them */
+  int child, idx;         /* an operator, collective or exposed slice; order in the file */
+  const cJSON *e;
+  long long kids;         /* sum of the children's durations */
+  int nkids;
+} xev;
+
+/* By row, then time, the longest first, a parent before a child, then file order. */
+static int cmp_xev(const void *a, const void *b) {
+  const xev *x = a, *y = b;
+  if (x->row != y->row) return x->row < y->row ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+  if (x->child != y->child) return x->child - y->child;
+  return x->idx - y->idx;
+}
+
+static const char *jstr(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+static double jnum(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  ck_assert_msg(cJSON_IsNumber(v), "key '%s' is not a number", k);
+  return v->valuedouble;
+}
+
+/* The trace family an operator family's kernels come under (docs/trace.md). */
+static sc_kernel_family want_family(const char *fam) {
+  if (strcmp(fam, "gemm") == 0) return SC_KFAM_GEMM;
+  if (strcmp(fam, "attention") == 0) return SC_KFAM_ATTENTION;
+  if (strcmp(fam, "norm") == 0 || strcmp(fam, "softmax") == 0) return SC_KFAM_NORM;
+  if (strcmp(fam, "optimizer") == 0) return SC_KFAM_OPTIMIZER;
+  if (strcmp(fam, "comm") == 0) return SC_KFAM_COMM;
+  return SC_KFAM_ELEMENTWISE; /* elementwise, embedding, cross_entropy, memcpy */
+}
+
+/* Parse the document, nest every row's slices by time and check: children inside their
+ * parents; the children of every pass (forward, recomputation, backward, W) of a
+ * micro-batch below K and of every communication slice that has children sum to it to
+ * the nanosecond; passes of later micro-batches have none; every operator slice's name
+ * is classified by the trace classifier as its family's kernels are. Returns the number of
+ * operator and collective slices. */
+static int check_ops_doc(const char *text, uint32_t K, int *ncomm) {
+  cJSON *doc = cJSON_Parse(text);
+  ck_assert_msg(doc != NULL, "the operator-level trace is not JSON");
+  const cJSON *evs = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
+  ck_assert(cJSON_IsArray(evs));
+  int n = cJSON_GetArraySize(evs), nx = 0, nops = 0;
+  xev *x = calloc((size_t)n + 1, sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, evs) {
+    const char *ph = jstr(e, "ph");
+    ck_assert_ptr_nonnull(ph);
+    if (strcmp(ph, "X") != 0) continue;
+    const char *cat = jstr(e, "cat");
+    ck_assert_ptr_nonnull(cat);
+    x[nx].row = jnum(e, "pid") * 1e6 + jnum(e, "tid");
+    x[nx].ts = llround(jnum(e, "ts") * 1e3);
+    x[nx].dur = llround(jnum(e, "dur") * 1e3);
+    ck_assert_msg(x[nx].dur >= 0, "negative dur");
+    x[nx].child = strcmp(cat, "op") == 0 || strcmp(cat, "comm") == 0 ||
+                  strcmp(cat, "exposed") == 0;
+    x[nx].idx = nx;
+    x[nx].e = e;
+    nx++;
+  }
+  qsort(x, (size_t)nx, sizeof *x, cmp_xev);
+  int p = -1; /* the pass or stream slice whose children follow */
+  for (int i = 0; i < nx; i++) {
+    if (!x[i].child) {
+      p = i;
+      continue;
+    }
+    ck_assert_msg(p >= 0 && x[p].row == x[i].row && x[i].ts >= x[p].ts &&
+                      x[i].ts + x[i].dur <= x[p].ts + x[p].dur,
+                  "slice '%s' [%lld, +%lld] lies in no parent (last '%s' [%lld, +%lld])",
+                  jstr(x[i].e, "name"), x[i].ts, x[i].dur, p >= 0 ? jstr(x[p].e, "name") : "",
+                  p >= 0 ? x[p].ts : 0, p >= 0 ? x[p].dur : 0);
+    x[p].kids += x[i].dur;
+    x[p].nkids++;
+    if (strcmp(jstr(x[i].e, "cat"), "exposed") != 0) {
+      const cJSON *args = cJSON_GetObjectItemCaseSensitive(x[i].e, "args");
+      ck_assert(cJSON_IsObject(args));
+      const char *fam = jstr(args, "family");
+      ck_assert_ptr_nonnull(fam);
+      ck_assert_ptr_nonnull(jstr(args, "label"));
+      (void)jnum(args, "bytes");
+      (void)jnum(args, "estimate_us");
+      if (strcmp(fam, "comm") != 0) {
+        ck_assert_ptr_nonnull(jstr(args, "shape"));
+        (void)jnum(args, "flops");
+      } else {
+        ck_assert_ptr_nonnull(jstr(args, "kind"));
+        ck_assert_ptr_nonnull(jstr(args, "group"));
+        (*ncomm)++;
+      }
+      sc_kernel_family kf = sc_trace_classify(SC_TRACE_KERNEL, jstr(x[i].e, "name"));
+      ck_assert_msg(kf == want_family(fam), "'%s' (family %s) is classified as %s",
+                    jstr(x[i].e, "name"), fam, sc_trace_family_name(kf));
+      nops++;
+    }
+  }
+  for (int i = 0; i < nx; i++) {
+    const char *cat = jstr(x[i].e, "cat");
+    int pass = strcmp(cat, "forward") == 0 || strcmp(cat, "recompute") == 0 ||
+               strcmp(cat, "backward") == 0 || strcmp(cat, "wgrad") == 0;
+    if (!pass && strcmp(cat, "tp") != 0 && strcmp(cat, "cp") != 0 &&
+        strcmp(cat, "optimizer") != 0)
+      continue;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(x[i].e, "args");
+    int mb = (int)jnum(args, "microbatch");
+    if (pass && mb >= 0 && (uint32_t)mb >= K)
+      ck_assert_msg(x[i].nkids == 0, "'%s' has operator slices beyond micro-batch %u",
+                    jstr(x[i].e, "name"), K);
+    if (pass && mb >= 0 && (uint32_t)mb < K && x[i].dur > 0)
+      ck_assert_msg(x[i].nkids > 0, "'%s' has no operator slices", jstr(x[i].e, "name"));
+    if (x[i].nkids > 0)
+      ck_assert_msg(x[i].kids == x[i].dur, "the children of '%s' (stage %g) sum to %lld ns, "
+                    "it lasts %lld", jstr(x[i].e, "name"), jnum(x[i].e, "pid"), x[i].kids,
+                    x[i].dur);
+  }
+  free(x);
+  cJSON_Delete(doc);
+  return nops;
+}
+
+static char *render_ops(const sc_sched_result *sr, const sc_result *r,
+                        const sc_timeline_detail *d, uint32_t K, size_t *len) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  ck_assert_ptr_nonnull(f);
+  sc_error err;
+  int rc = sc_report_trace_ops(f, sr, r, d, K, &err);
+  ck_assert_msg(rc == SC_OK, "trace_ops: %s", err.msg);
+  fclose(f);
+  if (len) *len = n;
+  return buf;
+}
+
+START_TEST(trace_ops) {
+  static const struct {
+    const char *model, *topo;
+    uint32_t tp, pp, dp, cp, vp, ep, gb;
+    sc_schedule_kind sched;
+    sc_recompute rec;
+    int sp, zero;
+  } cases[] = {
+      {"gpt3-1.3b", "dgx-a100-superpod", 2, 2, 2, 1, 1, 1, 16, SC_SCHED_1F1B,
+       SC_RECOMPUTE_SELECTIVE, 1, 0},
+      {"gpt3-1.3b", "dgx-a100-superpod", 2, 2, 1, 1, 2, 1, 8, SC_SCHED_INTERLEAVED,
+       SC_RECOMPUTE_FULL, 0, 0},
+      {"gpt3-1.3b", "dgx-a100-superpod", 1, 4, 1, 1, 1, 1, 16, SC_SCHED_ZB_H1,
+       SC_RECOMPUTE_NONE, 0, 0},
+      {"gpt3-1.3b", "dgx-a100-superpod", 2, 4, 1, 1, 1, 1, 16, SC_SCHED_DUALPIPE,
+       SC_RECOMPUTE_NONE, 1, 0},
+      {"gpt3-1.3b", "dgx-a100-superpod", 1, 1, 4, 2, 1, 1, 8, SC_SCHED_1F1B,
+       SC_RECOMPUTE_NONE, 0, 3},
+      {"mixtral-8x7b", "dgx-h100-superpod", 2, 2, 4, 1, 1, 4, 16, SC_SCHED_1F1B,
+       SC_RECOMPUTE_NONE, 1, 0},
+  };
+  sc_error err;
+  sc_registry *reg;
+  sc_predictor *pr;
+  ck_assert_msg(sc_registry_new(&reg, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_registry_add_builtins(reg, &err) == SC_OK, "%s", err.msg);
+  ck_assert_msg(sc_predictor_new(reg, &pr, &err) == SC_OK, "%s", err.msg);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    sc_model m;
+    sc_topology t;
+    sc_device dev;
+    sc_parallel p;
+    ck_assert_msg(sc_model_load(cases[k].model, &m, &err) == SC_OK, "%s", err.msg);
+    ck_assert_msg(sc_topology_load(cases[k].topo, &t, &err) == SC_OK, "%s", err.msg);
+    ck_assert_msg(sc_hardware_load(reg, t.hardware, &dev, &err) == SC_OK, "%s", err.msg);
+    sc_parallel_defaults(&p);
+    p.tp = cases[k].tp;
+    p.pp = cases[k].pp;
+    p.dp = cases[k].dp;
+    p.cp = cases[k].cp;
+    p.virtual_stages = cases[k].vp;
+    p.ep = cases[k].ep;
+    p.global_batch = cases[k].gb;
+    p.seq_len = 2048;
+    p.schedule = cases[k].sched;
+    p.recompute = cases[k].rec;
+    p.sequence_parallel = cases[k].sp;
+    p.zero_stage = (uint32_t)cases[k].zero;
+    p.overlap_grad_reduce = p.overlap_param_gather = cases[k].zero > 0;
+    sc_predict_opts o;
+    sc_predict_opts_defaults(&o);
+    o.allow_oom = 1;
+    sc_result r, r0;
+    sc_sched_result sr;
+    sc_timeline_detail d;
+    /* without a timeline there is no detail; with one the numbers are the same */
+    ck_assert_msg(sc_predict(pr, &m, &t, &dev, &p, &o, &r0, NULL, &err) == SC_OK, "case %zu: %s",
+                  k, err.msg);
+    ck_assert_int_eq(sc_predict_timeline(pr, &d, &err), SC_EINVAL);
+    o.record_timeline = 1;
+    ck_assert_msg(sc_predict(pr, &m, &t, &dev, &p, &o, &r, &sr, &err) == SC_OK, "case %zu: %s",
+                  k, err.msg);
+    ck_assert(r.iteration_s == r0.iteration_s);
+    ck_assert_msg(sc_predict_timeline(pr, &d, &err) == SC_OK, "%s", err.msg);
+    ck_assert_uint_gt(d.nitems, 0);
+    /* K = 0 is the pass-level trace exactly */
+    size_t n0, n1;
+    char *plain = render_ops(&sr, &r, NULL, 0, &n0);
+    char *zero = render_ops(&sr, &r, &d, 0, &n1);
+    ck_assert_uint_eq(n0, n1);
+    ck_assert_str_eq(plain, zero);
+    free(zero);
+    int ncomm = 0;
+    for (uint32_t K = 1; K <= 2; K++) {
+      char *text = render_ops(&sr, &r, &d, K, NULL);
+      int nops = check_ops_doc(text, K, &ncomm);
+      ck_assert_msg(nops > 0, "case %zu: no operator slices", k);
+      free(text);
+    }
+    if (p.tp > 1 || p.cp > 1 || p.zero_stage > 0 || p.pp > 1)
+      ck_assert_msg(ncomm > 0, "case %zu: no collective slices", k);
+    free(plain);
+  }
+  /* a detail of another schedule result is refused */
+  {
+    sc_timeline_detail d;
+    ck_assert_int_eq(sc_predict_timeline(pr, &d, &err), SC_OK);
+    d.pp += 1;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ck_assert_int_eq(sc_report_trace_ops(f, &sched, &res, &d, 1, &err), SC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not of this schedule result"));
+    fclose(f);
+    free(buf);
+  }
+  sc_predictor_free(pr);
+  sc_registry_free(reg);
+}
+END_TEST
+
+/* Every operator of every built-in model's workload (dense, MoE, MLA, unfused attention)
+ * is named so that the trace classifier files it under its family's kernels. */
+START_TEST(item_names_classify) {
+  static const char *const models[] = {"gpt3-125m", "llama3-8b", "mixtral-8x7b",
+                                       "deepseek-v3"};
+  sc_error err;
+  for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+    sc_model m;
+    ck_assert_msg(sc_model_load(models[k], &m, &err) == SC_OK, "%s", err.msg);
+    for (int flash = 0; flash < 2; flash++) {
+      sc_parallel p;
+      sc_parallel_defaults(&p);
+      p.tp = 2;
+      p.sequence_parallel = 1;
+      p.pp = 2;
+      p.global_batch = 4;
+      p.seq_len = 1024;
+      p.recompute = SC_RECOMPUTE_FULL;
+      p.flash_attention = flash;
+      if (m.num_experts > 0) p.ep = 2, p.dp = 2;
+      for (uint32_t st = 0; st < p.pp; st++) {
+        static sc_stage_work w;
+        if (sc_workload_stage(&m, &p, st, 0, &w, &err) != SC_OK) continue;
+        for (int ph = 0; ph <= SC_PHASE_OPTIMIZER; ph++) {
+          const sc_work_list *l = ph == SC_PHASE_OPTIMIZER ? &w.per_iter : &w.per_micro[ph];
+          for (uint32_t i = 0; i < l->nops + l->ncolls; i++) {
+            sc_timeline_item it;
+            memset(&it, 0, sizeof it);
+            if (i < l->nops) {
+              snprintf(it.label, sizeof it.label, "%s", l->ops[i].label);
+              it.family = l->ops[i].desc.family;
+              it.variant = l->ops[i].desc.variant;
+            } else {
+              const sc_work_coll *c = &l->colls[i - l->nops];
+              snprintf(it.label, sizeof it.label, "%s", c->label);
+              it.family = "comm";
+              it.is_coll = 1;
+              it.coll_kind = (uint8_t)c->kind;
+            }
+            char name[96];
+            sc_report_item_name(&it, name, sizeof name);
+            sc_kernel_family kf = sc_trace_classify(SC_TRACE_KERNEL, name);
+            ck_assert_msg(kf == want_family(it.family), "%s: '%s' (%s) is classified as %s",
+                          models[k], name, it.family, sc_trace_family_name(kf));
+          }
+        }
+      }
+    }
+  }
+}
+END_TEST
+
 static Suite *report_suite(void) {
   Suite *s = suite_create("report");
   TCase *tc = tcase_create("core");
@@ -461,6 +764,11 @@ static Suite *report_suite(void) {
   tcase_add_test(tc, svg);
   tcase_add_test(tc, malformed);
   suite_add_tcase(s, tc);
+  TCase *to = tcase_create("trace_ops");
+  tcase_add_checked_fixture(to, setup, teardown);
+  tcase_add_test(to, trace_ops);
+  tcase_add_test(to, item_names_classify);
+  suite_add_tcase(s, to);
   return s;
 }
 

@@ -87,6 +87,14 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
                const sc_parallel *p, const sc_predict_opts *o, sc_result *res,
                sc_sched_result *sched, sc_error *err);
 
+/* What the last sc_predict call on pr made with record_timeline priced, for the
+ * operator-level timeline (stepcast/report.h, sc_report_trace_ops) and `stepcast trace
+ * compare`: per virtual stage the schedule's inputs and every operator and collective of its
+ * workload with its estimate (one instance, as the prediction priced it). The arrays belong
+ * to pr and stay valid until its next sc_predict or its free. SC_EINVAL when the last call
+ * did not record a timeline or failed. */
+int sc_predict_timeline(const sc_predictor *pr, sc_timeline_detail *out, sc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,6 +131,92 @@ int sc_report_csv(FILE *out, const sc_result *r, sc_error *err);
  * NULL; when given its inputs are written as trace metadata. */
 int sc_report_trace(FILE *out, const sc_sched_result *s, const sc_result *r, sc_error *err);
 
+/* ---- The operator-level timeline (stepcast predict --timeline, docs/cli.md) ---- */
+
+/* What a pass of a virtual stage runs, one entry per operator or collective of its workload
+ * (stepcast/workload.h), as the predictor priced it (sc_predict_timeline fills them). */
+typedef enum {
+  SC_TL_FWD = 0,        /* per micro-batch: the forward */
+  SC_TL_BWD,            /* the backward (its weight-gradient GEMMs are the W of ZB-H1 and
+                           DualPipe) */
+  SC_TL_RECOMPUTE,      /* the recomputation before the backward */
+  SC_TL_ITER            /* once per iteration: optimizer step, data-parallel collectives */
+} sc_timeline_list;
+
+typedef struct sc_timeline_item {
+  char label[32];             /* the workload's label ("qkv", "attn_proj.rs", "adam") */
+  const char *family;         /* operator family (a static SC_OP_* name), or "comm" */
+  uint32_t variant;           /* the family's variant (operators) */
+  sc_dtype dtype;
+  uint32_t ndims;
+  int64_t dims[SC_OP_MAX_DIMS];
+  uint8_t list;               /* sc_timeline_list */
+  uint8_t layer;              /* 1: one instance per layer (repeat = the layers it covers) */
+  uint8_t wgrad;              /* 1: a weight-gradient GEMM (the W pass) */
+  uint8_t is_coll;            /* 1: a collective (kind, group, nranks below) */
+  uint8_t coll_kind;          /* sc_coll_kind */
+  uint8_t group;              /* sc_group_kind */
+  uint8_t param_gather;       /* SC_TL_ITER collectives: 1 a parameter all-gather (before the
+                                 first forwards), 0 a gradient reduction */
+  uint8_t pad;
+  uint32_t nranks;
+  uint32_t repeat;            /* instances per pass (per iteration for SC_TL_ITER) */
+  double flops, bytes;        /* one instance, as the plugin counts them (collectives: bytes
+                                 per rank, nccl-tests' convention; no FLOPs) */
+  double time_s;              /* one instance as the prediction priced it (estimator, stack);
+                                 0 for a collective of one rank or no bytes (not run) */
+} sc_timeline_item;
+
+/* One virtual stage: what the schedule was given and its items. */
+typedef struct sc_timeline_chunk {
+  sc_sched_chunk times;       /* the schedule's input (its family-split pointers NULL) */
+  size_t first, count;        /* items[first .. first + count): the forward's, backward's,
+                                 recomputation's and per-iteration lists, each in execution
+                                 order (a run of per-layer entries repeats layer by layer) */
+  double p2p_fwd_bytes;       /* one micro-batch's activation send (0: last virtual stage) */
+  double p2p_bwd_bytes;       /* its gradient send (0: first virtual stage) */
+  sc_dtype p2p_dtype;
+} sc_timeline_chunk;
+
+typedef struct sc_timeline_detail {
+  sc_schedule_kind schedule;
+  uint32_t pp, vp;
+  uint32_t nchunks;           /* pp * vp, by virtual stage c * pp + r; DualPipe: pp, model
+                                 stage s (run on ranks s and pp - 1 - s) */
+  const sc_timeline_chunk *chunks;
+  const sc_timeline_item *items;
+  size_t nitems;
+} sc_timeline_detail;
+
+/* The name an operator-level slice carries, written as its kernels are named so that the
+ * trace classifier (stepcast/trace.h, sc_trace_classify) files it under the family a
+ * profiler trace's kernels of that operator come under: "gemm qkv", "flash_attn_fwd
+ * attn_core", "layer_norm_fwd norm1", "softmax attn_softmax", "elementwise_kernel mlp_gelu",
+ * "embedding embed", "cross_entropy cross_entropy", "multi_tensor_apply_adam adam",
+ * "copy moe_permute", "ncclDevKernel_AllReduce attn_proj.ar". Cut to cap - 1 bytes. */
+void sc_report_item_name(const sc_timeline_item *it, char *buf, size_t cap);
+
+/* Most operator and collective slices one timeline may hold (about 300 MB of JSON). */
+#define SC_REPORT_TRACE_MAX_OP_SLICES 1000000u
+
+/* sc_report_trace at operator level: the same document, and inside every forward,
+ * recomputation, backward and W slice of the micro-batches below op_microbatches (each
+ * stage and chunk; each direction under DualPipe) one child slice per operator instance of
+ * its workload in execution order (d's items; names by sc_report_item_name; args: family,
+ * label, shape, dtype, FLOPs, bytes, the estimate), laid end to end with their estimates
+ * scaled to fill the pass's compute (they sum to it exactly, in the file's nanoseconds),
+ * then, where the slice holds communication the compute did not hide, one child each for
+ * the exposed TP, CP and DP part; inside every TP, CP and sharded-DP slice of those
+ * micro-batches one child per collective instance of the pass (TP, EP and ETP collectives
+ * on the TP stream), inside every send its send/recv, and inside every per-iteration DP
+ * bucket and optimizer step (whatever op_microbatches) its collectives and operators.
+ * Children lie inside their parent on the parent's row (Perfetto nests them). d NULL or
+ * op_microbatches 0: exactly sc_report_trace. SC_EINVAL when d does not match s (stage
+ * and chunk counts, schedule), SC_ERANGE when the slices would be more than
+ * SC_REPORT_TRACE_MAX_OP_SLICES (nothing written), else as sc_report_trace. */
+int sc_report_trace_ops(FILE *out, const sc_sched_result *s, const sc_result *r,
+                        const sc_timeline_detail *d, uint32_t op_microbatches, sc_error *err);
+
 /* SVG stacked bar of the breakdown of the critical stage: one rect (class "term") per
  * term of sc_report_terms, a time axis with ticks, labels and a legend. */
 int sc_report_svg(FILE *out, const sc_result *r, sc_error *err);

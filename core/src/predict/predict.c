@@ -30,6 +30,13 @@ struct sc_predictor {
    * call without it after one with it) must clear it. */
   char memo_dev[64];
   double memo_att[2];
+  /* The operator-level timeline's detail (record_timeline only): sc_predict_timeline */
+  int tl_valid;
+  sc_timeline_detail tl;
+  sc_timeline_chunk *tl_chunks;
+  size_t tl_cap_chunks;
+  sc_timeline_item *tl_items;
+  size_t tl_nitems, tl_cap_items;
 };
 
 const char *sc_estimator_name(sc_estimator e) {
@@ -81,6 +88,8 @@ void sc_predictor_free(sc_predictor *pr) {
   free(pr->chunks);
   free(pr->fam);
   free(pr->opt_s);
+  free(pr->tl_chunks);
+  free(pr->tl_items);
   free(pr);
 }
 
@@ -119,6 +128,108 @@ static int op_time(void *vc, const sc_work_op *o, double *time_s, double *host_s
                      &e, time_s, err);
   if (rc != SC_OK) return rc;
   *host_s = sc_stack_host_s(stack, &o->desc);
+  return SC_OK;
+}
+
+/* ---- the operator-level timeline's detail (record_timeline) ---- */
+
+static sc_timeline_item *tl_push(sc_predictor *pr, sc_error *err) {
+  if (pr->tl_nitems == pr->tl_cap_items) {
+    size_t cap = pr->tl_cap_items ? 2 * pr->tl_cap_items : 256;
+    sc_timeline_item *n = realloc(pr->tl_items, cap * sizeof *n);
+    if (n == NULL) {
+      sc_error_set(err, SC_ENOMEM, "predictor: out of memory (timeline detail)");
+      return NULL;
+    }
+    pr->tl_items = n;
+    pr->tl_cap_items = cap;
+  }
+  sc_timeline_item *it = &pr->tl_items[pr->tl_nitems++];
+  memset(it, 0, sizeof *it);
+  return it;
+}
+
+/* The items of one list: its operators priced as op_time does (the registry's memo answers:
+ * the same numbers), with the plugin's FLOPs and bytes, then its collectives. */
+static int tl_list(sc_predictor *pr, pctx *cx, sc__coll_ctx *cc, const sc_work_list *l,
+                   sc_timeline_list which, sc_error *err) {
+  for (uint32_t i = 0; i < l->nops; i++) {
+    const sc_work_op *o = &l->ops[i];
+    sc_estimate e;
+    double t = 0.0, h = 0.0;
+    int rc = sc_registry_estimate_op(pr->reg, cx->dev, &o->desc, &e, err);
+    if (rc == SC_OK) rc = op_time(cx, o, &t, &h, err);
+    if (rc != SC_OK) return rc;
+    sc_timeline_item *it = tl_push(pr, err);
+    if (it == NULL) return SC_ENOMEM;
+    snprintf(it->label, sizeof it->label, "%s", o->label);
+    it->family = o->desc.family;
+    it->variant = o->desc.variant;
+    it->dtype = o->desc.dtype;
+    it->ndims = o->desc.ndims <= SC_OP_MAX_DIMS ? o->desc.ndims : SC_OP_MAX_DIMS;
+    memcpy(it->dims, o->desc.dims, sizeof it->dims);
+    it->list = (uint8_t)which;
+    it->layer = o->where == SC_WHERE_LAYER;
+    it->wgrad = which == SC_TL_BWD && sc__op_is_wgrad(o);
+    it->repeat = o->repeat;
+    it->flops = e.flops;
+    it->bytes = e.bytes;
+    it->time_s = t;
+  }
+  for (uint32_t i = 0; i < l->ncolls; i++) {
+    const sc_work_coll *wc = &l->colls[i];
+    double t = 0.0;
+    if (wc->nranks > 1 && wc->bytes > 0.0) {
+      int rc = sc__coll_time(cc, wc, &t, err);
+      if (rc != SC_OK) return rc;
+    }
+    sc_timeline_item *it = tl_push(pr, err);
+    if (it == NULL) return SC_ENOMEM;
+    snprintf(it->label, sizeof it->label, "%s", wc->label);
+    it->family = "comm";
+    it->dtype = wc->dtype;
+    it->list = (uint8_t)which;
+    it->layer = wc->where == SC_WHERE_LAYER;
+    it->is_coll = 1;
+    it->coll_kind = (uint8_t)wc->kind;
+    it->group = (uint8_t)wc->group;
+    it->param_gather = which == SC_TL_ITER &&
+                       (wc->group == SC_GROUP_DP || wc->group == SC_GROUP_EDP) &&
+                       wc->phase == SC_PHASE_FWD; /* as sc__chunk_iter splits them */
+    it->nranks = wc->nranks;
+    it->repeat = wc->repeat;
+    it->bytes = wc->bytes;
+    it->time_s = t;
+  }
+  return SC_OK;
+}
+
+/* Chunk g's detail: the schedule's input ch and the items of stage work w. */
+static int tl_chunk(sc_predictor *pr, pctx *cx, sc__coll_ctx *cc, uint32_t g,
+                    const sc_stage_work *w, const sc_sched_chunk *ch, sc_error *err) {
+  static const sc_phase ph[3] = {SC_PHASE_FWD, SC_PHASE_BWD, SC_PHASE_RECOMPUTE};
+  static const sc_timeline_list tl[3] = {SC_TL_FWD, SC_TL_BWD, SC_TL_RECOMPUTE};
+  sc_timeline_chunk *c = &pr->tl_chunks[g];
+  memset(c, 0, sizeof *c);
+  c->times = *ch;
+  c->times.fwd_family_s = c->times.bwd_family_s = c->times.recompute_family_s = NULL;
+  c->first = pr->tl_nitems;
+  c->p2p_fwd_bytes = w->p2p_send_fwd_bytes;
+  c->p2p_bwd_bytes = w->p2p_send_bwd_bytes;
+  c->p2p_dtype = w->p2p_dtype;
+  int rc = SC_OK;
+  for (int k = 0; k < 3 && rc == SC_OK; k++) rc = tl_list(pr, cx, cc, &w->per_micro[ph[k]], tl[k], err);
+  if (rc == SC_OK) rc = tl_list(pr, cx, cc, &w->per_iter, SC_TL_ITER, err);
+  c->count = pr->tl_nitems - c->first;
+  return rc;
+}
+
+int sc_predict_timeline(const sc_predictor *pr, sc_timeline_detail *out, sc_error *err) {
+  if (pr == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "predict: timeline: NULL argument");
+  if (!pr->tl_valid)
+    return sc_error_set(err, SC_EINVAL, "predict: timeline: the last prediction did not "
+                        "record one (record_timeline) or failed");
+  *out = pr->tl;
   return SC_OK;
 }
 
@@ -172,6 +283,8 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
 
   if (pr == NULL || m == NULL || t == NULL || dev == NULL || p == NULL || res == NULL)
     return sc_error_set(err, SC_EINVAL, "predict: NULL argument");
+  pr->tl_valid = 0;
+  pr->tl_nitems = 0;
   if (o == NULL) {
     sc_predict_opts_defaults(&defaults);
     o = &defaults;
@@ -236,7 +349,8 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   cx.pr = pr;
   cx.dev = dev;
   sc__collmemo_clear(&pr->cmemo); /* this call's spans */
-  sc__coll_ctx cc = {pr->reg, t, &sp, algo, &pr->cmemo, o->estimator, o->coll_residuals};
+  sc__coll_ctx cc = {pr->reg, t, &sp, algo, &pr->cmemo, o->estimator, o->coll_residuals,
+                     dev->compute_units};
 
   nchunks = p->pp * p->virtual_stages;
   rc = reserve(pr, nchunks, err);
@@ -245,6 +359,12 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   memset(pr->fam, 0, nchunks * 3 * SC__NFAM * sizeof *pr->fam);
   memset(pr->opt_s, 0, p->pp * sizeof *pr->opt_s);
   mb = sc_parallel_microbatches(p);
+  if (o->record_timeline && pr->tl_cap_chunks < nchunks) {
+    sc_timeline_chunk *tc = realloc(pr->tl_chunks, nchunks * sizeof *tc);
+    if (tc == NULL) return sc_error_set(err, SC_ENOMEM, "predictor: out of memory (timeline)");
+    pr->tl_chunks = tc;
+    pr->tl_cap_chunks = nchunks;
+  }
 
   for (uint32_t r = 0; r < p->pp; r++) {
     for (uint32_t c = 0; c < p->virtual_stages; c++) {
@@ -257,6 +377,7 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
       if (rc != SC_OK) return rc;
       rc = sc__chunk_micro(w, op_time, &cx, &cc, ch, ff, err);
       if (rc == SC_OK) rc = sc__chunk_iter(w, op_time, &cx, &cc, ch, &t_opt, err);
+      if (rc == SC_OK && o->record_timeline) rc = tl_chunk(pr, &cx, &cc, g, w, ch, err);
       if (rc != SC_OK) return rc;
       pr->opt_s[r] += t_opt;
       ch->fwd_family_s = ff;
@@ -314,5 +435,15 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   rc = sc_result_finish(res, err);
   if (rc != SC_OK) return rc;
   if (sched != NULL) *sched = sr;
+  if (o->record_timeline) {
+    pr->tl.schedule = p->schedule;
+    pr->tl.pp = p->pp;
+    pr->tl.vp = p->virtual_stages;
+    pr->tl.nchunks = nchunks;
+    pr->tl.chunks = pr->tl_chunks;
+    pr->tl.items = pr->tl_items;
+    pr->tl.nitems = pr->tl_nitems;
+    pr->tl_valid = 1;
+  }
   return SC_OK;
 }
