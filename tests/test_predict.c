@@ -249,6 +249,37 @@ START_TEST(hand_checked) {
 }
 END_TEST
 
+/* Transformer Engine's TP overlap (overlap_tp_comm with sequence parallelism) is not free:
+ * a pipelined reduce-scatter's last chunk stays exposed and its SMs slow the GEMM beside
+ * it, the ring exchange runs each GEMM in tp pieces; so with it on, exposed TP
+ * communication is above 0 and below all of it, and the compute grows. */
+START_TEST(te_overlap_costs) {
+  sc_model m;
+  sc_parallel p;
+  sc_result on, off;
+  small_model(&m, 2);
+  par(&p, 4, 1, 1, 1);
+  p.sequence_parallel = 1;
+  p.overlap_tp_comm = 0;
+  predict_ok(&m, &p, &off);
+  p.overlap_tp_comm = 1;
+  predict_ok(&m, &p, &on);
+  ck_assert_double_gt(off.breakdown.tp_exposed_s, 0.0);
+  ck_assert_double_gt(on.breakdown.tp_exposed_s, 0.0);
+  ck_assert_double_lt(on.breakdown.tp_exposed_s, off.breakdown.tp_exposed_s);
+  ck_assert_double_gt(on.breakdown.compute_fwd_s, off.breakdown.compute_fwd_s);
+  ck_assert_double_gt(on.breakdown.compute_bwd_s, off.breakdown.compute_bwd_s);
+  /* a device whose SM count is unknown loses no GEMM time to the communication's SMs, and
+   * its ring pieces still cost what the plugins say they do */
+  sc_device keep = dev;
+  dev.compute_units = 0;
+  sc_result nosm;
+  predict_ok(&m, &p, &nosm);
+  dev = keep;
+  ck_assert_double_lt(nosm.breakdown.compute_bwd_s, on.breakdown.compute_bwd_s);
+}
+END_TEST
+
 /* ZB-H1 takes each backward's W from the workload: on one stage and one micro-batch its W
  * pass lasts exactly the plugin estimates of the stage's weight-gradient GEMMs (the labels
  * ending in ".wgrad", the output layer's included), the B pass the rest of the backward,
@@ -338,6 +369,7 @@ static Suite *predict_suite(void) {
   tcase_add_test(tc, zero_stages);
   tcase_add_test(tc, impossible);
   tcase_add_test(tc, hand_checked);
+  tcase_add_test(tc, te_overlap_costs);
   tcase_add_test(tc, zb_wgrad_split);
   tcase_add_test(tc, dualpipe_copies);
   suite_add_tcase(s, tc);

@@ -211,6 +211,46 @@ START_TEST(tp_overlap) {
 }
 END_TEST
 
+/* A part of TP communication that stays exposed under overlap (Transformer Engine's
+ * userbuffers: tp_fwd_fixed_s, tp_bwd_fixed_s): exposed whatever the fraction, the rest
+ * hides as before; m = 2, f = 1, b = 2, tp 0.5 + 0.5 per micro-batch. */
+START_TEST(tp_overlap_fixed) {
+  sc_sched_chunk c;
+  memset(&c, 0, sizeof c);
+  c.fwd_s = 1;
+  c.bwd_s = 2;
+  c.tp_fwd_s = 0.5;
+  c.tp_bwd_s = 0.5;
+  c.tp_fwd_fixed_s = 0.125;
+  c.tp_bwd_fixed_s = 0.25;
+  sc_sched_input in = input(SC_SCHED_1F1B, 1, 1, 2, &c);
+  sc_sched_result r;
+  sc_error err;
+  in.tp_overlap_frac = 1.0;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.breakdown.tp_exposed_s, 2 * (0.125 + 0.25), REL);
+  ck_close(r.iteration_s, 6.0 + 0.75, REL);
+  /* overlap off: all of it, the fixed part included once */
+  in.tp_overlap_frac = 0.0;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.iteration_s, 8.0, REL);
+  /* the rest longer than the compute it hides under: the excess shows too
+   * (fwd: 0.125 fixed + (2.875 - 1) over the 1 s forward) */
+  c.tp_fwd_s = 3.0;
+  in.tp_overlap_frac = 1.0;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_OK);
+  ck_close(r.breakdown.tp_exposed_s, 2 * (0.125 + 1.875 + 0.25), REL);
+  /* more fixed than there is communication: refused, naming the field */
+  c.tp_fwd_s = 0.1;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tp_fwd_fixed_s"));
+  c.tp_fwd_s = 0.5;
+  c.tp_bwd_fixed_s = -1.0;
+  ck_assert_int_eq(sc_schedule_run(ws, &in, &r, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tp_bwd_fixed_s"));
+}
+END_TEST
+
 /* Sharded data parallelism's per-pass communication (ZeRO-2/3): the part prefetching may
  * hide runs under the pass's compute, the rest after it; one stage, m = 2, f = 1, b = 2. */
 START_TEST(shard_overlap) {
@@ -1051,6 +1091,7 @@ static Suite *schedule_suite(void) {
   tcase_add_test(tc, bubble_interleaved);
   tcase_add_test(tc, two_stage_hand);
   tcase_add_test(tc, tp_overlap);
+  tcase_add_test(tc, tp_overlap_fixed);
   tcase_add_test(tc, shard_overlap);
   tcase_add_test(tc, dp_grad_overlap);
   tcase_add_test(tc, param_gather);

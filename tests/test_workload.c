@@ -343,6 +343,59 @@ START_TEST(test_no_sp_allreduce) {
 }
 END_TEST
 
+/* Transformer Engine's userbuffers pairs (overlap_tp_comm with sequence parallelism): each
+ * TP collective names the GEMM it runs beside and how (initialize_ub's defaults), through
+ * fp8's cast operators; without the overlap or without sequence parallelism, none. */
+static void expect_ub(const sc_work_list *l, const char *coll, sc_ub_method m,
+                      const char *gemm) {
+  const sc_work_coll *c = find_coll(l, coll);
+  ck_assert_msg(c != NULL, "no collective %s", coll);
+  ck_assert_msg(c->ub_method == (uint32_t)m, "%s: method %u, expected %d", coll, c->ub_method,
+                (int)m);
+  if (gemm == NULL) {
+    ck_assert_int_eq(c->ub_op, -1);
+    return;
+  }
+  ck_assert_msg(c->ub_op >= 0 && (uint32_t)c->ub_op < l->nops, "%s: no GEMM index", coll);
+  ck_assert_str_eq(l->ops[c->ub_op].label, gemm);
+  ck_assert_str_eq(l->ops[c->ub_op].desc.family, SC_OP_GEMM);
+}
+
+START_TEST(test_te_overlap_pairs) {
+  sc_model m = llama(4, 1024, 3584, 16, 4, 32000);
+  sc_parallel p = par(4, 1, 1, 1, 8, 2048);
+  sc_error err;
+  p.sequence_parallel = 1;
+  p.overlap_tp_comm = 1;
+  p.dtype = SC_DTYPE_FP8;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  const sc_work_list *f = &W.per_micro[SC_PHASE_FWD], *b = &W.per_micro[SC_PHASE_BWD];
+  expect_ub(f, "qkv.ag", SC_UB_RING_EXCHANGE, "qkv");
+  expect_ub(f, "attn_proj.rs", SC_UB_PIPELINE, "attn_proj");
+  expect_ub(f, "mlp_fc1.ag", SC_UB_RING_EXCHANGE, "mlp_fc1");
+  expect_ub(f, "mlp_fc2.rs", SC_UB_PIPELINE, "mlp_fc2");
+  expect_ub(b, "mlp_fc2.ag", SC_UB_RING_EXCHANGE, "mlp_fc2.dgrad");
+  expect_ub(b, "mlp_fc1.wgrad_ag", SC_UB_BULK, "mlp_fc1.dgrad");
+  expect_ub(b, "mlp_fc1.rs", SC_UB_BULK, "mlp_fc1.wgrad");
+  expect_ub(b, "attn_proj.ag", SC_UB_RING_EXCHANGE, "attn_proj.dgrad");
+  expect_ub(b, "qkv.wgrad_ag", SC_UB_BULK, "qkv.dgrad");
+  expect_ub(b, "qkv.rs", SC_UB_BULK, "qkv.wgrad");
+  /* the embedding's and the output layer's collectives have no GEMM of their own here */
+  expect_ub(f, "embed.rs", SC_UB_NONE, NULL);
+  /* overlap off */
+  p.overlap_tp_comm = 0;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  expect_ub(f, "qkv.ag", SC_UB_NONE, NULL);
+  expect_ub(b, "qkv.rs", SC_UB_NONE, NULL);
+  /* no sequence parallelism: all-reduces, not paired */
+  p.overlap_tp_comm = 1;
+  p.sequence_parallel = 0;
+  ck_assert_int_eq(sc_workload_stage(&m, &p, 0, 0, &W, &err), SC_OK);
+  expect_ub(f, "attn_proj.ar", SC_UB_NONE, NULL);
+  expect_ub(b, "qkv.ar", SC_UB_NONE, NULL);
+}
+END_TEST
+
 START_TEST(test_gqa_cp) {
   /* Llama-3-8B-like: h 4096, 32 heads, 8 KV heads (d 128), ffn 14336, V 128256, tp 4,
    * cp 2, s 8192, b 1. Per GPU: a_t 8, g_t 2, QKV width (8 + 4)*128 = 1536, fc1 width
@@ -738,6 +791,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_closed_form_exact_without_padding);
   tcase_add_test(tc, test_hand_shapes);
   tcase_add_test(tc, test_no_sp_allreduce);
+  tcase_add_test(tc, test_te_overlap_pairs);
   tcase_add_test(tc, test_gqa_cp);
   tcase_add_test(tc, test_unfused_and_recompute);
   tcase_add_test(tc, test_dp_optimizer);

@@ -81,6 +81,11 @@ typedef struct sc_sched_chunk {
   double recompute_s;         /* recomputation forward run just before the backward (0 = none) */
   double tp_fwd_s, tp_bwd_s;  /* TP comm per micro-batch; tp_bwd_s includes the TP comm of
                                  the recomputation forward */
+  double tp_fwd_fixed_s, tp_bwd_fixed_s; /* the part of tp_fwd_s / tp_bwd_s that stays
+                                 exposed even when overlapped (Transformer Engine's
+                                 userbuffers: what its GEMM cannot cover, the last chunk of
+                                 a pipelined reduce-scatter), <= the whole; 0 = all of it may
+                                 hide (tp_overlap_frac of it) */
   double cp_fwd_s, cp_bwd_s;  /* context-parallel comm per micro-batch, same convention */
   double p2p_fwd_s;           /* send of this chunk's output activation to the next virtual
                                  stage (ignored on the last virtual stage) */

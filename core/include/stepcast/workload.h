@@ -100,7 +100,25 @@ typedef struct sc_work_coll {
    * shard (every shard_size-th rank: HSDP's cross-shard all-reduce). 0 for other groups. */
   uint32_t subgroup;
   char label[32];      /* "attn_proj.rs", "mlp_fc1.ag", "dp.grad_rs", ... */
+  /* Transformer Engine's userbuffers overlap of a TP collective with one GEMM (with
+   * overlap_tp_comm and sequence parallelism; docs/schedule.md, "TP/CP overlap"): how
+   * (sc_ub_method; SC_UB_NONE: not paired, the collective may hide under the pass's
+   * compute as a whole) and with which GEMM (ub_op: its index in the same list's ops; -1
+   * when not paired). */
+  uint32_t ub_method;
+  int32_t ub_op;
 } sc_work_coll;
+
+/* How Transformer Engine overlaps a TP collective with its GEMM (initialize_ub's methods):
+ * RING_EXCHANGE splits the GEMM into tp pieces fed by point-to-point copies; PIPELINE splits
+ * it into chunks whose reduce-scatters run on a few SMs beside the next chunk; BULK runs
+ * the whole collective on a few SMs beside the whole GEMM. */
+typedef enum {
+  SC_UB_NONE = 0,
+  SC_UB_RING_EXCHANGE = 1,
+  SC_UB_PIPELINE = 2,
+  SC_UB_BULK = 3
+} sc_ub_method;
 
 typedef enum {
   SC_DP_WHOLE = 0,  /* every rank of the DP x CP group */

@@ -149,7 +149,7 @@ int sc__op_is_wgrad(const sc_work_op *o) {
 /* sc__ops_sum, and into *wshare (when not NULL) the part of the total that the list's
  * weight-gradient GEMMs take (sc__op_is_wgrad), counted as a family's share is. */
 static int ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
-                   double *fam, double *lead, double *wshare, sc_error *err) {
+                   double *fam, double *lead, double *wshare, double *each, sc_error *err) {
   double g[SC_WORK_MAX_OPS], h[SC_WORK_MAX_OPS];
   size_t fi[SC_WORK_MAX_OPS];
   unsigned char isw[SC_WORK_MAX_OPS];
@@ -171,6 +171,7 @@ static int ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *
     fi[i] = f;
     isw[i] = wshare != NULL && sc__op_is_wgrad(o);
     if (h[i] > 0.0) stream = 1;
+    if (each != NULL) each[i] = g[i];
     double ts = g[i] * (double)o->repeat;
     sum += ts;
     if (f < SC__NFAM) fplain[f] += ts;
@@ -235,7 +236,7 @@ static int ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *
 
 int sc__ops_sum(const sc_work_list *l, sc__op_time_fn fn, void *ctx, double *total,
                 double *fam, double *lead, sc_error *err) {
-  return ops_sum(l, fn, ctx, total, fam, lead, NULL, err);
+  return ops_sum(l, fn, ctx, total, fam, lead, NULL, NULL, err);
 }
 
 /* wc's time x its repeat count; nothing for a trivial one (one rank or no bytes). */
@@ -369,6 +370,80 @@ int sc__coll_time(void *ctx, const sc_work_coll *wc, double *time_s, sc_error *e
   return SC_OK;
 }
 
+/* Transformer Engine's userbuffers figures (TransformerEngine
+ * transformer_engine/pytorch/module/base.py @ 0004dbd0, initialize_ub: add_ub's defaults
+ * num_sm = 16, num_splits = 4, set_sm_margin = 0): the SMs a pipeline or bulk overlap's
+ * communication kernel takes while it runs, and the chunks a pipelined GEMM is cut into. */
+#define SC__UB_SMS 16.0
+#define SC__UB_SPLITS 4.0
+
+/* One TP collective of c seconds beside its GEMM of g seconds (Transformer Engine's
+ * userbuffers, docs/schedule.md "TP/CP overlap"), on a device of S SMs (0: unknown): the
+ * part of c that stays exposed into *u, the time the GEMM loses to the communication's SMs
+ * into *e.
+ * - ring exchange: the GEMM runs in n pieces, each fed by a copy of the previous piece's
+ *   data (copy engines, no SMs): only the first piece has nothing to hide behind.
+ * - pipeline: the GEMM runs in k chunks, each chunk's reduce-scatter beside the next chunk
+ *   on SC__UB_SMS SMs; the last chunk's is exposed.
+ * - bulk: the whole collective on SC__UB_SMS SMs beside the whole GEMM. */
+static void ub_cost(uint32_t method, double c, double g, double piece, uint32_t n, double S,
+                    double *u, double *e) {
+  double share = S > SC__UB_SMS ? SC__UB_SMS / S : 0.0, k = SC__UB_SPLITS;
+  double beside;
+  *u = *e = 0.0;
+  switch (method) {
+  case SC_UB_RING_EXCHANGE: {
+    /* piece: one of the n GEMMs of 1/n of the rows, as priced (smaller: less efficient) */
+    double cover = piece * (double)(n - 1), whole = piece * (double)n;
+    *u = c > cover ? c - cover : 0.0;
+    *e = whole > g ? whole - g : 0.0;
+    return;
+  }
+  case SC_UB_PIPELINE:
+    *u = c / k + (c > g ? (c - g) * (k - 1.0) / k : 0.0);
+    beside = c * (k - 1.0) / k;
+    *e = (beside < g ? beside : g) * share;
+    return;
+  case SC_UB_BULK:
+    *u = c > g ? c - g : 0.0;
+    *e = (c < g ? c : g) * share;
+    return;
+  default:
+    return;
+  }
+}
+
+/* The userbuffers terms of list l (each: its operators' times of one instance): the part
+ * of its TP communication that stays exposed into *fixed, the GEMM time lost to the
+ * communication's SMs into *extra (of which the weight-gradient GEMMs' into *extra_w). */
+static int ub_terms(const sc_work_list *l, const double *each, sc__op_time_fn op, void *octx,
+                    sc__coll_ctx *cc, double *fixed, double *extra, double *extra_w,
+                    sc_error *err) {
+  for (uint32_t i = 0; i < l->ncolls; i++) {
+    const sc_work_coll *wc = &l->colls[i];
+    if (wc->ub_method == SC_UB_NONE || !wc->overlappable || wc->ub_op < 0 ||
+        (uint32_t)wc->ub_op >= l->nops || wc->nranks < 2 || !(wc->bytes > 0.0))
+      continue;
+    const sc_work_op *go = &l->ops[wc->ub_op];
+    double c1 = 0.0, u, e, R = (double)wc->repeat, g1 = each[wc->ub_op], piece = g1;
+    int rc = sc__coll_time(cc, wc, &c1, err);
+    if (rc != SC_OK) return rc;
+    if (wc->ub_method == SC_UB_RING_EXCHANGE && go->desc.ndims >= 2) {
+      /* the GEMM's rows (dims[1]: the sequence's tokens) in nranks pieces */
+      sc_work_op one = *go;
+      double host = 0.0;
+      one.desc.dims[1] = (go->desc.dims[1] + (int64_t)wc->nranks - 1) / (int64_t)wc->nranks;
+      rc = op(octx, &one, &piece, &host, err);
+      if (rc != SC_OK) return rc;
+    }
+    ub_cost(wc->ub_method, c1, g1, piece, wc->nranks, (double)cc->sms, &u, &e);
+    *fixed += u * R;
+    *extra += e * R;
+    if (sc__op_is_wgrad(&l->ops[wc->ub_op])) *extra_w += e * R;
+  }
+  return SC_OK;
+}
+
 int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__coll_ctx *cc,
                     sc_sched_chunk *ch, double *fam, sc_error *err) {
   static const sc_phase ph[3] = {SC_PHASE_FWD, SC_PHASE_BWD, SC_PHASE_RECOMPUTE};
@@ -377,15 +452,29 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
    * GPU at a pass's end is ahead of it at the next one's start (the lead) */
   static const int order[3] = {0, 2, 1};
   double lead = 0.0;
+  double each[3][SC_WORK_MAX_OPS];
   int rc = SC_OK;
   ch->tp_fwd_s = ch->cp_fwd_s = ch->tp_bwd_s = ch->cp_bwd_s = 0.0;
+  ch->tp_fwd_fixed_s = ch->tp_bwd_fixed_s = 0.0;
   ch->shard_fwd_s = ch->shard_bwd_s = ch->shard_fwd_hide_s = ch->shard_bwd_hide_s = 0.0;
   memset(fam, 0, 3 * SC__NFAM * sizeof *fam);
   ch->wgrad_s = 0.0;
   for (int i = 0; i < 3 && rc == SC_OK; i++) {
     int k = order[i];
     rc = ops_sum(&w->per_micro[ph[k]], op, octx, pass[k], fam + k * SC__NFAM, &lead,
-                 k == 1 ? &ch->wgrad_s : NULL, err);
+                 k == 1 ? &ch->wgrad_s : NULL, each[k], err);
+  }
+  /* Transformer Engine's TP overlap: what each collective's GEMM cannot cover, and what
+   * the GEMMs lose to the communication's SMs (counted as GEMM time of the pass) */
+  for (int k = 0; k < 3 && rc == SC_OK; k++) {
+    double fixed = 0.0, extra = 0.0, extra_w = 0.0;
+    rc = ub_terms(&w->per_micro[ph[k]], each[k], op, octx, cc, &fixed, &extra, &extra_w, err);
+    if (rc != SC_OK || (fixed == 0.0 && extra == 0.0)) continue;
+    *pass[k] += extra;
+    fam[k * SC__NFAM + sc__family_index(SC_OP_GEMM)] += extra;
+    if (k == 1) ch->wgrad_s += extra_w;
+    if (k == 0) ch->tp_fwd_fixed_s += fixed;
+    else ch->tp_bwd_fixed_s += fixed;
   }
   if (ch->wgrad_s > ch->bwd_s) ch->wgrad_s = ch->bwd_s; /* a share of it, whatever rounding */
   /* recomputation's TP/CP communication runs inside the backward pass */
@@ -396,6 +485,9 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
                              k == 0 ? &ch->shard_fwd_s : &ch->shard_bwd_s,
                              k == 0 ? &ch->shard_fwd_hide_s : &ch->shard_bwd_hide_s, err);
   if (rc != SC_OK) return rc;
+  /* a part of the whole, whatever rounding */
+  if (ch->tp_fwd_fixed_s > ch->tp_fwd_s) ch->tp_fwd_fixed_s = ch->tp_fwd_s;
+  if (ch->tp_bwd_fixed_s > ch->tp_bwd_s) ch->tp_bwd_fixed_s = ch->tp_bwd_s;
   sc__cp_hide_under_attention(ch, fam);
   return SC_OK;
 }

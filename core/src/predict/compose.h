@@ -139,6 +139,9 @@ typedef struct sc__coll_ctx {
   sc__collmemo *cm;
   sc_estimator estimator;             /* with cres: hybrid or learned collectives */
   const struct sc_residuals *cres;    /* collective residuals (NULL: analytical) */
+  uint32_t sms;                       /* the device's SMs (sc_device.compute_units; 0:
+                                       * unknown): what Transformer Engine's TP overlap
+                                       * takes from the GEMMs beside it */
 } sc__coll_ctx;
 
 /* An sc__coll_time_fn (ctx: an sc__coll_ctx): one instance of wc over its group's span, the

@@ -15,4 +15,11 @@ static inline double sc__exposed(double c, double f, double x) {
   return sc__exposed_part(c, c * f, x);
 }
 
+/* TP communication c under overlap fraction f, of which `fixed` stays exposed whatever
+ * the fraction (sc_sched_chunk.tp_fwd_fixed_s): f of the rest may hide under x. With
+ * fixed 0 this is sc__exposed(c, f, x) to the bit. */
+static inline double sc__exposed_tp(double c, double fixed, double f, double x) {
+  return sc__exposed_part(c, f * (c - fixed), x);
+}
+
 #endif /* SC_SCHEDULE_EXPOSED_H */

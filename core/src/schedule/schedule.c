@@ -497,7 +497,8 @@ static int validate(const sc_sched_input *in, sc_error *err) {
              {"p2p_bwd_s", c->p2p_bwd_s}, {"dp_grad_s", c->dp_grad_s},
              {"dp_param_gather_s", c->dp_param_gather_s}, {"shard_fwd_s", c->shard_fwd_s},
              {"shard_bwd_s", c->shard_bwd_s}, {"shard_fwd_hide_s", c->shard_fwd_hide_s},
-             {"shard_bwd_hide_s", c->shard_bwd_hide_s}};
+             {"shard_bwd_hide_s", c->shard_bwd_hide_s}, {"tp_fwd_fixed_s", c->tp_fwd_fixed_s},
+             {"tp_bwd_fixed_s", c->tp_bwd_fixed_s}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
       if (bad_time(f[i].v))
         return sc_error_set(err, SC_EINVAL, "schedule: chunks[%u].%s = %g must be finite and >= 0",
@@ -506,6 +507,11 @@ static int validate(const sc_sched_input *in, sc_error *err) {
       return sc_error_set(err, SC_EINVAL,
                           "schedule: chunks[%u].wgrad_s = %g exceeds bwd_s = %g (it is a part "
                           "of it)", g, c->wgrad_s, c->bwd_s);
+    if (c->tp_fwd_fixed_s > c->tp_fwd_s || c->tp_bwd_fixed_s > c->tp_bwd_s)
+      return sc_error_set(err, SC_EINVAL,
+                          "schedule: chunks[%u].tp_fwd_fixed_s / tp_bwd_fixed_s (%g, %g) exceed "
+                          "tp_fwd_s / tp_bwd_s (%g, %g) (each is a part of it)",
+                          g, c->tp_fwd_fixed_s, c->tp_bwd_fixed_s, c->tp_fwd_s, c->tp_bwd_s);
     if (c->shard_fwd_hide_s > c->shard_fwd_s || c->shard_bwd_hide_s > c->shard_bwd_s)
       return sc_error_set(err, SC_EINVAL,
                           "schedule: chunks[%u]: the hidden part of the sharded communication "
@@ -642,7 +648,7 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double start = dmax(t0, a);
     start = dmax(start, gmin);
     double x = ch->fwd_s;
-    double etp = sc__exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+    double etp = sc__exposed_tp(ch->tp_fwd_s, ch->tp_fwd_fixed_s, in->tp_overlap_frac, x);
     double ecp = sc__exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
     double esh = sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
     double xend = dmax(start + x, stretch);
@@ -697,7 +703,7 @@ static inline int step(sim *S, uint32_t r, uint32_t op, uint32_t *wn, uint32_t *
     double start = dmax(t0, a);
     double rc = ch->recompute_s;
     double x = rc + ch->bwd_s;
-    double etp = sc__exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+    double etp = sc__exposed_tp(ch->tp_bwd_s, ch->tp_bwd_fixed_s, in->tp_overlap_frac, x);
     double ecp = sc__exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
     double esh = sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
     double xend = start + x;
@@ -793,7 +799,7 @@ static void account_rank(sim *S, uint32_t r) {
       double start = dmax(dmax(t0, a), gmin);
       gap(bd, t0, pe, a, start);
       double x = ch->fwd_s;
-      double etp = sc__exposed(ch->tp_fwd_s, in->tp_overlap_frac, x);
+      double etp = sc__exposed_tp(ch->tp_fwd_s, ch->tp_fwd_fixed_s, in->tp_overlap_frac, x);
       double ecp = sc__exposed(ch->cp_fwd_s, in->cp_overlap_frac, x);
       double esh = sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, x);
       double xend = dmax(start + x, stretch);
@@ -813,7 +819,7 @@ static void account_rank(sim *S, uint32_t r) {
       gap(bd, t0, pe, a, start);
       double rc = ch->recompute_s;
       double x = rc + ch->bwd_s;
-      double etp = sc__exposed(ch->tp_bwd_s, in->tp_overlap_frac, x);
+      double etp = sc__exposed_tp(ch->tp_bwd_s, ch->tp_bwd_fixed_s, in->tp_overlap_frac, x);
       double ecp = sc__exposed(ch->cp_bwd_s, in->cp_overlap_frac, x);
       double esh = sc__exposed_part(ch->shard_bwd_s, ch->shard_bwd_hide_s, x);
       bd->compute_recompute_s += rc;
@@ -900,12 +906,12 @@ static inline void gtimes_of(const sim *S, const sc_sched_chunk *cf, const sc_sc
     t->esh = sc__exposed_part(cf->shard_fwd_s, cf->shard_fwd_hide_s, t->xf) +
              sc__exposed_part(cb->shard_bwd_s, cb->shard_bwd_hide_s, xb);
   } else if (cf) {
-    t->etp = sc__exposed(cf->tp_fwd_s, in->tp_overlap_frac, t->xf);
+    t->etp = sc__exposed_tp(cf->tp_fwd_s, cf->tp_fwd_fixed_s, in->tp_overlap_frac, t->xf);
     t->ecp = sc__exposed(cf->cp_fwd_s, in->cp_overlap_frac, t->xf);
     t->esh = sc__exposed_part(cf->shard_fwd_s, cf->shard_fwd_hide_s, t->xf);
   } else {
     /* a split B carries the backward's communication and only its own compute hides it */
-    t->etp = sc__exposed(cb->tp_bwd_s, in->tp_overlap_frac, xb);
+    t->etp = sc__exposed_tp(cb->tp_bwd_s, cb->tp_bwd_fixed_s, in->tp_overlap_frac, xb);
     t->ecp = sc__exposed(cb->cp_bwd_s, in->cp_overlap_frac, xb);
     t->esh = sc__exposed_part(cb->shard_bwd_s, cb->shard_bwd_hide_s, xb);
   }

@@ -104,7 +104,7 @@ int sc__sweep_chunk_micro(sc_registry *reg, const sc_stage_work *w, const sc_top
                           sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                           sc_error *err) {
   ectx c = {reg, dev, om};
-  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL, dev->compute_units};
   int rc = sc__chunk_micro(w, op_time, &c, &cc, &out->ch, out->fam, err);
   if (rc != SC_OK) return rc;
   out->flops[0] = w->flops[SC_PHASE_FWD];
@@ -118,7 +118,7 @@ int sc__sweep_chunk_iter(sc_registry *reg, const sc_stage_work *w, const sc_topo
                          sc__collmemo *cm, sc__sweep_omemo *om, sc__sweep_chunk_val *out,
                          sc_error *err) {
   ectx c = {reg, dev, om};
-  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL};
+  sc__coll_ctx cc = {reg, t, sp, algo, cm, SC_ESTIMATOR_ANALYTICAL, NULL, dev->compute_units};
   return sc__chunk_iter(w, op_time, &c, &cc, &out->ch, &out->t_opt, err);
 }
 
@@ -183,8 +183,9 @@ double sc__sweep_lower_bound(const sc_parallel *p, uint32_t mb, const sc_sched_c
     for (uint32_t c = 0; c < vp; c++) {
       const sc_sched_chunk *ch = &chunks[c * pp + r];
       double x = ch->recompute_s + ch->bwd_s;
-      work += ch->fwd_s + sc__exposed(ch->tp_fwd_s, tpf, ch->fwd_s) +
-              sc__exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x + sc__exposed(ch->tp_bwd_s, tpf, x) +
+      work += ch->fwd_s + sc__exposed_tp(ch->tp_fwd_s, ch->tp_fwd_fixed_s, tpf, ch->fwd_s) +
+              sc__exposed(ch->cp_fwd_s, 0.0, ch->fwd_s) + x +
+              sc__exposed_tp(ch->tp_bwd_s, ch->tp_bwd_fixed_s, tpf, x) +
               sc__exposed(ch->cp_bwd_s, 0.0, x);
       if (ch->shard_fwd_s > 0.0 || ch->shard_bwd_s > 0.0)
         work += sc__exposed_part(ch->shard_fwd_s, ch->shard_fwd_hide_s, ch->fwd_s) +

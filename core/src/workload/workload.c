@@ -581,6 +581,8 @@ static void coll(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_work_whe
   c->where = where;
   c->overlappable = overlappable ? 1 : 0;
   c->subgroup = SC_DP_WHOLE;
+  c->ub_method = SC_UB_NONE;
+  c->ub_op = -1;
   copy_label(c->label, label);
 }
 
@@ -643,6 +645,20 @@ static void tp_reduce(bld *B, sc_work_list *l, sc_phase ph, uint32_t rep, sc_wor
                       const char *label_ar, const char *label_rs) {
   if (B->d.sp) tp_coll(B, l, ph, rep, where, SC_COLL_REDUCESCATTER, label_rs);
   else tp_coll(B, l, ph, rep, where, SC_COLL_ALLREDUCE, label_ar);
+}
+
+/* Transformer Engine's userbuffers overlap (overlap_tp_comm with sequence parallelism):
+ * the TP collective emitted since the list held nc0 of them runs beside the GEMM ops[gemm]
+ * by method m. Its methods per GEMM are initialize_ub's defaults (TransformerEngine
+ * transformer_engine/pytorch/module/base.py @ 0004dbd0: ring_exchange for qkv_fprop,
+ * fc1_fprop, proj_dgrad, fc2_dgrad; pipeline for proj_fprop, fc2_fprop; bulk for
+ * qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad). */
+static void ub_pair(bld *B, sc_work_list *l, uint32_t nc0, sc_ub_method m, uint32_t gemm) {
+  if (!B->p->overlap_tp_comm || !B->d.sp || l->ncolls != nc0 + 1 || gemm >= l->nops) return;
+  sc_work_coll *c = &l->colls[nc0];
+  if (c->group != SC_GROUP_TP || strcmp(l->ops[gemm].desc.family, SC_OP_GEMM) != 0) return;
+  c->ub_method = (uint32_t)m;
+  c->ub_op = (int32_t)gemm;
 }
 
 /* Before a column-parallel linear (FWD), a row-parallel dgrad (BWD), or a wgrad that needs
@@ -849,11 +865,13 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   const int act = (int)m->activation;
   sc_work_where W = SC_WHERE_LAYER;
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm1", DIMS(d->T_sp, d->h));
+  uint32_t nc = l->ncolls;
   sp_gather(B, l, ph, L, W, "qkv.ag");
   if (d->mla) {
     mla_fwd(B, l, ph, L);
   } else {
     linear(B, l, ph, L, W, "qkv", 0, DIMS(1, d->T, d->qkv_t, d->h));
+    ub_pair(B, l, nc, SC_UB_RING_EXCHANGE, l->nops - 1);
   }
   if (m->position == SC_POS_ROPE) {
     op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ROPE_FWD, "rope",
@@ -861,19 +879,25 @@ static void layer_fwd(bld *B, sc_work_list *l, sc_phase ph, uint32_t L) {
   }
   attn_core_fwd(B, l, ph, L);
   linear(B, l, ph, L, W, "attn_proj", 1, DIMS(1, d->T, d->h, d->q_t));
+  nc = l->ncolls;
   tp_reduce(B, l, ph, L, W, "attn_proj.ar", "attn_proj.rs");
+  ub_pair(B, l, nc, SC_UB_PIPELINE, l->nops - 1);
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "attn_bda",
      DIMS(d->T_sp * d->h));
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 0), "norm2", DIMS(d->T_sp, d->h));
   /* the dense MLP in the chunk's dense layers, the experts in its MoE layers (L layers of
    * a recomputation are the chunk's: Ld + Lm == L) */
   uint32_t Ld = L - B->Lm;
+  nc = l->ncolls;
   sp_gather(B, l, ph, Ld, W, "mlp_fc1.ag");
   linear(B, l, ph, Ld, W, "mlp_fc1", 0, DIMS(1, d->T, d->f1_t, d->h));
+  ub_pair(B, l, nc, SC_UB_RING_EXCHANGE, l->nops - 1);
   op(B, l, ph, Ld, W, SC_OP_ELEMENTWISE, act_kernel[act].fwd, act_kernel[act].name,
      DIMS(d->T * d->f_t));
   linear(B, l, ph, Ld, W, "mlp_fc2", 1, DIMS(1, d->T, d->h, d->f_t));
+  nc = l->ncolls;
   tp_reduce(B, l, ph, Ld, W, "mlp_fc2.ar", "mlp_fc2.rs");
+  ub_pair(B, l, nc, SC_UB_PIPELINE, l->nops - 1);
   moe_fwd(B, l, ph, B->Lm);
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_FWD, "mlp_bda",
      DIMS(d->T_sp * d->h));
@@ -892,15 +916,21 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   uint32_t Ld = L - B->Lm;
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "mlp_bda.bwd",
      DIMS(d->T_sp * d->h));
+  uint32_t nc = l->ncolls;
   sp_gather(B, l, ph, Ld, W, "mlp_fc2.ag");
   linear(B, l, ph, Ld, W, "mlp_fc2.dgrad", 1, DIMS(1, d->T, d->f_t, d->h));
+  ub_pair(B, l, nc, SC_UB_RING_EXCHANGE, l->nops - 1);
   linear(B, l, ph, Ld, W, "mlp_fc2.wgrad", 0, DIMS(1, d->h, d->f_t, d->T));
   op(B, l, ph, Ld, W, SC_OP_ELEMENTWISE, act_kernel[act].bwd, act_kernel[act].name_bwd,
      DIMS(d->T * d->f_t));
   linear(B, l, ph, Ld, W, "mlp_fc1.dgrad", 1, DIMS(1, d->T, d->h, d->f1_t));
+  nc = l->ncolls;
   sp_gather(B, l, ph, Ld, W, "mlp_fc1.wgrad_ag");
+  ub_pair(B, l, nc, SC_UB_BULK, l->nops - 1);
+  nc = l->ncolls;
   tp_reduce(B, l, ph, Ld, W, "mlp_fc1.ar", "mlp_fc1.rs");
   linear(B, l, ph, Ld, W, "mlp_fc1.wgrad", 0, DIMS(1, d->f1_t, d->h, d->T));
+  ub_pair(B, l, nc, SC_UB_BULK, l->nops - 1);
   moe_bwd(B, l, B->Lm);
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm2.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "mlp_residual.bwd", DIMS(d->T_sp * d->h));
@@ -908,8 +938,10 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
   /* Attention block, in reverse. */
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_BIAS_DROPOUT_ADD_BWD, "attn_bda.bwd",
      DIMS(d->T_sp * d->h));
+  nc = l->ncolls;
   sp_gather(B, l, ph, L, W, "attn_proj.ag");
   linear(B, l, ph, L, W, "attn_proj.dgrad", 1, DIMS(1, d->T, d->q_t, d->h));
+  ub_pair(B, l, nc, SC_UB_RING_EXCHANGE, l->nops - 1);
   linear(B, l, ph, L, W, "attn_proj.wgrad", 0, DIMS(1, d->h, d->q_t, d->T));
   if (p->cp > 1) {
     /* The ring passes K/V again and returns dK/dV to their owners. */
@@ -941,9 +973,13 @@ static void layer_bwd(bld *B, sc_work_list *l, uint32_t L) {
     mla_bwd(B, l, L);
   } else {
     linear(B, l, ph, L, W, "qkv.dgrad", 1, DIMS(1, d->T, d->h, d->qkv_t));
+    nc = l->ncolls;
     sp_gather(B, l, ph, L, W, "qkv.wgrad_ag");
+    ub_pair(B, l, nc, SC_UB_BULK, l->nops - 1);
+    nc = l->ncolls;
     tp_reduce(B, l, ph, L, W, "qkv.ar", "qkv.rs");
     linear(B, l, ph, L, W, "qkv.wgrad", 0, DIMS(1, d->qkv_t, d->h, d->T));
+    ub_pair(B, l, nc, SC_UB_BULK, l->nops - 1);
   }
   op(B, l, ph, L, W, SC_OP_NORM, norm_variant(m, 1), "norm1.bwd", DIMS(d->T_sp, d->h));
   op(B, l, ph, L, W, SC_OP_ELEMENTWISE, SC_EW_ADD, "attn_residual.bwd", DIMS(d->T_sp * d->h));
