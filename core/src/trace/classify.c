@@ -34,11 +34,23 @@ static int any(const char *s, const char *const *needles) {
 static const char *const k_comm[] = {"nccl", "rccl", "msccl", NULL};
 static const char *const k_attention[] = {"flash", "fmha", "attention", "sdpa", "_attn",
                                           "mha_", NULL};
-static const char *const k_norm[] = {"norm", "softmax", "bn_fw", "bn_bw", NULL};
+static const char *const k_norm[] = {"norm", "softmax", "bn_fw", "bn_bw", "gammabeta", NULL};
 static const char *const k_optimizer[] = {"multi_tensor_apply", "adam", "adagrad", "sgd_",
-                                          "lamb", "optimizer", NULL};
+                                          "optimizer", NULL};
+
+/* "lamb" (the LAMB optimizer's kernels) but not "lambda": PyTorch's element-wise kernels
+ * name their functors "...::{lambda()#3}..." */
+static int has_lamb(const char *s) {
+  for (; *s; s++) {
+    if (tolower((unsigned char)s[0]) == 'l' && tolower((unsigned char)s[1]) == 'a' &&
+        tolower((unsigned char)s[2]) == 'm' && tolower((unsigned char)s[3]) == 'b' &&
+        tolower((unsigned char)s[4]) != 'd')
+      return 1;
+  }
+  return 0;
+}
 static const char *const k_gemm[] = {"gemm", "gemv", "cutlass", "cublas", "xmma", "matmul",
-                                     "conv", "cudnn", "wgrad", "dgrad", "winograd", NULL};
+                                     "conv", "cudnn", "wgrad", "dgrad", "winograd", "nvjet", NULL};
 
 sc_kernel_family sc_trace_classify(sc_trace_kind kind, const char *name) {
   if (kind == SC_TRACE_MEMCPY) return SC_KFAM_MEMCPY;
@@ -47,7 +59,7 @@ sc_kernel_family sc_trace_classify(sc_trace_kind kind, const char *name) {
   if (any(name, k_comm)) return SC_KFAM_COMM;
   if (any(name, k_attention)) return SC_KFAM_ATTENTION;
   if (any(name, k_norm)) return SC_KFAM_NORM;
-  if (any(name, k_optimizer)) return SC_KFAM_OPTIMIZER;
+  if (any(name, k_optimizer) || has_lamb(name)) return SC_KFAM_OPTIMIZER;
   if (any(name, k_gemm)) return SC_KFAM_GEMM;
   return SC_KFAM_ELEMENTWISE;
 }
