@@ -9,10 +9,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "job.h"
 #include "stepcast/afile.h"
 #include "stepcast/comm.h"
 #include "stepcast/estimate.h"
+#include "stepcast/predict.h"
 #include "stepcast/report.h"
+#include "stepcast/stack.h"
 #include "stepcast/trace.h"
 
 static const char *const CMD = "trace";
@@ -50,7 +53,16 @@ static void trace_usage(FILE *out) {
           "  --timeline OUT.json   write the replayed timeline as a Chrome trace\n"
           "  --json                the same as one JSON document (docs/schemas/trace.json)\n"
           "  --quiet               no per-file summary\n"
-          "Rules and limits of every edit: docs/trace.md.\n");
+          "Rules and limits of every edit: docs/trace.md.\n\n"
+          "       stepcast trace compare FILE... --model M --topology T [job options as\n"
+          "                                      predict takes] [--json] [--quiet]\n\n"
+          "compare predicts the job (as stepcast predict does, estimator and stack included)\n"
+          "and lines it up with the traces, one per rank: per step (ProfilerStep#N, else the\n"
+          "whole trace) the measured span against the predicted iteration, and per kernel\n"
+          "family the measured GPU time (kernels, memcpy, memset) against the prediction's\n"
+          "operators and collectives of the rank's pipeline stage, named as their kernels are;\n"
+          "kernels no family's name pattern matches are a row of their own (unmapped), GPU\n"
+          "work outside every step is counted apart. --json: docs/schemas/trace-compare.json.\n");
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -234,15 +246,348 @@ static int write_timeline(const char *path, const sc_trace_result *r) {
   return 0;
 }
 
+/* ---- trace compare ---- */
+
+static void cmp_err(FILE *o, double pred, double meas, int json) {
+  if (meas > 0 && isfinite(pred)) {
+    if (json) jnum(o, 100.0 * (pred - meas) / meas);
+    else fprintf(o, " %9.1f", 100.0 * (pred - meas) / meas);
+  } else {
+    fputs(json ? "null" : "         -", o);
+  }
+}
+
+static void compare_text(const sc_trace_compare *c, const sc_result *res, size_t nf) {
+  size_t ns;
+  const sc_trace_cmp_step *st = sc_trace_compare_steps(c, &ns);
+  const sc_parallel *p = &res->parallel;
+  printf("prediction: %s on %s (%s), %u GPUs = TP %u x PP %u x DP %u x CP %u, %s, %u "
+         "micro-batches of %u, seq %u; estimator %s%s%s: iteration %.3f ms\n", res->model,
+         res->topology, res->hardware, res->gpus, p->tp, p->pp, p->dp, p->cp,
+         sc_cli_schedule_name(p->schedule), res->microbatches, p->micro_batch, p->seq_len,
+         res->estimator, res->stack[0] ? ", stack " : "", res->stack, res->iteration_s * 1e3);
+  double sm = 0, sp = 0;
+  for (size_t i = 0; i < ns; i++) {
+    const sc_trace_cmp_step *s = &st[i];
+    printf("\nstep %s, trace %d (rank %d, pipeline stage %u): measured %.3f ms, predicted "
+           "%.3f ms (", s->name, s->rank, s->global_rank, s->stage, s->measured_s * 1e3,
+           s->predicted_s * 1e3);
+    if (s->measured_s > 0) printf("%+.1f %%)\n", 100.0 * (s->predicted_s - s->measured_s) /
+                                                     s->measured_s);
+    else printf("-)\n");
+    sm += s->measured_s;
+    sp += s->predicted_s;
+    printf("  %-12s %8s %12s %13s %9s\n", "family", "kernels", "measured ms", "predicted ms",
+           "error %");
+    for (size_t r = 0; r < SC_TRACE_CMP_ROWS; r++) {
+      if (s->kernels[r] == 0 && !(s->predicted_row_s[r] > 0)) continue;
+      printf("  %-12s %8llu %12.3f ", sc_trace_compare_row_name(r),
+             (unsigned long long)s->kernels[r], s->measured_row_s[r] * 1e3);
+      if (r == SC_TRACE_CMP_UNMAPPED) printf("%13s %9s\n", "-", "-");
+      else {
+        printf("%13.3f", s->predicted_row_s[r] * 1e3);
+        cmp_err(stdout, s->predicted_row_s[r], s->measured_row_s[r], 0);
+        printf("\n");
+      }
+    }
+    uint64_t nk = 0;
+    for (size_t r = 0; r < SC_TRACE_CMP_ROWS; r++) nk += s->kernels[r];
+    printf("  %-12s %8llu %12.3f %13.3f", "GPU total", (unsigned long long)nk,
+           s->gpu_measured_s * 1e3, s->gpu_predicted_s * 1e3);
+    cmp_err(stdout, s->gpu_predicted_s, s->gpu_measured_s, 0);
+    printf("\n  predicted by operator family, ms:");
+    for (uint32_t k = 0; k < s->nopfam; k++)
+      printf("%s %s %.3f (%s)", k ? "," : "", s->opfam[k], s->opfam_s[k] * 1e3,
+             sc_trace_compare_row_name(s->opfam_row[k]));
+    printf("\n");
+  }
+  const char *name;
+  uint64_t cnt;
+  double ts;
+  size_t nu = 0;
+  while (sc_trace_compare_unmapped(c, nu, NULL, NULL, NULL) == SC_OK) nu++;
+  if (nu > 0) {
+    printf("\nunmapped kernels (no family's name pattern; their own row, in no family's): %zu "
+           "name%s\n", nu, nu == 1 ? "" : "s");
+    for (size_t i = 0; i < nu && i < 10; i++) {
+      sc_trace_compare_unmapped(c, i, &name, &cnt, &ts);
+      printf("  %8.3f ms %6llu x  %.100s\n", ts * 1e3, (unsigned long long)cnt, name);
+    }
+    if (nu > 10) printf("  ... %zu more (--json lists them all)\n", nu - 10);
+  }
+  for (size_t r = 0; r < nf; r++) {
+    sc_trace_compare_outside(c, r, &cnt, &ts);
+    if (cnt > 0)
+      printf("GPU work outside every step, trace %zu: %llu events, %.3f ms (not compared)\n", r,
+             (unsigned long long)cnt, ts * 1e3);
+  }
+  if (ns > 0)
+    printf("mean over %zu step%s: measured %.3f ms, predicted %.3f ms (%+.1f %%)\n", ns,
+           ns == 1 ? "" : "s", sm / ns * 1e3, sp / ns * 1e3, sm > 0 ? 100.0 * (sp - sm) / sm : 0.0);
+}
+
+static void compare_json(FILE *o, const sc_trace_compare *c, const sc_result *res,
+                         sc_trace *const *tr, const char *const *files, size_t nf) {
+  const sc_parallel *p = &res->parallel;
+  fprintf(o, "{\n  \"schema_version\": %d,\n  \"command\": \"trace compare\",\n  \"files\": [",
+          SC_REPORT_SCHEMA_VERSION);
+  for (size_t i = 0; i < nf; i++) {
+    sc_trace_info in;
+    sc_trace_get_info(tr[i], &in);
+    fprintf(o, "%s\n    {\"path\": ", i ? "," : "");
+    sc_json_string(o, files[i]);
+    fprintf(o, ", \"rank\": %d, \"world_size\": %d, \"device\": ", in.rank, in.world_size);
+    if (in.device_name[0]) sc_json_string(o, in.device_name);
+    else fputs("null", o);
+    fprintf(o, ", \"events\": %llu, \"kept\": %llu}", (unsigned long long)in.events,
+            (unsigned long long)in.kept);
+  }
+  fputs("\n  ],\n  \"prediction\": {\"model\": ", o);
+  sc_json_string(o, res->model);
+  fputs(", \"topology\": ", o);
+  sc_json_string(o, res->topology);
+  fputs(", \"hardware\": ", o);
+  sc_json_string(o, res->hardware);
+  fputs(", \"estimator\": ", o);
+  sc_json_string(o, res->estimator);
+  fputs(", \"stack\": ", o);
+  if (res->stack[0]) sc_json_string(o, res->stack);
+  else fputs("null", o);
+  fprintf(o, ", \"gpus\": %u, \"tp\": %u, \"pp\": %u, \"dp\": %u, \"cp\": %u, \"schedule\": ",
+          res->gpus, p->tp, p->pp, p->dp, p->cp);
+  sc_json_string(o, sc_cli_schedule_name(p->schedule));
+  fprintf(o, ", \"microbatches\": %u, \"micro_batch\": %u, \"seq_len\": %u, \"iteration_s\": ",
+          res->microbatches, p->micro_batch, p->seq_len);
+  jnum(o, res->iteration_s);
+  fputs("},\n  \"steps\": [", o);
+  size_t ns;
+  const sc_trace_cmp_step *st = sc_trace_compare_steps(c, &ns);
+  double sm = 0, sp = 0;
+  for (size_t i = 0; i < ns; i++) {
+    const sc_trace_cmp_step *s = &st[i];
+    sm += s->measured_s;
+    sp += s->predicted_s;
+    fprintf(o, "%s\n    {\"name\": ", i ? "," : "");
+    sc_json_string(o, s->name);
+    fprintf(o, ", \"trace\": %d, \"rank\": %d, \"stage\": %u, \"measured_s\": ", s->rank,
+            s->global_rank, s->stage);
+    jnum(o, s->measured_s);
+    fputs(", \"predicted_s\": ", o);
+    jnum(o, s->predicted_s);
+    fputs(", \"error_pct\": ", o);
+    cmp_err(o, s->predicted_s, s->measured_s, 1);
+    fputs(", \"gpu_measured_s\": ", o);
+    jnum(o, s->gpu_measured_s);
+    fputs(", \"gpu_predicted_s\": ", o);
+    jnum(o, s->gpu_predicted_s);
+    fputs(", \"gpu_error_pct\": ", o);
+    cmp_err(o, s->gpu_predicted_s, s->gpu_measured_s, 1);
+    fputs(",\n     \"families\": [", o);
+    for (size_t r = 0; r < SC_TRACE_CMP_ROWS; r++) {
+      fprintf(o, "%s{\"family\": \"%s\", \"kernels\": %llu, \"measured_s\": ", r ? ", " : "",
+              sc_trace_compare_row_name(r), (unsigned long long)s->kernels[r]);
+      jnum(o, s->measured_row_s[r]);
+      fputs(", \"predicted_s\": ", o);
+      if (r == SC_TRACE_CMP_UNMAPPED) fputs("null", o);
+      else jnum(o, s->predicted_row_s[r]);
+      fputs(", \"error_pct\": ", o);
+      cmp_err(o, r == SC_TRACE_CMP_UNMAPPED ? NAN : s->predicted_row_s[r], s->measured_row_s[r], 1);
+      fputs("}", o);
+    }
+    fputs("],\n     \"predicted_by_op_family\": [", o);
+    for (uint32_t k = 0; k < s->nopfam; k++) {
+      fprintf(o, "%s{\"family\": ", k ? ", " : "");
+      sc_json_string(o, s->opfam[k]);
+      fprintf(o, ", \"row\": \"%s\", \"predicted_s\": ",
+              sc_trace_compare_row_name(s->opfam_row[k]));
+      jnum(o, s->opfam_s[k]);
+      fputs("}", o);
+    }
+    fputs("]}", o);
+  }
+  fputs("\n  ],\n  \"unmapped\": [", o);
+  const char *name;
+  uint64_t cnt;
+  double ts;
+  for (size_t i = 0; sc_trace_compare_unmapped(c, i, &name, &cnt, &ts) == SC_OK; i++) {
+    fprintf(o, "%s\n    {\"name\": ", i ? "," : "");
+    sc_json_string(o, name);
+    fprintf(o, ", \"count\": %llu, \"time_s\": ", (unsigned long long)cnt);
+    jnum(o, ts);
+    fputs("}", o);
+  }
+  fputs("\n  ],\n  \"outside\": [", o);
+  for (size_t r = 0; r < nf; r++) {
+    sc_trace_compare_outside(c, r, &cnt, &ts);
+    fprintf(o, "%s{\"trace\": %zu, \"events\": %llu, \"time_s\": ", r ? ", " : "", r,
+            (unsigned long long)cnt);
+    jnum(o, ts);
+    fputs("}", o);
+  }
+  fprintf(o, "],\n  \"summary\": {\"steps\": %zu, \"mean_measured_s\": ", ns);
+  jnum(o, ns ? sm / (double)ns : 0);
+  fputs(", \"mean_predicted_s\": ", o);
+  jnum(o, ns ? sp / (double)ns : 0);
+  fputs(", \"error_pct\": ", o);
+  cmp_err(o, sp, sm, 1);
+  fputs("}\n}\n", o);
+}
+
+static int trace_compare(int argc, char **argv) {
+  static const char *const C = "trace compare";
+  sc_cli_job job;
+  sc_error err;
+  int json = 0, quiet = 0, rc = 1;
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  sc_trace **tr = calloc((size_t)argc + 1, sizeof *tr);
+  size_t nf = 0;
+  sc_registry *reg = NULL;
+  sc_predictor *pr = NULL;
+  sc_residuals *resid = NULL, *cresid = NULL;
+  sc_trace_compare *cmp = NULL;
+  static sc_model model;
+  static sc_topology topo;
+  static sc_device dev;
+  static sc_stack stack;
+  sc_result res;
+  sc_timeline_detail detail;
+  sc_cli_job_init(&job);
+  sc_error_clear(&err);
+  if (files == NULL || tr == NULL) {
+    fprintf(stderr, "stepcast: out of memory\n");
+    goto done;
+  }
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--job") == 0) {
+      if (i + 1 >= argc) {
+        rc = sc_cli_usage_error(C, "--job needs a file");
+        goto done;
+      }
+      if (sc_cli_job_load(&job, argv[i + 1], &err) != SC_OK) goto fail;
+    }
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = NULL, *eq;
+    char name[64];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      trace_usage(stdout);
+      rc = 0;
+      goto done;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      files[nf++] = a;
+      continue;
+    }
+    eq = strchr(a, '=');
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+    if (eq) val = eq + 1;
+    if (strcmp(name, "json") == 0) { json = 1; continue; }
+    if (strcmp(name, "quiet") == 0) { quiet = 1; continue; }
+    if (strcmp(name, "allow-oom") == 0) { job.opts.allow_oom = 1; continue; }
+    if (strcmp(name, "job") != 0 && !sc_cli_job_known(name)) {
+      rc = sc_cli_usage_error(C, "unknown option '--%s'", name);
+      goto done;
+    }
+    if (!sc_cli_job_is_bool(name) && val == NULL) {
+      if (i + 1 >= argc) {
+        rc = sc_cli_usage_error(C, "option '--%s' needs a value", name);
+        goto done;
+      }
+      val = argv[++i];
+    }
+    if (strcmp(name, "job") == 0) continue;
+    int st = sc_cli_job_set(&job, name, val, &err);
+    if (st != SC_OK) {
+      rc = st == SC_ENOTFOUND ? sc_cli_usage_error(C, "unknown option '--%s'", name)
+                              : sc_cli_usage_error(C, "%s", err.msg);
+      goto done;
+    }
+  }
+  if (nf == 0) {
+    rc = sc_cli_usage_error(C, "no trace file given");
+    goto done;
+  }
+  if (job.model[0] == '\0') {
+    rc = sc_cli_usage_error(C, "--model is required (the job the traces are of)");
+    goto done;
+  }
+  if (job.topology[0] == '\0') {
+    rc = sc_cli_usage_error(C, "--topology is required");
+    goto done;
+  }
+  for (size_t i = 0; i < nf; i++) {
+    if (sc_trace_load(files[i], &tr[i], &err) != SC_OK) goto fail;
+    if (!quiet && !json) print_info(tr[i], files[i]);
+  }
+  if (sc_model_load(job.model, &model, &err) != SC_OK) {
+    sc_cli_job_blame(&job, SC_CLI_JOB_MODEL, &err);
+    goto fail;
+  }
+  if (sc_topology_load(job.topology, &topo, &err) != SC_OK) {
+    sc_cli_job_blame(&job, SC_CLI_JOB_TOPOLOGY, &err);
+    goto fail;
+  }
+  if (sc_cli_job_finish(&job, &model, &err) != SC_OK) goto fail;
+  if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
+  if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK) {
+    if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
+    goto fail;
+  }
+  if (job.stack[0] != '\0') {
+    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
+      sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
+      goto fail;
+    }
+    job.opts.stack = &stack;
+    sc_stack_overlap_defaults(&stack, job.overlap_given, &job.par);
+  }
+  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
+                           reg, job.stack[0] ? stack.name : NULL, &resid, &cresid, &err) != SC_OK)
+    goto fail;
+  job.opts.residuals = resid;
+  job.opts.coll_residuals = cresid;
+  job.opts.estimator_source = job.estimator_source;
+  job.opts.record_timeline = 1;
+  if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
+  if (sc_predict(pr, &model, &topo, &dev, &job.par, &job.opts, &res, NULL, &err) != SC_OK ||
+      sc_predict_timeline(pr, &detail, &err) != SC_OK ||
+      sc_trace_compare_run(tr, nf, &res, &detail, &cmp, &err) != SC_OK)
+    goto fail;
+  if (json) {
+    compare_json(stdout, cmp, &res, tr, files, nf);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      fprintf(stderr, "stepcast: writing the JSON to stdout failed\n");
+      goto done;
+    }
+  } else {
+    compare_text(cmp, &res, nf);
+  }
+  rc = 0;
+  goto done;
+fail:
+  rc = sc_cli_fail(&err);
+done:
+  sc_trace_compare_free(cmp);
+  for (size_t i = 0; tr != NULL && i < nf; i++) sc_trace_free(tr[i]);
+  free(tr);
+  free(files);
+  sc_predictor_free(pr);
+  sc_residuals_free(resid);
+  sc_residuals_free(cresid);
+  sc_registry_free(reg);
+  return rc;
+}
+
 int sc_cli_trace(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     trace_usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (strcmp(argv[1], "compare") == 0) return trace_compare(argc - 1, argv + 1);
   int whatif;
   if (strcmp(argv[1], "replay") == 0) whatif = 0;
   else if (strcmp(argv[1], "whatif") == 0) whatif = 1;
-  else return sc_cli_usage_error(CMD, "unknown action '%s' (replay or whatif)", argv[1]);
+  else return sc_cli_usage_error(CMD, "unknown action '%s' (replay, whatif or compare)", argv[1]);
 
   const char **files = calloc((size_t)argc, sizeof *files);
   sc_trace **tr = calloc((size_t)argc, sizeof *tr);

@@ -18,6 +18,7 @@
 #include "stepcast/plugin.h"
 #include "stepcast/predict.h"
 #include "stepcast/registry.h"
+#include "stepcast/report.h"
 #include "stepcast/spec.h"
 
 #ifdef __cplusplus
@@ -230,6 +231,71 @@ void sc_trace_result_graph(const sc_trace_result *r, sc_trace_graph_info *out);
  * "stream N", "X" events in microseconds from the earliest replayed event. SC_EIO when
  * writing fails. */
 int sc_trace_timeline(FILE *out, const sc_trace_result *r, sc_error *err);
+
+/* ---- Side by side with a prediction: stepcast trace compare (docs/trace.md) ---- */
+
+/* The rows of a comparison: the kernel families (sc_kernel_family), then the kernels the
+ * family table files under elementwise only because no family's name pattern matched
+ * ("unmapped": reported, never dropped). */
+#define SC_TRACE_CMP_UNMAPPED SC_KFAM_COUNT
+#define SC_TRACE_CMP_ROWS (SC_KFAM_COUNT + 1)
+#define SC_TRACE_CMP_MAX_OPFAM 16
+
+/* "gemm", ... as sc_trace_family_name, and "unmapped"; "?" out of range. */
+const char *sc_trace_compare_row_name(size_t row);
+
+/* One step of one rank, measured and predicted. */
+typedef struct sc_trace_cmp_step {
+  char name[48];             /* "ProfilerStep#4", or "trace" (no ProfilerStep#N: the whole file) */
+  int32_t rank;              /* index of the trace in the list */
+  int32_t global_rank;       /* the rank its stage is found from: distributedInfo.rank, else
+                                the index */
+  uint32_t stage;            /* its pipeline stage in the predicted job */
+  double measured_s;         /* the span's measured duration */
+  double predicted_s;        /* the predicted iteration */
+  uint64_t kernels[SC_TRACE_CMP_ROWS];      /* GPU events (kernels, memcpy, memset) */
+  double measured_row_s[SC_TRACE_CMP_ROWS]; /* the sum of their durations */
+  double predicted_row_s[SC_TRACE_CMP_ROWS];/* the prediction's operators and collectives of the
+                                 stage, one iteration (time x repeat x micro-batches), filed
+                                 under the family their kernels' names come under
+                                 (sc_report_item_name); the unmapped row is 0 */
+  double gpu_measured_s, gpu_predicted_s;   /* the rows' sums */
+  /* The predicted rows by the prediction's own operator families ("gemm", "softmax",
+   * "embedding", ..., "comm"), with the row each is filed under. */
+  uint32_t nopfam;
+  char opfam[SC_TRACE_CMP_MAX_OPFAM][24];
+  uint8_t opfam_row[SC_TRACE_CMP_MAX_OPFAM];
+  double opfam_s[SC_TRACE_CMP_MAX_OPFAM];
+} sc_trace_cmp_step;
+
+typedef struct sc_trace_compare sc_trace_compare;
+
+/* Line traces[0..ntraces) (one per rank of one job) up against a prediction of that job:
+ * res and d from one sc_predict call with record_timeline (stepcast/predict.h,
+ * sc_predict_timeline). Per trace its steps (ProfilerStep#N annotations, else the whole
+ * trace as one span "trace"); a GPU event belongs to the step whose span holds the runtime
+ * call that launched it (by correlation id), else its own start; events of no step are
+ * counted apart (sc_trace_compare_outside). Each trace's rank (distributedInfo.rank, else
+ * its index in the list) gives its pipeline stage through res->parallel's group order.
+ * The traces are borrowed for the call only. Errors: SC_EINVAL (NULL, no traces, d not of
+ * res's configuration), SC_ECONFIG (a trace's rank past the job's GPUs), SC_EPARSE (a trace
+ * without any GPU kernel, memcpy or memset), each one line naming the file; SC_ENOMEM.
+ * Free with sc_trace_compare_free. */
+int sc_trace_compare_run(sc_trace *const *traces, size_t ntraces, const sc_result *res,
+                         const sc_timeline_detail *d, sc_trace_compare **out, sc_error *err);
+void sc_trace_compare_free(sc_trace_compare *c);
+
+/* The steps, in trace then time order (borrowed from c). */
+const sc_trace_cmp_step *sc_trace_compare_steps(const sc_trace_compare *c, size_t *n);
+
+/* The i-th distinct unmapped kernel name over every trace, by time (longest first), with its
+ * count and total duration; SC_ENOTFOUND past the last. *name is owned by c. */
+int sc_trace_compare_unmapped(const sc_trace_compare *c, size_t i, const char **name,
+                              uint64_t *count, double *time_s);
+
+/* GPU events of trace `rank` that lie in no step (before the first, between, after). */
+void sc_trace_compare_outside(const sc_trace_compare *c, size_t rank, uint64_t *count,
+                              double *time_s);
 
 #ifdef __cplusplus
 }

@@ -218,14 +218,16 @@ static int tl_chunk(sc_predictor *pr, pctx *cx, sc__coll_ctx *cc, uint32_t g,
   c->p2p_bwd_bytes = w->p2p_send_bwd_bytes;
   c->p2p_dtype = w->p2p_dtype;
   int rc = SC_OK;
-  for (int k = 0; k < 3 && rc == SC_OK; k++) rc = tl_list(pr, cx, cc, &w->per_micro[ph[k]], tl[k], err);
+  for (int k = 0; k < 3 && rc == SC_OK; k++)
+    rc = tl_list(pr, cx, cc, &w->per_micro[ph[k]], tl[k], err);
   if (rc == SC_OK) rc = tl_list(pr, cx, cc, &w->per_iter, SC_TL_ITER, err);
   c->count = pr->tl_nitems - c->first;
   return rc;
 }
 
 int sc_predict_timeline(const sc_predictor *pr, sc_timeline_detail *out, sc_error *err) {
-  if (pr == NULL || out == NULL) return sc_error_set(err, SC_EINVAL, "predict: timeline: NULL argument");
+  if (pr == NULL || out == NULL)
+    return sc_error_set(err, SC_EINVAL, "predict: timeline: NULL argument");
   if (!pr->tl_valid)
     return sc_error_set(err, SC_EINVAL, "predict: timeline: the last prediction did not "
                         "record one (record_timeline) or failed");

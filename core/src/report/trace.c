@@ -157,7 +157,9 @@ static double walk(tl_ctx *c, size_t nseg, inst_fn fn, void *arg, size_t *ninst)
       const sc_timeline_item *it = &c->d->items[c->sel[i]];
       size_t j = i + 1;
       if (it->layer && it->repeat > 1)
-        while (j < b && c->d->items[c->sel[j]].layer && c->d->items[c->sel[j]].repeat == it->repeat) j++;
+        while (j < b && c->d->items[c->sel[j]].layer &&
+               c->d->items[c->sel[j]].repeat == it->repeat)
+          j++;
       for (uint32_t r = 0; r < it->repeat; r++) {
         for (size_t k = i; k < j; k++) {
           const sc_timeline_item *x = &c->d->items[c->sel[k]];
@@ -503,7 +505,8 @@ int sc_report_trace_ops(FILE *out, const sc_sched_result *s, const sc_result *r,
   }
   int has_ep = 0;
   for (size_t i = 0; ops && i < d->nitems; i++)
-    if (d->items[i].is_coll && (d->items[i].group == SC_GROUP_EP || d->items[i].group == SC_GROUP_ETP))
+    if (d->items[i].is_coll &&
+        (d->items[i].group == SC_GROUP_EP || d->items[i].group == SC_GROUP_ETP))
       has_ep = 1;
 
   fputs("{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {", out);
