@@ -21,7 +21,7 @@
 
 #include <stdio.h>
 
-#include "stepcast/stepcast.h"
+#include "stepcast/common.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "sc_config.h"
-#include "stepcast/stepcast.h"
+#include "stepcast/common.h"
 
 const char *sc_version(void) { return SC_VERSION_STRING; }
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "stepcast/stepcast.h"
+#include "stepcast/common.h"
 
 #define SC_TEXT_INPUT_MAX ((size_t)256 << 20)    /* 256 MiB */
 #define SC_TRACE_INPUT_MAX ((uint64_t)64 << 30)  /* 64 GiB of trace JSON */

@@ -15,8 +15,9 @@
 #include "common/prefix.h"
 #include "sc_config.h"
 #include "spec/table.h"
+#include "stepcast/common.h"
+#include "stepcast/registry.h"
 #include "stepcast/stack.h"
-#include "stepcast/stepcast.h"
 #include "toml/toml.h"
 
 /* ------------------------------------------------------------------------- */

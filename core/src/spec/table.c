@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stepcast/stepcast.h"
+#include "stepcast/common.h"
+#include "stepcast/spec.h"
 
 static const char *sc__table_file(const sc_toml_value *v) {
   return (v != NULL && v->type == SC_TOML_TABLE && v->u.tab.file != NULL) ? v->u.tab.file

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "common/slurp.h"
-#include "stepcast/stepcast.h"
+#include "stepcast/common.h"
 
 enum {
   TF_IMPLICIT = 1u, /* table created as a prefix of a [header] */
