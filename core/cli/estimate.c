@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "stepcast/comm.h"
@@ -641,6 +642,24 @@ out:
  * this fit writes to --out DIR) scored on the samples of FILE, without refitting: per family,
  * the MAPE of the analytical, hybrid and learned estimators and whether a fitted model
  * corrects each. FILE's hardware is --hardware (standalone) or X/<name>.toml beside it. */
+/* sc_cli_fit with what it prints on stdout (its report) sent to stderr instead: fit --test
+ * --json writes one JSON document on stdout and nothing else. */
+static int fit_on_stderr(int argc, char **argv) {
+  fflush(stdout);
+  int keep = dup(STDOUT_FILENO);
+  if (keep < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    if (keep >= 0) close(keep);
+    fprintf(stderr, "stepcast fit: cannot send the fit's report to stderr: %s\n",
+            strerror(errno));
+    return 1;
+  }
+  int rc = sc_cli_fit(argc, argv);
+  fflush(stdout);
+  if (dup2(keep, STDOUT_FILENO) < 0) rc = 1;
+  close(keep);
+  return rc;
+}
+
 int sc_cli_fit_test(int argc, char **argv) {
   const char *test = NULL, *resid = NULL, *out = NULL, *hw = NULL, *samples = NULL;
   const char *stack = NULL; /* --stack */
@@ -684,13 +703,15 @@ int sc_cli_fit_test(int argc, char **argv) {
   else if (samples == NULL && fargc > 1 + (hw != NULL ? 2 : 0) + (stack != NULL ? 2 : 0))
     rc = sc_cli_usage_error("fit", "--test with --residuals takes --hardware, --stack and "
                             "--json only");
+  else if (samples != NULL && json)
+    rc = fit_on_stderr(fargc, fargv); /* stdout holds the JSON document alone */
   else
     rc = samples != NULL ? sc_cli_fit(fargc, fargv) : 0;
   free(fargv);
   if (rc != 0) return rc;
   if (samples != NULL) {
     resid = out;
-    printf("\nscored on %s without refitting:\n", test);
+    if (!json) printf("\nscored on %s without refitting:\n", test);
   }
   /* the test file's own device beside it; else --hardware (the fitted samples', with them) */
   if (samples != NULL || hw == NULL) {
