@@ -519,6 +519,18 @@ START_TEST(test_predict_mixtral) {
   ck_assert(isfinite(r8.iteration_s) && r8.iteration_s > 0);
   /* EP 8 holds an eighth of the experts: far less memory than EP 1 */
   ck_assert(r8.memory.weights_bytes < 0.3 * r1.memory.weights_bytes);
+  /* the dispatch and combine all-to-alls wait for the router and feed the experts: no TP
+   * overlap switch hides them (TP 1: they are the only collectives of the TP lane) */
+  static sc_result off, on;
+  p.tp = 1;
+  p.dp = 32;
+  p.overlap_tp_comm = 0;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &off, NULL, &err) == SC_OK, "%s", err.msg);
+  p.overlap_tp_comm = 1;
+  ck_assert_msg(sc_predict(pr, &m, &topo, &dev, &p, &o, &on, NULL, &err) == SC_OK, "%s", err.msg);
+  ck_assert_double_gt(off.breakdown.tp_exposed_s, 0.0);
+  ck_assert_double_eq(on.breakdown.tp_exposed_s, off.breakdown.tp_exposed_s);
+  ck_assert_double_eq(on.iteration_s, off.iteration_s);
   sc_predictor_free(pr);
   sc_registry_free(reg);
 }

@@ -252,7 +252,8 @@ static int coll_total(sc__coll_time_fn fn, void *ctx, const sc_work_coll *wc, do
 }
 
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
-                        double *cp_s, double *dp_s, double *dp_hide_s, sc_error *err) {
+                        double *tp_fixed_s, double *cp_s, double *dp_s, double *dp_hide_s,
+                        sc_error *err) {
   double hide = 0.0, unit = 0.0;
   for (uint32_t i = 0; i < l->ncolls; i++) {
     const sc_work_coll *wc = &l->colls[i];
@@ -270,6 +271,7 @@ int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, d
       }
     } else {
       *tp_s += ts; /* TP, and the MoE layers' EP all-to-alls and ETP collectives */
+      if (!wc->overlappable) *tp_fixed_s += ts; /* exposed whatever tp_overlap_frac says */
     }
   }
   /* prefetching hides every overlappable unit but one: the first gather has no compute
@@ -481,6 +483,7 @@ int sc__chunk_micro(const sc_stage_work *w, sc__op_time_fn op, void *octx, sc__c
   for (int k = 0; k < 3 && rc == SC_OK; k++)
     rc = sc__colls_sum_micro(&w->per_micro[ph[k]], sc__coll_time, cc,
                              k == 0 ? &ch->tp_fwd_s : &ch->tp_bwd_s,
+                             k == 0 ? &ch->tp_fwd_fixed_s : &ch->tp_bwd_fixed_s,
                              k == 0 ? &ch->cp_fwd_s : &ch->cp_bwd_s,
                              k == 0 ? &ch->shard_fwd_s : &ch->shard_bwd_s,
                              k == 0 ? &ch->shard_fwd_hide_s : &ch->shard_bwd_hide_s, err);

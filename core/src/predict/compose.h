@@ -88,13 +88,16 @@ void sc__result_set_training(sc_result *res, const sc_device *dev, const sc_pred
 
 /* Per-micro-batch collectives of a list (time x repeat) added to *cp_s (CP group), *dp_s
  * (sharded data parallelism: ZeRO-2/3 gathers and reductions) or *tp_s (TP, and anything
- * else tied to a micro-batch pass). *dp_hide_s gains the part of the list's DP
+ * else tied to a micro-batch pass: the MoE layers' EP all-to-alls and ETP collectives), and
+ * the part of *tp_s that no overlap may hide (the collectives not overlappable: EP's, and
+ * TP's without overlap_tp_comm) to *tp_fixed_s as well. *dp_hide_s gains the part of the list's DP
  * communication that prefetching can run under the pass's compute: every overlappable
  * instance but the longest one (the first gather has nothing before it to hide under, the
  * last reduction nothing after it). Trivial ones (one rank, no bytes) cost nothing and are
  * not timed. */
 int sc__colls_sum_micro(const sc_work_list *l, sc__coll_time_fn fn, void *ctx, double *tp_s,
-                        double *cp_s, double *dp_s, double *dp_hide_s, sc_error *err);
+                        double *tp_fixed_s, double *cp_s, double *dp_s, double *dp_hide_s,
+                        sc_error *err);
 
 /* Context-parallel communication hides only under the attention it feeds (Megatron's ring
  * attention overlaps each K/V step with the partial attention of the previous one): set
