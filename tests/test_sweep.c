@@ -1,7 +1,8 @@
 /* The design-space sweep (core/src/sweep/): enumeration and skip counters, the fast path
  * against plain sc_predict bit for bit, the top list against one derived here from
  * sc_predict on every candidate, pruning, threads and rank shares agreeing exactly, a
- * hand-argued best configuration, and the --vary parser and its errors. */
+ * hand-argued best configuration, the --vary parser and its errors, and the objectives
+ * (time, cost, energy) that order the top list. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -605,6 +606,128 @@ START_TEST(vary_parse_apply) {
 }
 END_TEST
 
+/* Objectives (--objective): within one run (one GPU count) cost and energy order
+ * configurations as time does, pruned or not; across GPU counts (runs merged, indices
+ * offset as the CLI offsets them) the list is ordered by the objective's figure, whose best
+ * is the minimum over every predicted configuration of both counts; the figures are the
+ * token budget's GPU-hours times the price and GPUs x board power x time to train. Bad
+ * objectives and missing inputs are refused naming "objective". */
+static int visit_keep(void *ud, uint32_t thread, uint64_t unit, uint64_t index,
+                      const sc_result *r) {
+  sc_sweep_result *all = ud;
+  (void)thread;
+  (void)unit;
+  (void)index;
+  if (all->ntop < all->top_k) all->top[all->ntop++].result = *r;
+  return 0;
+}
+
+START_TEST(objectives) {
+  sc_sweep_space s4, s8;
+  sc_sweep_opts o;
+  sc_sweep_result rt, rc, rcn, re, merged, all;
+  sc_error err;
+  sc_error_clear(&err);
+  small_space(&s8);
+  ck_assert(sc_sweep_space_defaults(&s4, &model, 4, 16, 1024, &err) == SC_OK);
+  sc_sweep_opts_defaults(&o);
+  ck_assert_int_eq(o.objective, SC_SWEEP_OBJ_TIME);
+  o.top_k = 12;
+  o.predict.token_budget = 1e9;
+  o.predict.price_per_gpu_hour = 2.5;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s8, &o, &rt, &err) == SC_OK);
+  o.objective = SC_SWEEP_OBJ_COST;
+  ck_assert_msg(sc_sweep_run(regs, 2, &model, &topo, &dev, &s8, &o, &rc, &err) == SC_OK, "%s",
+                err.msg);
+  o.prune = 0;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s8, &o, &rcn, &err) == SC_OK);
+  o.prune = 1;
+  o.objective = SC_SWEEP_OBJ_ENERGY;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s8, &o, &re, &err) == SC_OK);
+  ck_assert_uint_eq(rc.ntop, rt.ntop);
+  for (uint32_t i = 0; i < rt.ntop; i++) {
+    ck_assert_uint_eq(rc.top[i].index, rt.top[i].index);
+    ck_assert_uint_eq(rcn.top[i].index, rt.top[i].index);
+    ck_assert_uint_eq(re.top[i].index, rt.top[i].index);
+    const sc_result *x = &rc.top[i].result;
+    /* the cost of 1e9 tokens: GPU-hours x price, GPU-hours = time to train x GPUs */
+    double days = 1e9 / (16.0 * 1024.0) * x->iteration_s / 86400.0;
+    ck_assert_double_eq_tol(x->time_to_train_s / 86400.0, days, 1e-12 * days);
+    ck_assert_double_eq_tol(x->cost, days * 24.0 * 8 * 2.5, 1e-12 * x->cost);
+    double joules = 8 * dev.board_power_w * days * 86400.0;
+    ck_assert_double_eq_tol(re.top[i].result.energy_j, joules, 1e-12 * joules);
+    ck_assert(x->cost > 0 && re.top[i].result.energy_j > 0);
+  }
+  /* two GPU counts: 8's top list (cost) merged with 4's, 4's indices after 8's space */
+  o.objective = SC_SWEEP_OBJ_COST;
+  sc_sweep_result r4;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s4, &o, &r4, &err) == SC_OK);
+  memset(&merged, 0, sizeof merged);
+  merged.top_k = o.top_k;
+  ck_assert_int_eq(sc_sweep_result_merge(&merged, &rc, &err), SC_EINVAL); /* time vs cost */
+  ck_assert_ptr_nonnull(strstr(err.msg, "ranked by time and by cost"));
+  merged.objective = SC_SWEEP_OBJ_COST;
+  ck_assert(sc_sweep_result_merge(&merged, &rc, &err) == SC_OK);
+  for (uint32_t i = 0; i < r4.ntop; i++) r4.top[i].index += rc.space;
+  ck_assert(sc_sweep_result_merge(&merged, &r4, &err) == SC_OK);
+  for (uint32_t i = 1; i < merged.ntop; i++)
+    ck_assert(merged.top[i - 1].result.cost <= merged.top[i].result.cost);
+  /* its best is the cheapest of every predicted configuration of either count */
+  memset(&all, 0, sizeof all);
+  all.top_k = 100000;
+  all.top = calloc(all.top_k, sizeof *all.top);
+  ck_assert_ptr_nonnull(all.top);
+  o.visit = visit_keep;
+  o.visit_ud = &all;
+  sc_sweep_result tmp;
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s8, &o, &tmp, &err) == SC_OK);
+  sc_sweep_result_free(&tmp);
+  ck_assert(sc_sweep_run(regs, 1, &model, &topo, &dev, &s4, &o, &tmp, &err) == SC_OK);
+  sc_sweep_result_free(&tmp);
+  ck_assert_uint_lt(all.ntop, all.top_k);
+  double cheapest = INFINITY, fastest = INFINITY;
+  for (uint32_t i = 0; i < all.ntop; i++) {
+    if (all.top[i].result.cost < cheapest) cheapest = all.top[i].result.cost;
+    if (all.top[i].result.iteration_s < fastest) fastest = all.top[i].result.iteration_s;
+  }
+  ck_assert(merged.top[0].result.cost == cheapest);
+  ck_assert(sc_sweep_objective_value(&merged.top[0].result, SC_SWEEP_OBJ_COST) == cheapest);
+  ck_assert(sc_sweep_objective_value(&rt.top[0].result, SC_SWEEP_OBJ_TIME) == fastest ||
+            r4.top[0].result.iteration_s == fastest);
+  free(all.top);
+  o.visit = NULL;
+  /* names, parsing and refusals */
+  sc_sweep_objective ob;
+  ck_assert_str_eq(sc_sweep_objective_name(SC_SWEEP_OBJ_ENERGY), "energy");
+  ck_assert_str_eq(sc_sweep_objective_name(SC_SWEEP_NOBJ), "?");
+  ck_assert(sc_sweep_objective_parse("cost", &ob, &err) == SC_OK && ob == SC_SWEEP_OBJ_COST);
+  ck_assert_int_eq(sc_sweep_objective_parse("money", &ob, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "objective: 'money'"));
+  sc_predict_opts po = o.predict;
+  po.price_per_gpu_hour = 0;
+  ck_assert_int_eq(sc_sweep_objective_check(SC_SWEEP_OBJ_COST, &po, &dev, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "price per GPU-hour"));
+  ck_assert_int_eq(sc_sweep_objective_check(SC_SWEEP_OBJ_TIME, &po, &dev, &err), SC_OK);
+  po = o.predict;
+  po.token_budget = 0;
+  ck_assert_int_eq(sc_sweep_objective_check(SC_SWEEP_OBJ_ENERGY, &po, &dev, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "token budget"));
+  sc_device d2 = dev;
+  d2.board_power_w = 0;
+  o.objective = SC_SWEEP_OBJ_ENERGY;
+  ck_assert_int_eq(sc_sweep_run(regs, 1, &model, &topo, &d2, &s8, &o, &tmp, &err), SC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "board_power_W"));
+  o.objective = (sc_sweep_objective)7;
+  ck_assert_int_eq(sc_sweep_run(regs, 1, &model, &topo, &dev, &s8, &o, &tmp, &err), SC_EINVAL);
+  sc_sweep_result_free(&merged);
+  sc_sweep_result_free(&r4);
+  sc_sweep_result_free(&rt);
+  sc_sweep_result_free(&rc);
+  sc_sweep_result_free(&rcn);
+  sc_sweep_result_free(&re);
+}
+END_TEST
+
 static Suite *sweep_suite(void) {
   Suite *s = suite_create("sweep");
   TCase *tc = tcase_create("core");
@@ -618,6 +741,7 @@ static Suite *sweep_suite(void) {
   tcase_add_test(tc, bad_arguments);
   tcase_add_test(tc, memory_skips);
   tcase_add_test(tc, vary_parse_apply);
+  tcase_add_test(tc, objectives);
   suite_add_tcase(s, tc);
   return s;
 }

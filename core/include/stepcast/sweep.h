@@ -8,8 +8,9 @@
  * cp, micro-batch, schedule, recompute, sequence parallel, distributed optimizer; the last
  * varies fastest); a configuration's index is its position in that order. Work is split in
  * units of (tp, pp, cp, micro-batch): unit u belongs to rank u % nranks (MPI), and the
- * threads of a rank take its units one at a time. The top list is ordered by iteration time,
- * ties by index, so serial, threaded and distributed runs give the same list.
+ * threads of a rank take its units one at a time. The top list is ordered by the objective
+ * (iteration time by default; the cost or energy of a token budget), ties by iteration time
+ * then index, so serial, threaded and distributed runs give the same list.
  *
  * Speed (docs/sweep.md): validity checks before any estimate; memory from the three stages
  * that can be the worst; per-chunk times computed once per chunk class (first, middle, last
@@ -121,6 +122,38 @@ int sc_sweep_config(const sc_sweep_space *s, uint64_t index, sc_parallel *out, s
 typedef int (*sc_sweep_visit_fn)(void *ud, uint32_t thread, uint64_t unit, uint64_t index,
                                  const sc_result *r);
 
+/* What the top list is ordered by (the same for every configuration of a run, the same
+ * arithmetic as predict's: sc_result_finish). */
+typedef enum sc_sweep_objective {
+  SC_SWEEP_OBJ_TIME = 0,        /* the iteration time (the default) */
+  SC_SWEEP_OBJ_COST,            /* the cost of the token budget: GPU-hours x price per
+                                   GPU-hour (sc_result.cost) */
+  SC_SWEEP_OBJ_ENERGY,          /* the energy of the token budget: GPUs x board power x
+                                   power fraction x PUE x time to train (sc_result.energy_j) */
+  SC_SWEEP_NOBJ
+} sc_sweep_objective;
+
+/* "time", "cost", "energy"; "?" out of range. */
+const char *sc_sweep_objective_name(sc_sweep_objective o);
+
+/* Parse one of the names above into *out. SC_EINVAL naming the parameter ("objective")
+ * for anything else. */
+int sc_sweep_objective_parse(const char *s, sc_sweep_objective *out, sc_error *err);
+
+/* The figure r is ranked by: iteration_s (time), cost (cost) or energy_j (energy), as
+ * sc_result_finish derived them. With the GPU count, batch, sequence length and training
+ * inputs of a run fixed, cost and energy are a constant times the time to train, so within
+ * one sc_sweep_run they order configurations as time does; they differ between runs of
+ * different GPU counts (merged with sc_sweep_result_merge). */
+double sc_sweep_objective_value(const sc_result *r, sc_sweep_objective o);
+
+/* Whether objective o can be ranked with the training inputs of po on dev: cost needs a
+ * token budget and a price per GPU-hour > 0, energy a token budget and a device that
+ * states its board power (board_power_w > 0); time needs nothing. SC_EINVAL naming what is
+ * missing ("objective: cost needs ..."). */
+int sc_sweep_objective_check(sc_sweep_objective o, const sc_predict_opts *po,
+                             const sc_device *dev, sc_error *err);
+
 typedef struct sc_sweep_opts {
   uint32_t top_k;               /* configurations kept, >= 1 */
   int prune;                    /* 1: skip points whose lower bound cannot enter the top
@@ -128,12 +161,16 @@ typedef struct sc_sweep_opts {
   int exact;                    /* 1: predict every point with sc_predict itself (slow;
                                    for tests). Always so for a non-analytical estimator. */
   uint32_t rank, nranks;        /* share of this process (MPI): units u % nranks == rank */
-  sc_predict_opts predict;      /* estimator, collective algorithm, allow_oom, tokens */
+  sc_predict_opts predict;      /* estimator, collective algorithm, allow_oom, tokens,
+                                   power fraction, PUE, price per GPU-hour */
+  sc_sweep_objective objective; /* what the top list is ordered by (default time);
+                                   checked with sc_sweep_objective_check */
   sc_sweep_visit_fn visit;      /* may be NULL */
   void *visit_ud;
 } sc_sweep_opts;
 
-/* top_k 10, prune 1, exact 0, rank 0 of 1, sc_predict_opts_defaults, no visitor. */
+/* top_k 10, prune 1, exact 0, rank 0 of 1, sc_predict_opts_defaults, objective time, no
+ * visitor. */
 void sc_sweep_opts_defaults(sc_sweep_opts *o);
 
 typedef struct sc_sweep_entry {
@@ -152,8 +189,11 @@ typedef struct sc_sweep_result {
   uint64_t pruned;              /* valid and fitting, bound above the K-th best */
   uint64_t predicted;           /* schedule simulated, result complete */
   uint32_t top_k;
+  sc_sweep_objective objective; /* what top is ordered by */
   uint32_t ntop;                /* <= top_k */
-  sc_sweep_entry *top;          /* ntop entries, best first (owned; sc_sweep_result_free) */
+  sc_sweep_entry *top;          /* ntop entries, best first: by the objective's figure,
+                                   ties by iteration time, then by index (owned;
+                                   sc_sweep_result_free) */
   double elapsed_s;             /* wall time of sc_sweep_run */
 } sc_sweep_result;
 
@@ -161,7 +201,8 @@ typedef struct sc_sweep_result {
  * (>= 1), one per thread, each loaded with the same plugins (a registry serves one thread
  * at a time); thread 0 runs on the calling thread. dev, t and m are shared read-only.
  * Fills *out (free with sc_sweep_result_free). Errors: SC_EINVAL naming the parameter (NULL,
- * empty list, a degree or batch of 0, top_k 0, rank >= nranks, stage_layers set),
+ * empty list, a degree or batch of 0, top_k 0, rank >= nranks, stage_layers set, an
+ * objective sc_sweep_objective_check refuses),
  * SC_EUNSUPPORTED when dev has no peak for the dtype, SC_ENOMEM, SC_ENOTFOUND when a
  * plugin is missing, SC_EIO when the visitor stopped it. A configuration that fails on its
  * own (memory, placement, ...) is counted, not an error. */
@@ -169,9 +210,11 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
                  const sc_topology *t, const sc_device *dev, const sc_sweep_space *s,
                  const sc_sweep_opts *o, sc_sweep_result *out, sc_error *err);
 
-/* Add src's counts into dst and merge the top lists (keeping dst->top_k best, ties by
- * index). dst and src come from runs of the same space and top_k on different shares.
- * SC_EINVAL when top_k differs, SC_ENOMEM. */
+/* Add src's counts into dst and merge the top lists (keeping dst->top_k best by
+ * dst->objective, ties by iteration time, then by index). dst and src come from runs of
+ * the same top_k and objective: on different shares of one space, or (with src's indices
+ * made distinct by the caller, and space summed by the caller) of spaces of different GPU
+ * counts. SC_EINVAL when top_k or the objective differs, SC_ENOMEM. */
 int sc_sweep_result_merge(sc_sweep_result *dst, const sc_sweep_result *src, sc_error *err);
 
 /* Free the top list (the struct itself is the caller's). NULL is a no-op. */

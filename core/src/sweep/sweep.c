@@ -157,6 +157,48 @@ int sc_sweep_config(const sc_sweep_space *s, uint64_t index, sc_parallel *out, s
   return SC_OK;
 }
 
+const char *sc_sweep_objective_name(sc_sweep_objective o) {
+  static const char *const n[SC_SWEEP_NOBJ] = {"time", "cost", "energy"};
+  return (int)o >= 0 && o < SC_SWEEP_NOBJ ? n[o] : "?";
+}
+
+int sc_sweep_objective_parse(const char *s, sc_sweep_objective *out, sc_error *err) {
+  for (int i = 0; s != NULL && out != NULL && i < SC_SWEEP_NOBJ; i++)
+    if (strcmp(s, sc_sweep_objective_name((sc_sweep_objective)i)) == 0) {
+      *out = (sc_sweep_objective)i;
+      return SC_OK;
+    }
+  return sc_error_set(err, SC_EINVAL, "objective: '%s' is not time, cost or energy",
+                      s ? s : "(null)");
+}
+
+double sc_sweep_objective_value(const sc_result *r, sc_sweep_objective o) {
+  switch (o) {
+  case SC_SWEEP_OBJ_COST: return r->cost;
+  case SC_SWEEP_OBJ_ENERGY: return r->energy_j;
+  default: return r->iteration_s;
+  }
+}
+
+int sc_sweep_objective_check(sc_sweep_objective o, const sc_predict_opts *po,
+                             const sc_device *dev, sc_error *err) {
+  if ((int)o < 0 || o >= SC_SWEEP_NOBJ)
+    return sc_error_set(err, SC_EINVAL, "objective: %d is not time, cost or energy", (int)o);
+  if (o == SC_SWEEP_OBJ_TIME) return SC_OK;
+  if (po == NULL || dev == NULL) return sc_error_set(err, SC_EINVAL, "sweep: NULL argument");
+  const char *what = sc_sweep_objective_name(o);
+  if (!(po->token_budget > 0))
+    return sc_error_set(err, SC_EINVAL, "objective: %s needs a token budget (--tokens): it "
+                        "ranks the %s of training on it", what, what);
+  if (o == SC_SWEEP_OBJ_COST && !(po->price_per_gpu_hour > 0))
+    return sc_error_set(err, SC_EINVAL, "objective: cost needs a price per GPU-hour > 0 "
+                        "(--price-per-gpu-hour)");
+  if (o == SC_SWEEP_OBJ_ENERGY && !(dev->board_power_w > 0))
+    return sc_error_set(err, SC_EINVAL, "objective: energy needs the device's board power, "
+                        "and '%s' states no board_power_W", dev->name);
+  return SC_OK;
+}
+
 void sc_sweep_opts_defaults(sc_sweep_opts *o) {
   memset(o, 0, sizeof *o);
   o->top_k = 10;
@@ -168,23 +210,30 @@ void sc_sweep_opts_defaults(sc_sweep_opts *o) {
 /* ------------------------------------------------------------------------- */
 /* Top list                                                                  */
 
-static int entry_before(double ta, uint64_t ia, double tb, uint64_t ib) {
-  return ta < tb || (ta == tb && ia < ib);
+/* Is (a, ia) ranked before (b, ib)? By the objective's figure, then the iteration time (the
+ * same test for time), then the index. */
+static int entry_before(sc_sweep_objective o, const sc_result *a, uint64_t ia,
+                        const sc_result *b, uint64_t ib) {
+  double va = sc_sweep_objective_value(a, o), vb = sc_sweep_objective_value(b, o);
+  if (va != vb) return va < vb;
+  if (a->iteration_s != b->iteration_s) return a->iteration_s < b->iteration_s;
+  return ia < ib;
 }
 
-/* Would (t, idx) enter a list of n entries (cap k)? Position where it goes. */
-static uint32_t top_pos(const sc_sweep_entry *top, uint32_t n, double t, uint64_t idx) {
+/* Would (res, idx) enter a list of n entries (cap k)? Position where it goes. */
+static uint32_t top_pos(const sc_sweep_entry *top, uint32_t n, sc_sweep_objective o,
+                        const sc_result *res, uint64_t idx) {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    if (entry_before(top[mid].result.iteration_s, top[mid].index, t, idx)) lo = mid + 1;
+    if (entry_before(o, &top[mid].result, top[mid].index, res, idx)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
 static void top_insert(sc_sweep_result *r, uint64_t idx, const sc_result *res) {
-  uint32_t pos = top_pos(r->top, r->ntop, res->iteration_s, idx);
+  uint32_t pos = top_pos(r->top, r->ntop, r->objective, res, idx);
   if (pos >= r->top_k) return;
   uint32_t n = r->ntop < r->top_k ? r->ntop + 1 : r->top_k;
   if (n - 1 > pos) memmove(&r->top[pos + 1], &r->top[pos], (size_t)(n - 1 - pos) * sizeof *r->top);
@@ -198,6 +247,10 @@ int sc_sweep_result_merge(sc_sweep_result *dst, const sc_sweep_result *src, sc_e
   if (dst->top_k != src->top_k)
     return sc_error_set(err, SC_EINVAL, "sweep: merging top lists of %u and %u entries",
                         dst->top_k, src->top_k);
+  if (dst->objective != src->objective)
+    return sc_error_set(err, SC_EINVAL, "sweep: merging top lists ranked by %s and by %s",
+                        sc_sweep_objective_name(dst->objective),
+                        sc_sweep_objective_name(src->objective));
   if (dst->top == NULL) {
     dst->top = calloc(dst->top_k, sizeof *dst->top);
     if (dst->top == NULL) return sc_error_set(err, SC_ENOMEM, "sweep: out of memory");
@@ -475,6 +528,9 @@ static int eval_fast(worker *w, const sc_parallel *p, const sc__spans *sp, int *
       double both = w->opt_s[r] + w->opt_s[pp - 1 - r];
       w->opt_s[r] = w->opt_s[pp - 1 - r] = both;
     }
+  /* The bound is on the iteration time; the cost and energy objectives are a constant
+   * times it within a run (sc_sweep_objective_value), and rounding keeps them monotone in
+   * it, so a point slower than the K-th is not before it by any objective. */
   if (sh->prune && w->res.ntop == w->res.top_k) {
     double lb = sc__sweep_lower_bound(p, mb, w->chunks, w->opt_s);
     if (lb * (1.0 - 1e-7) > w->res.top[w->res.ntop - 1].result.iteration_s) {
@@ -595,8 +651,7 @@ static int run_unit(worker *w, uint64_t u) {
     w->res.predicted++;
     sc_result *res = &w->tmp;
     int enters = w->res.ntop < w->res.top_k ||
-                 entry_before(res->iteration_s, idx,
-                              w->res.top[w->res.ntop - 1].result.iteration_s,
+                 entry_before(w->res.objective, res, idx, &w->res.top[w->res.ntop - 1].result,
                               w->res.top[w->res.ntop - 1].index);
     if (sh->fast && (enters || sh->o->visit != NULL)) fill_names(res, sh);
     if (enters) top_insert(&w->res, idx, res);
@@ -684,6 +739,7 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   if (o->top_k < 1) return sc_error_set(err, SC_EINVAL, "top: must be >= 1");
   if (o->nranks < 1 || o->rank >= o->nranks)
     return sc_error_set(err, SC_EINVAL, "sweep: rank %u of %u", o->rank, o->nranks);
+  if ((rc = sc_sweep_objective_check(o->objective, &o->predict, dev, err)) != SC_OK) return rc;
   if (s->gpus == 0) return sc_error_set(err, SC_EINVAL, "gpus: must be >= 1");
   if (s->base.global_batch == 0 || s->base.seq_len == 0)
     return sc_error_set(err, SC_EINVAL, "sweep: global batch and sequence length must be >= 1");
@@ -749,6 +805,7 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   uint32_t ninit = 0;
   for (; ninit < nthreads; ninit++) {
     rc = worker_init(&ws[ninit], &sh, ninit, regs[ninit], o->top_k);
+    ws[ninit].res.objective = o->objective;
     if (rc != SC_OK) {
       if (err) *err = ws[ninit].err;
       ninit++;
@@ -777,6 +834,7 @@ int sc_sweep_run(sc_registry *const *regs, uint32_t nthreads, const sc_model *m,
   }
   if (rc == SC_OK) {
     out->top_k = o->top_k;
+    out->objective = o->objective;
     for (uint32_t i = 0; i < nthreads && rc == SC_OK; i++)
       rc = sc_sweep_result_merge(out, &ws[i].res, err);
     out->space = sc_sweep_space_size(s);
