@@ -23,16 +23,22 @@
 
 #define MAX_VARY 4
 #define MAX_THREADS 256
+#define MAX_GPU_COUNTS 16
+/* Units of the k-th GPU count follow those of the ones before (a space has far fewer). */
+#define GPU_UNIT_SHIFT 40
 
 static void sweep_usage(FILE *out) {
   fprintf(out,
-          "usage: stepcast sweep --model M --topology T --gpus N --global-batch B [options]\n"
-          "                      [--top K] [--threads N] [--json | --csv]\n"
+          "usage: stepcast sweep --model M --topology T --gpus N[,N2,...] --global-batch B\n"
+          "                      [options] [--top K] [--threads N] [--json | --csv]\n"
+          "                      [--objective time|cost|energy]\n"
           "                      [--vary FIELD=V1,V2,... ]... [--plot FILE.svg]\n\n"
           "Enumerates every parallel configuration of the model on N GPUs (dp derived), skips\n"
           "what does not divide or fit (counting why), predicts the rest and prints the K\n"
-          "fastest with their breakdown. Under mpirun (built with SC_MPI) the ranks share the\n"
-          "space and rank 0 prints the same answer as a serial run.\n\n"
+          "fastest with their breakdown (or, --objective, the cheapest or least energy to train\n"
+          "--tokens; several --gpus counts are searched one after the other). Under mpirun\n"
+          "(built with SC_MPI) the ranks share the space and rank 0 prints the same answer as\n"
+          "a serial run.\n\n"
           "dimensions (comma lists; default: every divisor / every choice):\n"
           "  --tp, --pp, --cp LIST      degrees (default: divisors of --gpus)\n"
           "  --micro-batch LIST         sequences per micro-batch (default: divisors of B)\n"
@@ -48,8 +54,12 @@ static void sweep_usage(FILE *out) {
           "                           optimizer, 2, 3 = FSDP; over the whole DP x CP group)\n\n"
           "fixed job options: --model --topology --hardware --gpus --global-batch --seq-len\n"
           "  --dtype --flash-attention --overlap-grad-reduce --overlap-param-gather\n"
-          "  --overlap-tp-comm --estimator --algo --tokens --allow-oom (as for predict)\n\n"
+          "  --overlap-tp-comm --estimator --algo --tokens --allow-oom --power-fraction --pue\n"
+          "  --price-per-gpu-hour (as for predict)\n\n"
           "search and output:\n"
+          "  --objective O            rank by time (default: the iteration time), cost (of\n"
+          "                           --tokens at --price-per-gpu-hour) or energy (of --tokens:\n"
+          "                           board power x --power-fraction x --pue)\n"
           "  --top K                  configurations printed (default 10)\n"
           "  --threads N              worker threads (default 1)\n"
           "  --no-prune               simulate every valid configuration (no lower-bound cut)\n"
@@ -139,7 +149,41 @@ typedef struct emit_ctx {
   tbuf t[MAX_THREADS];
   uint32_t n;
   int json;
+  int csv_training;      /* CSV rows end with the training columns (csv_row) */
+  uint64_t unit_base;    /* of the GPU count being swept (k << GPU_UNIT_SHIFT) */
 } emit_ctx;
+
+/* sc_report_csv_header / _row, and with training the columns predict's CSV lacks
+ * (gpu_hours, energy_j, cost of the token budget; empty where they do not apply). r NULL:
+ * the header. */
+static int csv_row(FILE *out, const sc_result *r, int training, sc_error *err) {
+  if (!training) return r ? sc_report_csv_row(out, r, err) : sc_report_csv_header(out, err);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&buf, &n);
+  if (m == NULL) return sc_error_set(err, SC_ENOMEM, "sweep: out of memory");
+  int rc = r ? sc_report_csv_row(m, r, err) : sc_report_csv_header(m, err);
+  if (fclose(m) != 0 && rc == SC_OK) rc = sc_error_set(err, SC_ENOMEM, "sweep: out of memory");
+  if (rc == SC_OK) {
+    if (n > 0 && buf[n - 1] == '\n') n--;
+    fwrite(buf, 1, n, out);
+    if (r == NULL) {
+      fputs(",gpu_hours,energy_j,cost\n", out);
+    } else {
+      int budget = r->token_budget > 0;
+      fputc(',', out);
+      if (budget) fprintf(out, "%.12g", r->gpu_hours);
+      fputc(',', out);
+      if (budget && r->board_power_w > 0) fprintf(out, "%.12g", r->energy_j);
+      fputc(',', out);
+      if (budget && r->price_per_gpu_hour > 0) fprintf(out, "%.12g", r->cost);
+      fputc('\n', out);
+    }
+    if (ferror(out)) rc = sc_error_set(err, SC_EIO, "sweep: csv: write error");
+  }
+  free(buf);
+  return rc;
+}
 
 static int emit_visit(void *ud, uint32_t thread, uint64_t unit, uint64_t index,
                       const sc_result *r) {
@@ -149,7 +193,7 @@ static int emit_visit(void *ud, uint32_t thread, uint64_t unit, uint64_t index,
   (void)index;
   long at = ftell(b->f);
   if (at < 0) return 1;
-  if (b->nseg == 0 || b->segs[b->nseg - 1].unit != unit) {
+  if (b->nseg == 0 || b->segs[b->nseg - 1].unit != c->unit_base + unit) {
     if (b->nseg == b->capseg) {
       size_t nc = b->capseg ? 2 * b->capseg : 64;
       seg *s = realloc(b->segs, nc * sizeof *s);
@@ -157,12 +201,12 @@ static int emit_visit(void *ud, uint32_t thread, uint64_t unit, uint64_t index,
       b->segs = s;
       b->capseg = nc;
     }
-    b->segs[b->nseg++] = (seg){unit, (uint64_t)at, 0};
+    b->segs[b->nseg++] = (seg){c->unit_base + unit, (uint64_t)at, 0};
   }
   if (c->json) {
     fputc(',', b->f);
     if (sc_report_json(b->f, r, &err) != SC_OK) return 1;
-  } else if (sc_report_csv_row(b->f, r, &err) != SC_OK) {
+  } else if (csv_row(b->f, r, c->csv_training, &err) != SC_OK) {
     return 1;
   }
   long end = ftell(b->f);
@@ -327,6 +371,7 @@ static int mpi_gather_result(const mpi_state *m, sc_sweep_result *r, sc_error *e
     sc_sweep_result merged;
     memset(&merged, 0, sizeof merged);
     merged.top_k = r->top_k;
+    merged.objective = r->objective;
     merged.space = r->space;
     for (int i = 0; i < m->size && rc == SC_OK; i++) {
       hdrs[i].top = (sc_sweep_entry *)(all + displs[i]);
@@ -436,12 +481,33 @@ static void print_counts(FILE *out, const sc_sweep_result *r) {
   fprintf(out, "\n");
 }
 
-static void print_top(FILE *out, const sc_sweep_result *r) {
-  fprintf(out, "%4s %10s %5s %7s  %-4s %-4s %-5s %-4s %-4s %-11s %-9s %-3s %-3s %8s | %9s %8s "
-               "%8s %8s %8s %8s %8s\n",
-          "rank", "iter(ms)", "MFU%", "TFLOP/s", "tp", "pp", "dp", "cp", "mb", "schedule",
-          "recompute", "sp", "do", "mem(GiB)", "compute", "tp", "cp", "dp", "p2p", "bubble",
-          "optim");
+/* What a table row adds with --objective or several GPU counts: the GPU count (when more
+ * than one), and with a token budget its days, GPU-hours, energy and cost. */
+typedef struct extra_cols {
+  int on, gpus, training;
+} extra_cols;
+
+static void training_header(FILE *out, const extra_cols *e) {
+  if (e->training) fprintf(out, " | %8s %10s %9s %12s", "days", "GPU-hours", "MWh", "cost");
+}
+
+static void training_cols(FILE *out, const extra_cols *e, const sc_result *x) {
+  if (!e->training) return;
+  fprintf(out, " | %8.2f %10.0f", x->time_to_train_s / 86400.0, x->gpu_hours);
+  if (x->board_power_w > 0) fprintf(out, " %9.3f", x->energy_j / 3.6e9);
+  else fprintf(out, " %9s", "-");
+  if (x->price_per_gpu_hour > 0) fprintf(out, " %12.2f", x->cost);
+  else fprintf(out, " %12s", "-");
+}
+
+static void print_top(FILE *out, const sc_sweep_result *r, const extra_cols *e) {
+  fprintf(out, "%4s %10s %5s %7s  ", "rank", "iter(ms)", "MFU%", "TFLOP/s");
+  if (e->gpus) fprintf(out, "%-6s", "gpus");
+  fprintf(out, "%-4s %-4s %-5s %-4s %-4s %-11s %-9s %-3s %-3s %8s | %9s %8s %8s %8s %8s %8s %8s",
+          "tp", "pp", "dp", "cp", "mb", "schedule", "recompute", "sp", "do", "mem(GiB)",
+          "compute", "tp", "cp", "dp", "p2p", "bubble", "optim");
+  training_header(out, e);
+  fprintf(out, "\n");
   for (uint32_t i = 0; i < r->ntop; i++) {
     const sc_result *x = &r->top[i].result;
     const sc_parallel *p = &x->parallel;
@@ -451,16 +517,21 @@ static void print_top(FILE *out, const sc_sweep_result *r) {
       snprintf(sched, sizeof sched, "interl. v%u", p->virtual_stages);
     else
       snprintf(sched, sizeof sched, "%s", sc_cli_schedule_name(p->schedule));
+    fprintf(out, "%4u %10.2f %5.1f %7.1f  ", i + 1, x->iteration_s * 1e3, x->mfu * 100,
+            x->model_tflops_per_gpu);
+    if (e->gpus) fprintf(out, "%-6u", x->gpus);
     fprintf(out,
-            "%4u %10.2f %5.1f %7.1f  %-4u %-4u %-5u %-4u %-4u %-11s %-9s %-3s %-3s %8.1f | %9.2f "
-            "%8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n",
-            i + 1, x->iteration_s * 1e3, x->mfu * 100, x->model_tflops_per_gpu, p->tp, p->pp,
+            "%-4u %-4u %-5u %-4u %-4u %-11s %-9s %-3s %-3s %8.1f | %9.2f "
+            "%8.2f %8.2f %8.2f %8.2f %8.2f %8.2f",
+            p->tp, p->pp,
             p->dp, p->cp, p->micro_batch, sched, sc_recompute_name(p->recompute),
             onoff(p->sequence_parallel), sharding(p),
             x->memory.total_bytes / 1073741824.0,
             (b->compute_fwd_s + b->compute_recompute_s + b->compute_bwd_s) * 1e3,
             b->tp_exposed_s * 1e3, b->cp_exposed_s * 1e3, b->dp_exposed_s * 1e3,
             b->p2p_exposed_s * 1e3, b->bubble_s * 1e3, b->optimizer_s * 1e3);
+    training_cols(out, e, x);
+    fprintf(out, "\n");
   }
   if (r->ntop == 0) fprintf(out, "(no configuration fits)\n");
   /* a mixture of experts: the expert degrees of each row */
@@ -502,8 +573,10 @@ static double nice_step(double span, int want) {
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p10;
 }
 
+/* best_s[i] * scale is drawn (in the unit ylabel names). */
 static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const double *best_s,
-                      uint32_t nvar, const char *title, sc_error *err) {
+                      uint32_t nvar, double scale, const char *ylabel, const char *title,
+                      sc_error *err) {
   static const char *const colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
                                         "#E69F00", "#56B4E9", "#000000", "#F0E442"};
   sc_afile af; /* a temporary renamed over path once whole: a failure keeps the old file */
@@ -515,7 +588,7 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
   uint32_t nx = v[0].nvalues, nser = nvar / nx;
   double ymax = 0;
   for (uint32_t i = 0; i < nvar; i++)
-    if (isfinite(best_s[i]) && best_s[i] * 1e3 > ymax) ymax = best_s[i] * 1e3;
+    if (isfinite(best_s[i]) && best_s[i] * scale > ymax) ymax = best_s[i] * scale;
   if (!(ymax > 0)) ymax = 1;
   double step = nice_step(ymax, 5);
   double ytop = ceil(ymax / step) * step;
@@ -539,8 +612,10 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
             L - 6, py + 4, y);
   }
   fprintf(f, "<text x=\"18\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
-             "transform=\"rotate(-90 18 %.1f)\">best iteration time (ms)</text>\n",
+             "transform=\"rotate(-90 18 %.1f)\">",
           T + ph / 2, T + ph / 2);
+  svg_text(f, ylabel);
+  fprintf(f, "</text>\n");
   /* x positions: the values of the first --vary, evenly spaced */
   for (uint32_t i = 0; i < nx; i++) {
     double px = L + (nx > 1 ? pw * i / (nx - 1) : pw / 2);
@@ -565,7 +640,7 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
       double t = best_s[s * nx + i];
       if (!isfinite(t)) continue;
       double px = L + (nx > 1 ? pw * i / (nx - 1) : pw / 2);
-      fprintf(f, "%.1f,%.1f ", px, T + ph - ph * t * 1e3 / ytop);
+      fprintf(f, "%.1f,%.1f ", px, T + ph - ph * t * scale / ytop);
     }
     fprintf(f, "\"/>\n");
     for (uint32_t i = 0; i < nx; i++) {
@@ -573,7 +648,7 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
       if (!isfinite(t)) continue;
       double px = L + (nx > 1 ? pw * i / (nx - 1) : pw / 2);
       fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", px,
-              T + ph - ph * t * 1e3 / ytop, col);
+              T + ph - ph * t * scale / ytop, col);
     }
     /* legend: the other fields' values of this series */
     char lab[256] = "";
@@ -601,7 +676,10 @@ static int write_plot(const char *path, const sc_vary *v, uint32_t nv, const dou
 
 typedef struct sweep_args {
   sc_cli_job job;
-  sc_sweep_space space;
+  sc_sweep_space space[MAX_GPU_COUNTS]; /* one per GPU count */
+  uint32_t gpus[MAX_GPU_COUNTS], ngpus;  /* --gpus N or N1,N2,... */
+  sc_sweep_objective objective;
+  int objective_given;
   int have_tp, have_pp, have_cp, have_mb, have_sched, have_vp, have_rc, have_sp, have_do;
   uint32_t ep[SC_SWEEP_MAX_CHOICES], etp[SC_SWEEP_MAX_CHOICES], nep, netp;
   uint32_t tp[SC_SWEEP_MAX_CHOICES], pp[SC_SWEEP_MAX_CHOICES], cp[SC_SWEEP_MAX_CHOICES],
@@ -623,7 +701,8 @@ static int fixed_key(const char *name) {
       "model", "topology", "hardware", "gpus", "global-batch", "global_batch", "seq-len",
       "seq_len", "dtype", "flash-attention", "no-flash-attention", "overlap-grad-reduce",
       "no-overlap-grad-reduce", "overlap-param-gather", "no-overlap-param-gather",
-      "overlap-tp-comm", "no-overlap-tp-comm", "estimator", "algo", "tokens"};
+      "overlap-tp-comm", "no-overlap-tp-comm", "estimator", "algo", "tokens",
+      "price-per-gpu-hour", "power-fraction", "pue"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
     if (strcmp(name, ok[i]) == 0) return 1;
   return 0;
@@ -660,7 +739,7 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
                                       "schedule", "recompute", "sequence-parallel",
                                       "distributed-optimizer", "zero-stage", "top",
                                       "threads", "vary",
-                                      "plot"};
+                                      "plot", "objective"};
     int known = fixed_key(name);
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++) known |= strcmp(name, own[k]) == 0;
     if (!known) {
@@ -789,13 +868,42 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
       continue;
     }
     if (strcmp(name, "plot") == 0) { a->plot = val; continue; }
+    if (strcmp(name, "objective") == 0) {
+      if (sc_sweep_objective_parse(val, &a->objective, &err) != SC_OK)
+        return sc_cli_usage_error("sweep", "--objective: '%s' is not time, cost or energy", val);
+      a->objective_given = 1;
+      continue;
+    }
+    if (strcmp(name, "gpus") == 0 && strchr(val, ',') != NULL) { /* several GPU counts */
+      if (parse_u32_list(name, val, a->gpus, &a->ngpus)) return 2;
+      if (a->ngpus > MAX_GPU_COUNTS)
+        return sc_cli_usage_error("sweep", "--gpus: more than %d GPU counts", MAX_GPU_COUNTS);
+      for (uint32_t j = 0; j < a->ngpus; j++)
+        for (uint32_t k = 0; k < j; k++)
+          if (a->gpus[j] == a->gpus[k])
+            return sc_cli_usage_error("sweep", "--gpus: '%s' repeats %u", val, a->gpus[j]);
+      a->job.gpus = a->gpus[0];
+      continue;
+    }
     int st = sc_cli_job_set(&a->job, name, val, &err);
+    if (st == SC_OK && strcmp(name, "gpus") == 0) a->ngpus = 0; /* one count, given last */
     if (st != SC_OK) return sc_cli_usage_error("sweep", "%s", err.msg);
   }
   if (a->json && a->csv) return sc_cli_usage_error("sweep", "--json and --csv exclude each other");
   if (a->job.model[0] == '\0') return sc_cli_usage_error("sweep", "--model is required");
   if (a->job.topology[0] == '\0') return sc_cli_usage_error("sweep", "--topology is required");
   if (a->job.gpus == 0) return sc_cli_usage_error("sweep", "--gpus is required");
+  if (a->ngpus == 0) {
+    a->gpus[0] = a->job.gpus;
+    a->ngpus = 1;
+  }
+  if (a->objective != SC_SWEEP_OBJ_TIME && !(a->job.opts.token_budget > 0))
+    return sc_cli_usage_error("sweep", "--objective %s needs --tokens (the token budget whose "
+                              "%s is ranked)", sc_sweep_objective_name(a->objective),
+                              sc_sweep_objective_name(a->objective));
+  if (a->objective == SC_SWEEP_OBJ_COST && !(a->job.opts.price_per_gpu_hour > 0))
+    return sc_cli_usage_error("sweep", "--objective cost needs --price-per-gpu-hour (a price "
+                              "> 0)");
   if (a->job.par.global_batch == 0)
     return sc_cli_usage_error("sweep", "--global-batch is required");
   if (a->plot && a->nvary == 0) return sc_cli_usage_error("sweep", "--plot needs --vary");
@@ -811,9 +919,9 @@ static int parse_args(int argc, char **argv, sweep_args *a, int *help) {
   return 0;
 }
 
-static int build_space(sweep_args *a, const sc_model *m, sc_error *err) {
-  sc_sweep_space *s = &a->space;
-  int rc = sc_sweep_space_defaults(s, m, a->job.gpus, a->job.par.global_batch,
+static int build_space(sweep_args *a, const sc_model *m, uint32_t g, sc_error *err) {
+  sc_sweep_space *s = &a->space[g];
+  int rc = sc_sweep_space_defaults(s, m, a->gpus[g], a->job.par.global_batch,
                                    a->job.seq_given ? a->job.par.seq_len : 0, err);
   if (rc != SC_OK) return rc;
   /* fixed options from the job */
@@ -855,6 +963,72 @@ static int build_space(sweep_args *a, const sc_model *m, sc_error *err) {
   return SC_OK;
 }
 
+static void json_num(FILE *out, double v) {
+  if (isfinite(v)) fprintf(out, "%.12g", v);
+  else fputs("null", out);
+}
+
+/* "objective": its name and the training inputs it is counted with (JSON, no newline). */
+static void json_objective(FILE *out, const sweep_args *a) {
+  const sc_predict_opts *po = &a->job.opts;
+  fprintf(out, "\"objective\": ");
+  sc_json_string(out, sc_sweep_objective_name(a->objective));
+  fprintf(out, ", \"token_budget\": ");
+  json_num(out, po->token_budget);
+  fprintf(out, ", \"power_fraction\": ");
+  json_num(out, po->power_fraction > 0 ? po->power_fraction : 1.0);
+  fprintf(out, ", \"pue\": ");
+  json_num(out, po->pue > 0 ? po->pue : 1.0);
+  fprintf(out, ", \"price_per_gpu_hour\": ");
+  json_num(out, po->price_per_gpu_hour);
+  fprintf(out, ",\n");
+}
+
+/* The table's line saying what ranks the configurations. */
+static void print_objective(FILE *out, const sweep_args *a) {
+  const sc_predict_opts *po = &a->job.opts;
+  switch (a->objective) {
+  case SC_SWEEP_OBJ_COST:
+    fprintf(out, "ranked by cost: %g tokens at %g per GPU-hour\n", po->token_budget,
+            po->price_per_gpu_hour);
+    break;
+  case SC_SWEEP_OBJ_ENERGY:
+    fprintf(out, "ranked by energy: %g tokens at %g of the board's power, PUE %g\n",
+            po->token_budget, po->power_fraction > 0 ? po->power_fraction : 1.0,
+            po->pue > 0 ? po->pue : 1.0);
+    break;
+  default:
+    fprintf(out, "ranked by iteration time\n");
+  }
+}
+
+/* Sweep every GPU count of a into *out: one space after the other, a configuration's index
+ * its position in the concatenation (the first count's space first), the top lists merged
+ * by the objective, the counts and space sizes summed, the JSON/CSV text of the k-th count
+ * after the (k-1)-th's (emit's unit_base). */
+static int sweep_gpu_counts(sweep_args *a, sc_registry *const *regs, const sc_model *m,
+                            const sc_topology *t, const sc_device *dev, const sc_sweep_opts *o,
+                            emit_ctx *emit, sc_sweep_result *out, sc_error *err) {
+  uint64_t offset = 0;
+  memset(out, 0, sizeof *out);
+  out->top_k = o->top_k;
+  out->objective = o->objective;
+  for (uint32_t g = 0; g < a->ngpus; g++) {
+    sc_sweep_result one;
+    if (emit != NULL) emit->unit_base = (uint64_t)g << GPU_UNIT_SHIFT;
+    int rc = sc_sweep_run(regs, a->threads, m, t, dev, &a->space[g], o, &one, err);
+    if (rc != SC_OK) return rc;
+    for (uint32_t i = 0; i < one.ntop; i++) one.top[i].index += offset;
+    rc = sc_sweep_result_merge(out, &one, err);
+    out->space += one.space;
+    out->elapsed_s += one.elapsed_s;
+    offset += one.space;
+    sc_sweep_result_free(&one);
+    if (rc != SC_OK) return rc;
+  }
+  return SC_OK;
+}
+
 int sc_cli_sweep(int argc, char **argv) {
   sweep_args *a = calloc(1, sizeof *a);
   sc_registry *regs[MAX_THREADS] = {0};
@@ -887,13 +1061,17 @@ int sc_cli_sweep(int argc, char **argv) {
   FILE *out = stdout;
   int failed = 0;
   if (sc_model_load(a->job.model, &model, &err) != SC_OK ||
-      sc_topology_load(a->job.topology, &topo0, &err) != SC_OK ||
-      build_space(a, &model, &err) != SC_OK)
+      sc_topology_load(a->job.topology, &topo0, &err) != SC_OK)
     failed = 1;
+  for (uint32_t g = 0; !failed && g < a->ngpus; g++)
+    if (build_space(a, &model, g, &err) != SC_OK) failed = 1;
   for (uint32_t i = 0; !failed && i < a->threads; i++)
     if (sc_cli_registry_open(&regs[i], &err) != SC_OK) failed = 1;
   if (!failed && sc_hardware_load(regs[0], a->job.hardware[0] ? a->job.hardware : topo0.hardware,
                                   &dev0, &err) != SC_OK)
+    failed = 1;
+  /* energy: the device must state its board power (cost and tokens: checked as usage) */
+  if (!failed && sc_sweep_objective_check(a->objective, &a->job.opts, &dev0, &err) != SC_OK)
     failed = 1;
   if (!failed && a->job.opts.estimator != SC_ESTIMATOR_ANALYTICAL) { /* hybrid, learned */
     if (sc_residuals_for_hardware(a->job.hardware[0] ? a->job.hardware : topo0.hardware,
@@ -931,6 +1109,10 @@ int sc_cli_sweep(int argc, char **argv) {
   o.predict = a->job.opts;
   o.rank = (uint32_t)mpi.rank;
   o.nranks = (uint32_t)mpi.size;
+  o.objective = a->objective;
+  /* --objective or several GPU counts: the GPU count and training columns, "objective" */
+  extra_cols ext = {a->objective_given || a->ngpus > 1, a->ngpus > 1, 0};
+  ext.training = ext.on && a->job.opts.token_budget > 0;
   int all = (a->json || a->csv) && a->nvary == 0;
   if (all) {
     emit = calloc(1, sizeof *emit);
@@ -938,6 +1120,7 @@ int sc_cli_sweep(int argc, char **argv) {
       sc_error_set(&err, SC_ENOMEM, "sweep: out of memory");
       failed = 1;
     }
+    if (emit != NULL) emit->csv_training = ext.on;
     o.visit = emit_visit;
     o.visit_ud = emit;
   }
@@ -957,12 +1140,17 @@ int sc_cli_sweep(int argc, char **argv) {
     }
     if (a->nvary > 0)
       for (uint32_t i = 0; i < a->threads; i++) sc_registry_memo_clear(regs[i]);
-    if (sc_sweep_run(regs, a->threads, &model, &topo, &dev, &a->space, &o, &vres[v], &err) !=
-        SC_OK) {
+    if (a->ngpus == 1) {
+      if (sc_sweep_run(regs, a->threads, &model, &topo, &dev, &a->space[0], &o, &vres[v],
+                       &err) != SC_OK)
+        failed = 1;
+    } else if (sweep_gpu_counts(a, regs, &model, &topo, &dev, &o, emit, &vres[v], &err) !=
+               SC_OK) {
       failed = 1;
-      break;
     }
-    best_s[v] = vres[v].ntop ? vres[v].top[0].result.iteration_s : INFINITY;
+    if (failed) break;
+    best_s[v] = vres[v].ntop ? sc_sweep_objective_value(&vres[v].top[0].result, a->objective)
+                             : INFINITY;
   }
   if (mpi_any(&mpi, failed)) {
     if (failed) sc_cli_fail(&err);
@@ -970,7 +1158,8 @@ int sc_cli_sweep(int argc, char **argv) {
   }
   for (uint32_t v = 0; v < nvar && !failed; v++) {
     if (mpi_gather_result(&mpi, &vres[v], &err) != SC_OK) failed = 1;
-    best_s[v] = vres[v].ntop ? vres[v].top[0].result.iteration_s : INFINITY;
+    best_s[v] = vres[v].ntop ? sc_sweep_objective_value(&vres[v].top[0].result, a->objective)
+                             : INFINITY;
   }
   flat fl;
   memset(&fl, 0, sizeof fl);
@@ -996,9 +1185,15 @@ int sc_cli_sweep(int argc, char **argv) {
 
   /* rank 0 prints */
   const sc_sweep_result *r = &vres[0];
+  const sc_sweep_space *s0 = &a->space[0];
+  char gpus_txt[MAX_GPU_COUNTS * 11 + 1];
+  size_t gl = 0;
+  for (uint32_t g = 0; g < a->ngpus; g++)
+    gl += (size_t)snprintf(gpus_txt + gl, sizeof gpus_txt - gl, "%s%u", g ? "," : "",
+                           a->gpus[g]);
   if (a->nvary == 0) {
     if (a->csv) {
-      if (sc_report_csv_header(out, &err) != SC_OK) failed = 1;
+      if (csv_row(out, NULL, ext.on, &err) != SC_OK) failed = 1;
       write_segments(out, &fl, 0);
     } else if (a->json) {
       fprintf(out, "{\n\"schema_version\": %d,\n\"model\": ", SC_REPORT_SCHEMA_VERSION);
@@ -1007,8 +1202,11 @@ int sc_cli_sweep(int argc, char **argv) {
       sc_json_string(out, topo0.name);
       fprintf(out, ",\n\"hardware\": ");
       sc_json_string(out, dev0.name);
-      fprintf(out, ",\n\"gpus\": %u,\n\"global_batch\": %u,\n\"seq_len\": %u,\n", a->space.gpus,
-              a->space.base.global_batch, a->space.base.seq_len);
+      if (a->ngpus > 1) fprintf(out, ",\n\"gpus\": [%s]", gpus_txt);
+      else fprintf(out, ",\n\"gpus\": %u", s0->gpus);
+      fprintf(out, ",\n\"global_batch\": %u,\n\"seq_len\": %u,\n", s0->base.global_batch,
+              s0->base.seq_len);
+      if (ext.on) json_objective(out, a);
       json_counts(out, r);
       fprintf(out, ",\n\"top\": [");
       for (uint32_t i = 0; i < r->ntop; i++)
@@ -1017,41 +1215,55 @@ int sc_cli_sweep(int argc, char **argv) {
       write_segments(out, &fl, 1);
       fprintf(out, "]\n}\n");
     } else {
-      fprintf(out, "%s on %s (%s): %u GPUs, global batch %u, seq %u, %s, %s estimator%s\n",
-              model.name, topo0.name, dev0.name, a->space.gpus, a->space.base.global_batch,
-              a->space.base.seq_len, sc_dtype_name(a->space.base.dtype),
+      fprintf(out, "%s on %s (%s): %s GPUs, global batch %u, seq %u, %s, %s estimator%s\n",
+              model.name, topo0.name, dev0.name, gpus_txt, s0->base.global_batch,
+              s0->base.seq_len, sc_dtype_name(s0->base.dtype),
               sc_estimator_name(a->job.opts.estimator),
               a->job.estimator_given ? "" : " (the sweep's default: its exact fast search; "
                                             "--estimator hybrid adds fitted residuals)");
+      if (ext.on) print_objective(out, a);
       print_counts(out, r);
       fprintf(out, "%.3f s with %u thread%s x %d rank%s: %.0f configurations/s, %.0f "
                    "predicted+pruned/s\n\n",
               r->elapsed_s, a->threads, a->threads > 1 ? "s" : "", mpi.size,
               mpi.size > 1 ? "s" : "", r->elapsed_s > 0 ? (double)r->space / r->elapsed_s : 0.0,
               r->elapsed_s > 0 ? (double)(r->predicted + r->pruned) / r->elapsed_s : 0.0);
-      print_top(out, r);
+      print_top(out, r, &ext);
       fprintf(out, "\ntimes per iteration in ms; breakdown of the critical stage: compute, "
                    "exposed TP/CP/DP/P2P communication, bubble, optimizer\n");
+      if (ext.training)
+        fprintf(out, "days, GPU-hours, energy (MWh) and cost of training on --tokens (as "
+                     "predict counts them; '-': no board power or price)\n");
     }
   } else {
     /* co-design table */
     if (a->csv) {
       for (uint32_t j = 0; j < a->nvary; j++) fprintf(out, "%s,", a->vary[j].field);
-      if (sc_report_csv_header(out, &err) != SC_OK) failed = 1;
+      if (csv_row(out, NULL, ext.on, &err) != SC_OK) failed = 1;
     } else if (a->json) {
       fprintf(out, "{\n\"schema_version\": %d,\n\"vary\": [", SC_REPORT_SCHEMA_VERSION);
       for (uint32_t j = 0; j < a->nvary; j++) {
         fprintf(out, "%s", j ? ", " : "");
         sc_json_string(out, a->vary[j].field);
       }
-      fprintf(out, "],\n\"variants\": [\n");
+      fprintf(out, "],\n");
+      if (ext.on) {
+        fprintf(out, "\"gpus\": [%s],\n", gpus_txt);
+        json_objective(out, a);
+      }
+      fprintf(out, "\"variants\": [\n");
     } else {
-      fprintf(out, "%s on %s (%s): %u GPUs, global batch %u, seq %u: best of %llu "
-                   "configurations per variant\n\n",
-              model.name, topo0.name, dev0.name, a->space.gpus, a->space.base.global_batch,
-              a->space.base.seq_len, (unsigned long long)r->space);
+      fprintf(out, "%s on %s (%s): %s GPUs, global batch %u, seq %u: best of %llu "
+                   "configurations per variant\n",
+              model.name, topo0.name, dev0.name, gpus_txt, s0->base.global_batch,
+              s0->base.seq_len, (unsigned long long)r->space);
+      if (ext.on) print_objective(out, a);
+      fprintf(out, "\n");
       for (uint32_t j = 0; j < a->nvary; j++) fprintf(out, "%-22s ", a->vary[j].field);
-      fprintf(out, "%10s %8s %6s  %s\n", "best(ms)", "vs first", "MFU%", "best configuration");
+      fprintf(out, "%10s %8s %6s", ext.on ? "iter(ms)" : "best(ms)", "vs first", "MFU%");
+      if (ext.gpus) fprintf(out, " %5s", "gpus");
+      training_header(out, &ext);
+      fprintf(out, "%s  %s\n", ext.training ? " |" : "", "best configuration");
     }
     for (uint32_t v = 0; v < nvar && !failed; v++) {
       const sc_sweep_result *x = &vres[v];
@@ -1080,23 +1292,41 @@ int sc_cli_sweep(int argc, char **argv) {
         else fprintf(out, "%-22s ", t);
       }
       if (a->csv) {
-        if (x->ntop) sc_report_csv_row(out, &x->top[0].result, &err);
+        if (x->ntop) csv_row(out, &x->top[0].result, ext.on, &err);
         else fprintf(out, "\n");
         continue;
       }
-      if (x->ntop)
-        fprintf(out, "%10.2f %+7.1f%% %6.1f  %s\n", best_s[v] * 1e3,
-                isfinite(best_s[0]) ? (best_s[v] / best_s[0] - 1) * 100 : 0.0,
-                x->top[0].result.mfu * 100, cfg);
-      else
+      if (x->ntop) {
+        const sc_result *b = &x->top[0].result;
+        fprintf(out, "%10.2f %+7.1f%% %6.1f", b->iteration_s * 1e3,
+                isfinite(best_s[0]) ? (best_s[v] / best_s[0] - 1) * 100 : 0.0, b->mfu * 100);
+        if (ext.gpus) fprintf(out, " %5u", b->gpus);
+        training_cols(out, &ext, b);
+        fprintf(out, "%s  %s\n", ext.training ? " |" : "", cfg);
+      } else {
         fprintf(out, "%10s %8s %6s  %s\n", "-", "-", "-", cfg);
+      }
     }
+    if (ext.on && !a->json && !a->csv)
+      fprintf(out, "\nbest by %s; vs first: its change in %s from the first variant\n",
+              sc_sweep_objective_name(a->objective),
+              a->objective == SC_SWEEP_OBJ_TIME ? "iteration time"
+              : a->objective == SC_SWEEP_OBJ_COST ? "the cost of --tokens"
+                                                  : "the energy of --tokens");
     if (a->json) fprintf(out, "\n]\n}\n");
     if (a->plot) {
-      char title[256];
-      snprintf(title, sizeof title, "%s on %u GPUs of %s: best iteration time", model.name,
-               a->space.gpus, topo0.name);
-      if (write_plot(a->plot, a->vary, a->nvary, best_s, nvar, title, &err) != SC_OK) failed = 1;
+      char title[512];
+      static const char *const what[SC_SWEEP_NOBJ] = {"best iteration time",
+                                                      "lowest cost of --tokens",
+                                                      "lowest energy of --tokens"};
+      static const char *const ylab[SC_SWEEP_NOBJ] = {"best iteration time (ms)",
+                                                      "lowest cost", "lowest energy (MWh)"};
+      static const double scale[SC_SWEEP_NOBJ] = {1e3, 1.0, 1.0 / 3.6e9};
+      snprintf(title, sizeof title, "%s on %s GPUs of %s: %s", model.name, gpus_txt,
+               topo0.name, what[a->objective]);
+      if (write_plot(a->plot, a->vary, a->nvary, best_s, nvar, scale[a->objective],
+                     ylab[a->objective], title, &err) != SC_OK)
+        failed = 1;
     }
   }
   free(fl.text);
