@@ -553,6 +553,13 @@ static int trace_compare(int argc, char **argv) {
       sc_predict_timeline(pr, &detail, &err) != SC_OK ||
       sc_trace_compare_run(tr, nf, &res, &detail, &cmp, &err) != SC_OK)
     goto fail;
+  for (size_t i = 0; i < nf; i++) {
+    sc_trace_info in;
+    sc_trace_get_info(tr[i], &in);
+    if (in.world_size > 0 && (uint32_t)in.world_size != res.gpus)
+      sc_cli_eprintf("stepcast: warning: %s: the traced job had %d ranks, the predicted one %u "
+                     "GPUs", files[i], in.world_size, res.gpus);
+  }
   if (json) {
     compare_json(stdout, cmp, &res, tr, files, nf);
     if (fflush(stdout) != 0 || ferror(stdout)) {
