@@ -434,6 +434,31 @@ START_TEST(test_model_states) {
   p.zero_stage = 2;
   ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
   ck_assert_double_eq_tol(mem.grads_bytes, 2.0 * (104910848 / 8.0 + 12596224), 1e-3);
+  /* PyTorch AMP's layout (amp_layout): 4 B fp32 weight + 2 B autocast copy, 4 B gradient,
+   * 8 B moments = 18 B on one rank; DDP's buckets add 4 B a parameter on several ranks
+   * (22 B); ZeRO-1 has none (the optimizer's moments sharded: 6 + 4 + 8/8) */
+  p = base(1);
+  p.amp_layout = 1;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.weights_bytes, 6.0 * 104910848);
+  ck_assert_double_eq(mem.grads_bytes, 4.0 * 104910848);
+  ck_assert_double_eq(mem.optimizer_bytes, 8.0 * 104910848);
+  p.dp = 8;
+  p.global_batch = 64;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                      22.0 * 104910848);
+  p.distributed_optimizer = 1;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq_tol(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                          11.0 * 104910848, 1e-3);
+  /* ... and fp32 training keeps its own 16 B whatever the layout says */
+  p = base(1);
+  p.amp_layout = 1;
+  p.dtype = SC_DTYPE_FP32;
+  ck_assert_int_eq(sc_memory_per_gpu(&m, &p, 0, &mem, &err), SC_OK);
+  ck_assert_double_eq(mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes,
+                      16.0 * 104910848);
   /* fp32 training: 4 + 4 + 8 = 16 bytes per parameter. */
   p = base(1);
   p.dtype = SC_DTYPE_FP32;

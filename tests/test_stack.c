@@ -111,6 +111,15 @@ START_TEST(test_overlap_defaults) {
   ck_assert_int_eq(s.p2p_blocking, 1);
   sc_parallel_defaults(&p);
   ck_assert_int_eq(sc_stack_overlap_defaults(&s, NULL, &p), 0);
+  /* the model-state layout: PyTorch AMP's for the PyTorch stacks, Megatron's elsewhere */
+  sc_stack_state_layout(&s, &p);
+  ck_assert_int_eq(p.amp_layout, 0);
+  ck_assert_msg(sc_stack_load("pytorch-eager", &s, &err) == SC_OK, "%s", err.msg);
+  ck_assert_int_eq(s.amp_layout, 1);
+  sc_stack_state_layout(&s, &p);
+  ck_assert_int_eq(p.amp_layout, 1);
+  sc_stack_state_layout(NULL, &p);
+  ck_assert_int_eq(p.amp_layout, 1);
 }
 END_TEST
 
@@ -133,6 +142,7 @@ START_TEST(test_load_bad) {
       {"bad_vocab.toml", ":3:1: key 'vocab_divisible_by': must be in [1, 65536] (is 0)"},
       {"bad_p2p_blocking.toml", ":3:"},
       {"bad_overlap.toml", ":3:"},
+      {"bad_amp_layout.toml", ":3:1: key 'amp_layout'"},
       {"not_a_stack.toml", ": key 'model': unknown key in a stack file"},
       {"bad_head_dims_order.toml", ":4:1: key 'head_dims': element 2: 64 is not a whole "
                                    "number in [1, 4096] above the one before"},

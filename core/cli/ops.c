@@ -337,6 +337,7 @@ int sc_cli_ops(int argc, char **argv) {
     if (sc_stack_load(job.stack, &stack, &err) != SC_OK) return sc_cli_fail(&err);
     if (stack.vocab_divisible_by && p.vocab_divisible_by == 0)
       p.vocab_divisible_by = stack.vocab_divisible_by; /* the job's own padding first */
+    sc_stack_state_layout(&stack, &p);
   }
   p.seq_len = seq ? seq : (uint32_t)m.max_seq;
   if (gb) {

@@ -336,6 +336,7 @@ static void predict_row(mrow *r, const cache *k) {
     sc_stack_overlap_defaults(stk, r->job.overlap_given, &p);
     if (stk->vocab_divisible_by != 0 && p.vocab_divisible_by == 0)
       p.vocab_divisible_by = stk->vocab_divisible_by;
+    sc_stack_state_layout(stk, &p); /* PyTorch AMP's model states */
   }
   if (rc == SC_OK) rc = sc_workload_validate(&r->model, &p, &e);
   sc_memory worst, mem;

@@ -92,6 +92,18 @@ typedef struct sc_parallel {
    * MLP split over etp ranks); 0 = 1. ep * etp divides tp * cp * dp: the MoE layers use the
    * attention layers' GPUs as ETP x EP x EDP (stepcast/workload.h). */
   uint32_t ep, etp;
+  /* Model states as PyTorch's automatic mixed precision keeps them (torch.autocast with a
+   * GradScaler or bf16, DistributedDataParallel, torch.optim Adam/AdamW) instead of
+   * Megatron's mixed-precision layout: fp32 weights (4 B a parameter) and the fp16/bf16
+   * copies autocast makes of them for the GEMMs, cached and saved for the backward (2 B),
+   * fp32 gradients (4 B) and, without ZeRO on more than one rank, DDP's gradient buckets
+   * beside them (4 B: gradient_as_bucket_view is False by default), Adam's two fp32 moments
+   * (8 B: no separate master copy); 22 B against Megatron's 18. Sources: PyTorch docs,
+   * torch.amp ("cache_enabled ... the weight cache inside autocast", default True) and
+   * torch.nn.parallel.DistributedDataParallel (gradient_as_bucket_view: "the saved memory
+   * size will be equal to the total gradients size"). Mixed precision only; 0 = Megatron's
+   * layout. A stack that trains this way sets it (stepcast/stack.h, amp_layout). */
+  int amp_layout;
 } sc_parallel;
 
 /* Expert parallel and expert tensor parallel degrees (0 read as 1), and the expert data

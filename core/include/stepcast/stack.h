@@ -72,6 +72,9 @@ typedef struct sc_stack {
   /* 1: the stack runs Transformer Engine's modules, which hold TE's own cuBLAS workspace
    * (and, under TP overlap, its userbuffers): memory per GPU (stepcast/memory.h). */
   int te_workspace;
+  /* 1: the stack trains with PyTorch's automatic mixed precision and DDP, whose model
+   * states take 22 B a parameter (sc_parallel.amp_layout); sc_stack_state_layout. */
+  int amp_layout;
   uint32_t nkernels, ntraffic;
   sc_stack_rule kernels[SC_STACK_RULES_MAX]; /* kernels launched per operator (default 1) */
   sc_stack_rule traffic[SC_STACK_RULES_MAX]; /* multiple of the operator's bytes (default 1) */
@@ -115,6 +118,10 @@ int sc_stack_device(const sc_stack *s, sc_device *dev);
  * userbuffers overlap needs both: Megatron-Bridge's CommOverlapConfig turns it off
  * otherwise). Returns how many switches the stack turned on. NULL s: none. */
 int sc_stack_overlap_defaults(const sc_stack *s, const int *given, sc_parallel *p);
+
+/* p's model-state layout as s trains (sc_parallel.amp_layout from s's amp_layout); NULL s
+ * or a stack that does not state it: p unchanged. */
+void sc_stack_state_layout(const sc_stack *s, sc_parallel *p);
 
 /* The host time of one instance of op under s: kernels x host_per_kernel_s (0 for NULL). */
 double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op);

@@ -13,6 +13,9 @@
  *   Gradients kept in the training type (sc_parallel.grad_reduce_dtype bf16/fp16:
  *   Megatron-Core's DDP grad_reduce_in_fp32 = False, NeMo's optim.grad_sync_dtype) are
  *   2 B, not 4: 16 B/param.
+ *   PyTorch's automatic mixed precision (sc_parallel.amp_layout, set by a stack that trains
+ *   that way): 4 B fp32 weight + 2 B autocast copy + 4 B gradient (+ 4 B DDP bucket without
+ *   ZeRO on several ranks) + 8 B moments = 22 B/param (18 on one rank).
  *
  * Sharded data parallelism (Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054, Sec. 5 and
  * Fig. 1: the optimizer states (stage 1), the gradients too (stage 2), the parameters too
@@ -263,8 +266,9 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   }
 
   int mixed = d.e < 4.0;
-  double wbytes = mixed ? 2.0 : 4.0;
-  double obytes = mixed ? 12.0 : 8.0;
+  int amp = mixed && p->amp_layout; /* PyTorch AMP's states (sc_parallel.amp_layout) */
+  double wbytes = amp ? 4.0 + 2.0 : mixed ? 2.0 : 4.0;
+  double obytes = mixed && !amp ? 12.0 : 8.0;
   uint32_t z = sc_parallel_zero(p);
   double shard = (double)sc_parallel_shard_ranks(p);
 
@@ -272,7 +276,9 @@ int sc_memory_per_gpu(const sc_model *m, const sc_parallel *p, uint32_t stage, s
   out->params = params;
   out->weights_bytes = wbytes * (double)params;
   /* fp32 main gradients, or gradients kept in the training type (grad_reduce_dtype) */
-  double gbytes = mixed ? sc_parallel_grad_bytes(p) : 4.0;
+  double gbytes = amp ? 4.0 : mixed ? sc_parallel_grad_bytes(p) : 4.0;
+  /* DDP's gradient buckets beside the gradients (AMP layout, no ZeRO, more than one rank) */
+  if (amp && z == 0 && p->dp * p->cp > 1) gbytes += 4.0;
   out->grads_bytes = gbytes * (double)params;
   out->optimizer_bytes = obytes * (double)params / shard;
   if (expert > 0) {

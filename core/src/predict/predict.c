@@ -316,9 +316,12 @@ int sc_predict(sc_predictor *pr, const sc_model *m, const sc_topology *t, const 
   /* A stack that pads the vocabulary otherwise than Megatron (PyTorch eager: not at all),
    * unless the job states its own padding */
   sc_parallel pstack;
-  if (o->stack != NULL && o->stack->vocab_divisible_by != 0 && p->vocab_divisible_by == 0) {
+  if (o->stack != NULL && ((o->stack->vocab_divisible_by != 0 && p->vocab_divisible_by == 0) ||
+                           (o->stack->amp_layout && !p->amp_layout))) {
     pstack = *p;
-    pstack.vocab_divisible_by = o->stack->vocab_divisible_by;
+    if (pstack.vocab_divisible_by == 0)
+      pstack.vocab_divisible_by = o->stack->vocab_divisible_by;
+    sc_stack_state_layout(o->stack, &pstack); /* its model states (PyTorch AMP) */
     p = &pstack;
   }
   if ((int)p->dtype < 0 || p->dtype >= SC_DTYPE_COUNT)

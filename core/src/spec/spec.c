@@ -1033,7 +1033,7 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   static const char *const known[] = {"name", "description", "host_per_kernel_s",
                                       "vocab_divisible_by", "p2p_blocking", "overlap_grad_reduce",
                                       "overlap_param_gather", "overlap_tp_comm", "te_workspace",
-                                      "kernels", "traffic", "attention", NULL};
+                                      "amp_layout", "kernels", "traffic", "attention", NULL};
   char path[SC_PATH_MAX];
   sc_toml_doc *doc = NULL;
   const sc_table *t = NULL;
@@ -1082,9 +1082,10 @@ int sc_stack_load(const char *name_or_path, sc_stack *out, sc_error *err) {
   }
   {
     static const char *const sw[] = {"p2p_blocking", "overlap_grad_reduce",
-                                     "overlap_param_gather", "overlap_tp_comm", "te_workspace"};
+                                     "overlap_param_gather", "overlap_tp_comm", "te_workspace",
+                                     "amp_layout"};
     int *dst[] = {&st->p2p_blocking, &st->overlap_grad_reduce, &st->overlap_param_gather,
-                  &st->overlap_tp_comm, &st->te_workspace};
+                  &st->overlap_tp_comm, &st->te_workspace, &st->amp_layout};
     for (size_t i = 0; i < sizeof sw / sizeof sw[0] && rc == SC_OK; i++) {
       rc = sc__table_bool(t, sw[i], dst[i], err);
       if (rc == SC_ENOTFOUND) rc = SC_OK;
@@ -1185,6 +1186,10 @@ int sc_stack_overlap_defaults(const sc_stack *s, const int *given, sc_parallel *
     n++;
   }
   return n;
+}
+
+void sc_stack_state_layout(const sc_stack *s, sc_parallel *p) {
+  if (s != NULL && p != NULL && s->amp_layout) p->amp_layout = 1;
 }
 
 double sc_stack_host_s(const sc_stack *s, const sc_op_desc *op) {

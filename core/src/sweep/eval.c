@@ -26,6 +26,7 @@
 #include "common/mix64.h"
 #include "stepcast/comm.h"
 #include "stepcast/ops.h"
+#include "stepcast/stack.h"
 #include "stepcast/stepcast.h"
 #include "stepcast/workload.h"
 #include "predict/compose.h"
@@ -131,6 +132,12 @@ int sc__sweep_memory(const sc_model *m, const sc_parallel *p, const sc_topology 
   int all = p->schedule == SC_SCHED_ZB_H1;
   sc_memory worst;
   sc_memory_overhead ov;
+  sc_parallel q;
+  if (s != NULL && s->amp_layout && !p->amp_layout) { /* the stack's model states, as predict */
+    q = *p;
+    sc_stack_state_layout(s, &q);
+    p = &q;
+  }
   memset(&worst, 0, sizeof worst);
   int rc = sc_memory_overhead_of(m, p, dev, s, t, &ov, err);
   if (rc != SC_OK) return rc;
