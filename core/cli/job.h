@@ -6,6 +6,7 @@
 
 #include "stepcast/estimate.h"
 #include "stepcast/predict.h"
+#include "stepcast/stack.h"
 #include "stepcast/stepcast.h"
 
 typedef struct sc_cli_job {
@@ -91,6 +92,25 @@ int sc_cli_job_load(sc_cli_job *j, const char *path, sc_error *err);
 /* Complete the job: derive the one missing degree from gpus, default seq_len to the model's
  * max_seq, check gpus == tp*pp*dp*cp; errors name the parameter. */
 int sc_cli_job_finish(sc_cli_job *j, const sc_model *m, sc_error *err);
+
+/* What a prediction of a job needs, loaded by sc_cli_job_open; free with
+ * sc_cli_job_inputs_free (what was loaded, also after a failure). */
+typedef struct sc_cli_job_inputs {
+  sc_model model;
+  sc_topology topo;
+  sc_device dev;
+  sc_stack stack;       /* valid when the job names one (j->opts.stack points at it) */
+  sc_registry *reg;
+  sc_residuals *resid, *cresid;
+} sc_cli_job_inputs;
+
+/* Load j's model and topology, complete j (sc_cli_job_finish), open the registry, load the
+ * device (j's hardware or the topology's) and j's stack (its overlap switches applied to
+ * those j leaves unstated), and settle the residual sets (sc_cli_job_residuals) into
+ * j->opts. Errors name the job file's key where it set the file. in must live as long as
+ * j->opts is used (j->opts.stack points into it). */
+int sc_cli_job_open(sc_cli_job *j, sc_cli_job_inputs *in, sc_error *err);
+void sc_cli_job_inputs_free(sc_cli_job_inputs *in);
 
 /* The CLI spelling of a schedule ("gpipe", "1f1b", "interleaved"); "?" outside the enum. */
 const char *sc_cli_schedule_name(sc_schedule_kind k);

@@ -71,13 +71,8 @@ int sc_cli_predict(int argc, char **argv) {
   uint32_t timeline_ops = 4;
   int json = 0, csv = 0, rc = 1;
   sc_error err;
-  sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
-  sc_residuals *resid = NULL, *cresid = NULL;
-  sc_model model;
-  sc_topology topo;
-  sc_device dev;
-  sc_stack stack;
+  static sc_cli_job_inputs in; /* large: not on the stack */
   sc_result res;
   sc_sched_result sched;
 
@@ -132,37 +127,11 @@ int sc_cli_predict(int argc, char **argv) {
   if (job.model[0] == '\0') return sc_cli_usage_error("predict", "--model is required");
   if (job.topology[0] == '\0') return sc_cli_usage_error("predict", "--topology is required");
 
-  if (sc_model_load(job.model, &model, &err) != SC_OK) {
-    sc_cli_job_blame(&job, SC_CLI_JOB_MODEL, &err);
-    return sc_cli_fail(&err);
-  }
-  if (sc_topology_load(job.topology, &topo, &err) != SC_OK) {
-    sc_cli_job_blame(&job, SC_CLI_JOB_TOPOLOGY, &err);
-    return sc_cli_fail(&err);
-  }
-  if (sc_cli_job_finish(&job, &model, &err) != SC_OK) return sc_cli_fail(&err);
-  if (sc_cli_registry_open(&reg, &err) != SC_OK) return sc_cli_fail(&err);
-  if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK) {
-    if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
-    goto fail;
-  }
-  if (job.stack[0] != '\0') {
-    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
-      sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
-      goto fail;
-    }
-    job.opts.stack = &stack; /* sc_predict prices its attention kernel on this device */
-    sc_stack_overlap_defaults(&stack, job.overlap_given, &job.par); /* the switches left */
-  }
-  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
-                           reg, job.stack[0] ? stack.name : NULL, &resid, &cresid, &err) != SC_OK)
-    goto fail;
-  job.opts.residuals = resid;
-  job.opts.coll_residuals = cresid;
-  job.opts.estimator_source = job.estimator_source;
-  if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
+  memset(&in, 0, sizeof in);
+  if (sc_cli_job_open(&job, &in, &err) != SC_OK) goto fail;
+  if (sc_predictor_new(in.reg, &pr, &err) != SC_OK) goto fail;
   job.opts.record_timeline = (timeline != NULL);
-  if (sc_predict(pr, &model, &topo, &dev, &job.par, &job.opts, &res, &sched, &err) != SC_OK)
+  if (sc_predict(pr, &in.model, &in.topo, &in.dev, &job.par, &job.opts, &res, &sched, &err) != SC_OK)
     goto fail;
   if (json) rc = sc_report_json(stdout, &res, &err);
   else if (csv) rc = sc_report_csv(stdout, &res, &err);
@@ -184,8 +153,6 @@ fail:
   rc = sc_cli_fail(&err);
 done:
   sc_predictor_free(pr);
-  sc_residuals_free(resid);
-  sc_residuals_free(cresid);
-  sc_registry_free(reg);
+  sc_cli_job_inputs_free(&in);
   return rc;
 }

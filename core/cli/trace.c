@@ -441,18 +441,14 @@ static int trace_compare(int argc, char **argv) {
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   sc_trace **tr = calloc((size_t)argc + 1, sizeof *tr);
   size_t nf = 0;
-  sc_registry *reg = NULL;
   sc_predictor *pr = NULL;
-  sc_residuals *resid = NULL, *cresid = NULL;
   sc_trace_compare *cmp = NULL;
-  static sc_model model;
-  static sc_topology topo;
-  static sc_device dev;
-  static sc_stack stack;
+  static sc_cli_job_inputs in; /* large: not on the stack */
   sc_result res;
   sc_timeline_detail detail;
   sc_cli_job_init(&job);
   sc_error_clear(&err);
+  memset(&in, 0, sizeof in);
   if (files == NULL || tr == NULL) {
     fprintf(stderr, "stepcast: out of memory\n");
     goto done;
@@ -519,37 +515,10 @@ static int trace_compare(int argc, char **argv) {
     if (sc_trace_load(files[i], &tr[i], &err) != SC_OK) goto fail;
     if (!quiet && !json) print_info(tr[i], files[i]);
   }
-  if (sc_model_load(job.model, &model, &err) != SC_OK) {
-    sc_cli_job_blame(&job, SC_CLI_JOB_MODEL, &err);
-    goto fail;
-  }
-  if (sc_topology_load(job.topology, &topo, &err) != SC_OK) {
-    sc_cli_job_blame(&job, SC_CLI_JOB_TOPOLOGY, &err);
-    goto fail;
-  }
-  if (sc_cli_job_finish(&job, &model, &err) != SC_OK) goto fail;
-  if (sc_cli_registry_open(&reg, &err) != SC_OK) goto fail;
-  if (sc_hardware_load(reg, job.hardware[0] ? job.hardware : topo.hardware, &dev, &err) != SC_OK) {
-    if (job.hardware[0]) sc_cli_job_blame(&job, SC_CLI_JOB_HARDWARE, &err);
-    goto fail;
-  }
-  if (job.stack[0] != '\0') {
-    if (sc_stack_load(job.stack, &stack, &err) != SC_OK) {
-      sc_cli_job_blame(&job, SC_CLI_JOB_STACK, &err);
-      goto fail;
-    }
-    job.opts.stack = &stack;
-    sc_stack_overlap_defaults(&stack, job.overlap_given, &job.par);
-  }
-  if (sc_cli_job_residuals(&job, job.hardware[0] ? job.hardware : topo.hardware, &topo, &dev,
-                           reg, job.stack[0] ? stack.name : NULL, &resid, &cresid, &err) != SC_OK)
-    goto fail;
-  job.opts.residuals = resid;
-  job.opts.coll_residuals = cresid;
-  job.opts.estimator_source = job.estimator_source;
+  if (sc_cli_job_open(&job, &in, &err) != SC_OK) goto fail;
   job.opts.record_timeline = 1;
-  if (sc_predictor_new(reg, &pr, &err) != SC_OK) goto fail;
-  if (sc_predict(pr, &model, &topo, &dev, &job.par, &job.opts, &res, NULL, &err) != SC_OK ||
+  if (sc_predictor_new(in.reg, &pr, &err) != SC_OK) goto fail;
+  if (sc_predict(pr, &in.model, &in.topo, &in.dev, &job.par, &job.opts, &res, NULL, &err) != SC_OK ||
       sc_predict_timeline(pr, &detail, &err) != SC_OK ||
       sc_trace_compare_run(tr, nf, &res, &detail, &cmp, &err) != SC_OK)
     goto fail;
@@ -579,9 +548,7 @@ done:
   free(tr);
   free(files);
   sc_predictor_free(pr);
-  sc_residuals_free(resid);
-  sc_residuals_free(cresid);
-  sc_registry_free(reg);
+  sc_cli_job_inputs_free(&in);
   return rc;
 }
 
